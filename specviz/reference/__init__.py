@@ -1,0 +1,20 @@
+"""The numpy reference: the specification in code (SEMANTICS.md), and the only backend that
+records trace events. Functions take numpy arrays, torch tensors or nested lists and return
+numpy arrays; ``specviz.backends.get_backend("numpy")`` wraps them to return torch tensors.
+"""
+from .dspark import (build_out_tokens, cap_correct_len, dspark_accept_greedy, dspark_accept_sampling, dspark_bonus_at,
+                     finalize_accept_lens)
+from .montecarlo import sample_many
+from .sampling import (eagle_sample, fill_bonus_tokens, gather_accept_tokens, raw_gather, target_probs_from_logits,
+                       top_k_renorm, top_p_renorm)
+from .tree import TREE_MASK_MODES, build_tree, parent_nodes, tree_mask_matrix
+from .verify import chain_rejection_sampling, inverse_cdf, tree_sampling_target_only, verify_tree_greedy
+
+API_FUNCTIONS = (
+    "build_tree", "verify_tree_greedy", "tree_sampling_target_only", "chain_rejection_sampling",
+    "target_probs_from_logits", "eagle_sample", "fill_bonus_tokens", "dspark_accept_greedy",
+    "dspark_accept_sampling", "cap_correct_len", "finalize_accept_lens", "build_out_tokens", "sample_many",
+)
+
+__all__ = list(API_FUNCTIONS) + ["TREE_MASK_MODES", "parent_nodes", "tree_mask_matrix", "inverse_cdf",
+                                 "gather_accept_tokens", "raw_gather", "top_k_renorm", "top_p_renorm", "dspark_bonus_at"]

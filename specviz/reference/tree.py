@@ -1,0 +1,172 @@
+"""Tree build (SEMANTICS.md §2-§3): parent_list / selected_index -> retrieve_* links, positions, mask.
+
+Numbering: node 0 is the root; node i >= 1 is draft candidate ``selected_index[i-1]``. The
+candidate's parent *slot* is ``selected_index[i-1] // topk``: slot 0 means the root, any other
+slot names ``parent_list[slot]``, the parent's flat candidate index, and the parent node is one
+more than that candidate's position in ``selected_index``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import SpecvizError
+from ..results import TreeBuild
+from ..trace import Trace
+from ..validate import check_shape, int_array
+
+TREE_MASK_MODES = ("full_mask", "qlen_only", "qlen_only_bitpacking")
+INVALID_PARENT = -2  # parent candidate not selected: the node stays unlinked (§3.4)
+
+
+def num_candidates(topk: int, depth: int) -> int:
+    """How many scored candidates a rollout of this shape produces: topk + (depth-1)*topk^2."""
+    return topk + (depth - 1) * topk * topk
+
+
+def check_build_args(parent_list, selected_index, verified_seq_len, topk, depth, num_draft_tokens, tree_mask_mode):
+    for name, v, lo in (("topk", topk, 1), ("depth", depth, 1), ("num_draft_tokens", num_draft_tokens, 1)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise SpecvizError(name, f"is {v!r}: it must be a whole number")
+        if v < lo:
+            raise SpecvizError(name, f"is {v}: it must be at least {lo}")
+    topk, depth, n = int(topk), int(depth), int(num_draft_tokens)
+    if tree_mask_mode not in TREE_MASK_MODES:
+        raise SpecvizError("tree_mask_mode", f"is {tree_mask_mode!r}: choose one of {', '.join(TREE_MASK_MODES)}")
+    if tree_mask_mode == "qlen_only_bitpacking" and n > 32:
+        raise SpecvizError("tree_mask_mode", f"qlen_only_bitpacking holds at most 32 nodes per request, got num_draft_tokens = {n}: use qlen_only")
+    if n - 1 > num_candidates(topk, depth):
+        raise SpecvizError(
+            "num_draft_tokens",
+            f"is {n}, but topk={topk}, depth={depth} score only {num_candidates(topk, depth)} candidates: "
+            f"num_draft_tokens - 1 must be <= topk + (depth-1)*topk^2",
+        )
+    pl = int_array("parent_list", parent_list, 2)
+    si = int_array("selected_index", selected_index, 2)
+    sl = int_array("verified_seq_len", verified_seq_len, 1)
+    bs = sl.shape[0]
+    if bs < 1:
+        raise SpecvizError("verified_seq_len", "is empty: give one prefix length per request")
+    check_shape("selected_index", si, (bs, n - 1), "([bs, num_draft_tokens - 1])")
+    width = topk * (depth - 1) + 1
+    if not (pl.shape == (bs, width) or (depth == 1 and pl.shape in ((bs, 0), (bs, 1)))):
+        raise SpecvizError("parent_list", f"has shape {list(pl.shape)} but must be [{bs}, topk*(depth-1)+1] = [{bs}, {width}]")
+    if np.any(sl < 0):
+        raise SpecvizError("verified_seq_len", f"holds {int(sl.min())}: prefix lengths cannot be negative")
+    ncand = num_candidates(topk, depth)
+    if np.any((si < 0) | (si >= ncand)):
+        b, j = (int(v) for v in np.argwhere((si < 0) | (si >= ncand))[0])
+        raise SpecvizError("selected_index", f"request {b} entry {j} is {si[b, j]}: candidate indices lie in [0, {ncand})")
+    for b in range(bs):
+        if len(np.unique(si[b])) != si.shape[1]:
+            raise SpecvizError("selected_index", f"request {b} lists a candidate twice: each candidate is selected at most once")
+    if pl.size and np.any(pl < -1):
+        raise SpecvizError("parent_list", f"holds {int(pl.min())}: entries are candidate indices or -1")
+    return pl, si, sl, topk, depth, n
+
+
+def parent_nodes(parent_list: np.ndarray, selected_index: np.ndarray, topk: int) -> np.ndarray:
+    """Parent node of every node: [bs, n] int64; -1 for the root, INVALID_PARENT when unselected."""
+    bs, m = selected_index.shape
+    par = np.full((bs, m + 1), -1, dtype=np.int64)
+    for b in range(bs):
+        where = {int(c): pos for pos, c in enumerate(selected_index[b])}
+        for i in range(1, m + 1):
+            slot = int(selected_index[b, i - 1]) // topk
+            if slot == 0:
+                par[b, i] = 0
+            else:
+                par[b, i] = where.get(int(parent_list[b, slot]), INVALID_PARENT - 1) + 1
+    return par
+
+
+def build_tree(parent_list, selected_index, verified_seq_len, *, topk, depth, num_draft_tokens,
+               tree_mask_mode="full_mask", trace: Trace | None = None) -> TreeBuild:
+    """Build the verify tree of every request (one request at a time, as one program per request).
+
+    parent_list      [bs, topk*(depth-1)+1] flat candidate index of each parent slot
+    selected_index   [bs, n-1] the selected candidates, ascending
+    verified_seq_len [bs] tokens already in KV (the root's position)
+    Returns TreeBuild with retrieve_* [bs, n], positions [bs*n], tree_mask per mode (§3.3).
+    """
+    pl, si, sl, topk, depth, n = check_build_args(
+        parent_list, selected_index, verified_seq_len, topk, depth, num_draft_tokens, tree_mask_mode)
+    bs = sl.shape[0]
+    par = parent_nodes(pl, si, topk)
+    ri = np.full((bs, n), -1, dtype=np.int64)
+    nt = np.full((bs, n), -1, dtype=np.int64)
+    ns = np.full((bs, n), -1, dtype=np.int64)
+    positions = np.zeros(bs * n, dtype=np.int64)
+    if tree_mask_mode == "full_mask":
+        mask = np.ones(int(n * sl.sum() + bs * n * n), dtype=bool)  # prefix cells pre-filled True
+    elif tree_mask_mode == "qlen_only":
+        mask = np.ones(bs * n * n, dtype=bool)
+    else:
+        mask = np.zeros(bs * n, dtype=np.uint8 if n <= 8 else np.uint16 if n <= 16 else np.uint32)
+    if trace is not None:
+        trace.begin("build_tree", retrieve_index=ri, retrieve_next_token=nt, retrieve_next_sibling=ns,
+                    positions=positions, tree_mask=mask)
+
+    seq_prefix = np.concatenate([[0], np.cumsum(sl)[:-1]])
+    for b in range(bs):
+        # Links: reverse node order, push-front, so first child = lowest index (§3.1).
+        for i in range(n - 1, 0, -1):
+            ri[b, i] = b * n + i
+            writes = [("retrieve_index", b * n + i, b * n + i)]
+            p = int(par[b, i])
+            if p < 0:
+                if trace is not None:
+                    trace.emit("warning", b, i, writes,
+                               message=f"node {i}: its parent candidate is not selected; the node stays unlinked (SGLang: 'invalid eagle tree')")
+                continue
+            if nt[b, p] == -1:
+                nt[b, p] = i
+                writes.append(("retrieve_next_token", b * n + p, i))
+            else:
+                ns[b, i] = nt[b, p]
+                nt[b, p] = i
+                writes += [("retrieve_next_sibling", b * n + i, int(ns[b, i])), ("retrieve_next_token", b * n + p, i)]
+            if trace is not None:
+                trace.emit("build_link", b, i, writes, parent=p)
+        ri[b, 0] = b * n
+        if trace is not None:
+            trace.emit("build_link", b, 0, [("retrieve_index", b * n, b * n)], parent=None)
+        # Mask rows and positions: walk up at most `depth` parents, marking self and ancestors.
+        for i in range(n):
+            cols = [0]
+            cur, steps = i, 0
+            while cur > 0 and steps < depth:
+                cols.append(cur)
+                steps += 1
+                cur = int(par[b, cur])
+            positions[b * n + i] = sl[b] + steps
+            writes = [("positions", b * n + i, int(sl[b] + steps))]
+            if tree_mask_mode == "qlen_only_bitpacking":
+                value = sum(1 << c for c in set(cols))
+                mask[b * n + i] = value
+                writes.append(("tree_mask", b * n + i, value))
+            else:
+                start = (n * n * b + n * int(seq_prefix[b]) + i * (int(sl[b]) + n) + int(sl[b])
+                         if tree_mask_mode == "full_mask" else b * n * n + i * n)
+                mask[start:start + n] = False
+                mask[[start + c for c in cols]] = True
+                writes += [("tree_mask", start + c, bool(mask[start + c])) for c in range(n)]
+            if trace is not None:
+                trace.emit("build_row", b, i, writes, ancestors=sorted(set(cols)), position=int(sl[b] + steps))
+    return TreeBuild(tree_mask=mask, positions=positions, retrieve_index=ri,
+                     retrieve_next_token=nt, retrieve_next_sibling=ns)
+
+
+def tree_mask_matrix(build: TreeBuild, verified_seq_len, num_draft_tokens: int, tree_mask_mode: str, request: int = 0) -> np.ndarray:
+    """The [n, n] tree part of one request's mask as a bool matrix, whatever the storage mode."""
+    n = num_draft_tokens
+    sl = np.asarray(verified_seq_len, dtype=np.int64)
+    mask = np.asarray(build.tree_mask)
+    b = request
+    if tree_mask_mode == "qlen_only_bitpacking":
+        vals = mask[b * n:(b + 1) * n].astype(np.int64)
+        return ((vals[:, None] >> np.arange(n)[None, :]) & 1).astype(bool)
+    if tree_mask_mode == "qlen_only":
+        return mask[b * n * n:(b + 1) * n * n].reshape(n, n).copy()
+    off = n * n * b + n * int(sl[:b].sum())
+    rows = [mask[off + i * (sl[b] + n) + sl[b]: off + i * (sl[b] + n) + sl[b] + n] for i in range(n)]
+    return np.stack(rows)

@@ -1,0 +1,198 @@
+"""Input checks shared by every backend. Each failure is a SpecvizError naming the field.
+
+Everything here works on numpy arrays; torch tensors and nested lists are converted first
+(``to_numpy``), so the torch and Triton backends can run the same checks on what a user pastes.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import SpecvizError
+
+# Probability rows must sum to 1 within this tolerance (float32 softmax over a 128k vocabulary
+# stays well inside it; a hand-typed row that is off by a typo does not).
+PROB_SUM_ATOL = 1e-4
+
+SEMANTICS = ("0.5.23", "earlier")
+
+
+def to_numpy(name: str, x) -> np.ndarray:
+    """Convert a torch tensor, numpy array, scalar or nested list to a numpy array."""
+    if x is None:
+        raise SpecvizError(name, "is missing: pass an array")
+    if hasattr(x, "detach") and hasattr(x, "cpu"):  # a torch tensor, without importing torch
+        x = x.detach().cpu().numpy()
+    try:
+        arr = np.asarray(x)
+    except (ValueError, TypeError) as exc:  # ragged lists
+        raise SpecvizError(name, f"is not a rectangular array ({exc}): give every row the same length") from None
+    if arr.dtype == object:
+        raise SpecvizError(name, "is not a rectangular array of numbers: give every row the same length")
+    return arr
+
+
+def _shape_text(shape) -> str:
+    return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+def check_shape(name: str, arr: np.ndarray, expected: tuple, what: str = "") -> None:
+    """``expected`` may hold None for a free dimension."""
+    ok = arr.ndim == len(expected) and all(e is None or e == s for e, s in zip(expected, arr.shape))
+    if not ok:
+        want = _shape_text(["*" if e is None else e for e in expected])
+        raise SpecvizError(name, f"has shape {_shape_text(arr.shape)} but must be {want}{' ' + what if what else ''}")
+
+
+def int_array(name: str, x, ndim: int | None = None) -> np.ndarray:
+    """An integer array (int64). Floats are accepted only when they hold whole numbers."""
+    arr = to_numpy(name, x)
+    if arr.dtype == bool:
+        raise SpecvizError(name, "holds booleans: it must hold integers")
+    if not np.issubdtype(arr.dtype, np.integer):
+        if not np.issubdtype(arr.dtype, np.floating):
+            raise SpecvizError(name, f"has dtype {arr.dtype}: it must hold integers")
+        if not np.all(np.isfinite(arr)):
+            raise SpecvizError(name, "contains NaN or inf: it must hold integers")
+        if not np.all(arr == np.round(arr)):
+            bad = tuple(int(i) for i in np.argwhere(arr != np.round(arr))[0])
+            raise SpecvizError(name, f"entry {bad} is {arr[bad]}: it must hold whole numbers")
+    arr = arr.astype(np.int64)
+    if ndim is not None and arr.ndim != ndim:
+        raise SpecvizError(name, f"has {arr.ndim} dimensions (shape {_shape_text(arr.shape)}) but must have {ndim}")
+    return arr
+
+
+def float_array(name: str, x, ndim: int | None = None) -> np.ndarray:
+    """A finite float32 array."""
+    arr = to_numpy(name, x)
+    if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
+        raise SpecvizError(name, f"has dtype {arr.dtype}: it must hold numbers")
+    arr = arr.astype(np.float32)
+    if ndim is not None and arr.ndim != ndim:
+        raise SpecvizError(name, f"has {arr.ndim} dimensions (shape {_shape_text(arr.shape)}) but must have {ndim}")
+    if arr.size and not np.all(np.isfinite(arr)):
+        bad = tuple(int(i) for i in np.argwhere(~np.isfinite(arr))[0])
+        raise SpecvizError(name, f"entry {list(bad)} is {arr[bad]}: every value must be a finite number")
+    return arr
+
+
+def prob_array(name: str, x, ndim: int, role: str = "probabilities") -> np.ndarray:
+    """Finite, non-negative float32 rows over the last axis, each summing to 1 +- PROB_SUM_ATOL."""
+    arr = float_array(name, x, ndim)
+    if arr.shape[-1] < 1:
+        raise SpecvizError(name, "has an empty vocabulary axis: V must be at least 1")
+    if np.any(arr < 0):
+        bad = tuple(int(i) for i in np.argwhere(arr < 0)[0])
+        raise SpecvizError(name, f"entry {list(bad)} is {arr[bad]:.6g}: {role} cannot be negative")
+    sums = arr.astype(np.float64).sum(axis=-1)
+    off = np.abs(sums - 1.0) > PROB_SUM_ATOL
+    if np.any(off):
+        bad = tuple(int(i) for i in np.argwhere(off)[0])
+        raise SpecvizError(
+            name,
+            f"row {list(bad)} sums to {sums[bad]:.6g}; rows must sum to 1 +- {PROB_SUM_ATOL:g}: "
+            "normalise it (divide by its sum)",
+        )
+    return arr
+
+
+def coin_array(name: str, x, ndim: int) -> np.ndarray:
+    """Uniform coins: float32 in [0, 1)."""
+    arr = float_array(name, x, ndim)
+    bad = (arr < 0) | (arr >= 1)
+    if np.any(bad):
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise SpecvizError(name, f"entry {list(idx)} is {arr[idx]:.6g}: coins must lie in [0, 1)")
+    return arr
+
+
+def check_tokens(name: str, tokens: np.ndarray, vocab_size: int | None) -> None:
+    """Token ids must be >= 0 and, when the vocabulary is known, < V."""
+    if np.any(tokens < 0):
+        idx = tuple(int(i) for i in np.argwhere(tokens < 0)[0])
+        raise SpecvizError(name, f"entry {list(idx)} is {tokens[idx]}: token ids cannot be negative")
+    if vocab_size is not None and np.any(tokens >= vocab_size):
+        idx = tuple(int(i) for i in np.argwhere(tokens >= vocab_size)[0])
+        raise SpecvizError(
+            name, f"entry {list(idx)} is token {tokens[idx]}, outside the vocabulary of size {vocab_size} (ids 0..{vocab_size - 1})"
+        )
+
+
+def check_semantics(semantics: str) -> None:
+    if semantics not in SEMANTICS:
+        raise SpecvizError("semantics", f"is {semantics!r}: choose '0.5.23' or 'earlier'")
+
+
+def check_width(name: str, width, n: int) -> int:
+    if isinstance(width, bool) or not isinstance(width, (int, np.integer)):
+        raise SpecvizError(name, f"is {width!r}: it must be a whole number")
+    width = int(width)
+    if width < 1:
+        raise SpecvizError(name, f"is {width}: it must be at least 1 (the root's row)")
+    return width
+
+
+def check_tree_arrays(candidates, retrieve_index, next_token, next_sibling):
+    """Validate the tree tensors of a verify call and return them as int64 numpy arrays.
+
+    Rules: all four are [bs, n]; retrieve_index holds rows in [0, bs*n); links hold -1 or a
+    node in [1, n); no node is linked to twice (a node has one parent or one previous sibling);
+    no link points at the root; and no chain of links comes back on itself (a cycle).
+    """
+    cand = int_array("candidates", candidates, 2)
+    bs, n = cand.shape
+    if bs < 1:
+        raise SpecvizError("candidates", "has no requests (batch size 0): give at least one row")
+    if n < 1:
+        raise SpecvizError("candidates", "has no columns: each request needs at least the root")
+    check_tokens("candidates", cand, None)
+    ri = int_array("retrieve_index", retrieve_index, 2)
+    nt = int_array("retrieve_next_token", next_token, 2)
+    ns = int_array("retrieve_next_sibling", next_sibling, 2)
+    for nm, arr in (("retrieve_index", ri), ("retrieve_next_token", nt), ("retrieve_next_sibling", ns)):
+        check_shape(nm, arr, (bs, n), "(like candidates)")
+    if np.any((ri < 0) | (ri >= bs * n)):
+        idx = tuple(int(i) for i in np.argwhere((ri < 0) | (ri >= bs * n))[0])
+        raise SpecvizError("retrieve_index", f"entry {list(idx)} is {ri[idx]}: rows must lie in [0, bs*n) = [0, {bs * n})")
+    check_links(nt, ns)
+    return cand, ri, nt, ns
+
+
+def check_links(nt: np.ndarray, ns: np.ndarray) -> None:
+    bs, n = nt.shape
+    for nm, arr in (("retrieve_next_token", nt), ("retrieve_next_sibling", ns)):
+        bad = (arr != -1) & ((arr < 1) | (arr >= n))
+        if np.any(bad):
+            b, i = (int(v) for v in np.argwhere(bad)[0])
+            what = "the root (node 0) cannot be anyone's child or sibling" if arr[b, i] == 0 else f"nodes are 1..{n - 1}"
+            raise SpecvizError(nm, f"request {b} node {i} links to {arr[b, i]}: use -1 for none; {what}")
+    # In-degree: every node is reached through at most one link.
+    for b in range(bs):
+        targets = np.concatenate([nt[b][nt[b] >= 0], ns[b][ns[b] >= 0]])
+        if targets.size:
+            counts = np.bincount(targets, minlength=n)
+            if counts.max() > 1:
+                node = int(np.argmax(counts))
+                raise SpecvizError(
+                    "retrieve_next_token",
+                    f"request {b}: node {node} is linked to {int(counts.max())} times (as a first child or a next "
+                    "sibling); each node has exactly one parent, so it is reached by one link",
+                )
+    # Cycles: with in-degree <= 1, following 'who links to me' from any node must end; after n
+    # steps a walk that has not ended is going round a cycle.
+    linker = np.full((bs, n), -1, dtype=np.int64)
+    rows = np.arange(bs)[:, None].repeat(n, 1)
+    src = np.arange(n)[None, :].repeat(bs, 0)
+    for arr in (nt, ns):
+        m = arr >= 0
+        linker[rows[m], arr[m]] = src[m]
+    cur = np.broadcast_to(np.arange(n), (bs, n)).copy()
+    for _ in range(n):
+        alive = cur >= 0
+        cur[alive] = linker[rows[alive], cur[alive]]
+    if np.any(cur >= 0):
+        b, i = (int(v) for v in np.argwhere(cur >= 0)[0])
+        raise SpecvizError(
+            "retrieve_next_token",
+            f"request {b}: the links through node {i} form a cycle; a tree's first-child/next-sibling links never come back",
+        )
