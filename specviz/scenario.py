@@ -1,0 +1,276 @@
+"""The scenario: one versioned JSON value shared by the app, the CLI, the URL, the presets and the tests.
+
+    {"format": "specviz.scenario", "version": 1, "name": "running_example",
+     "title": "...", "description": "...",
+     "algorithm": "greedy" | "target_only" | "chain_rejection" | "dspark_greedy" | "dspark_sampling",
+     "vocab": ["A", "B", "C", "D", "X", "R"],
+     "requests": [{"tree": {"parents": [-1, 0, 0, 1, 1], "tokens": ["R", "A", "B", "C", "D"]},
+                   "seq_len": 10, "target_predict": ["A", "C", "X", "X", "X"]}],
+     "num_speculative_tokens": 3, ...}
+
+Tokens are vocabulary labels. A tree algorithm takes ``tree``; a chain algorithm
+(chain_rejection, dspark_*) takes ``chain`` = [root/anchor, draft 1, ..., draft gamma]. Per-row
+tables (``target_predict``, ``target_probs``) have one entry per node / chain slot;
+``draft_probs`` (q) one row per draft slot; ``coins`` one per node (tree) or per draft slot
+(chain). Validation is pydantic's; every failure becomes a SpecvizError naming the field path.
+"""
+from __future__ import annotations
+
+import json
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from .errors import SpecvizError
+from .model import MAX_TREE_NODES, DrawnTree, chain_tree
+from .validate import PROB_SUM_ATOL
+
+FORMAT = "specviz.scenario"
+VERSION = 1
+MAX_VOCAB = 4096  # a table wider than this cannot be drawn or edited; real-size data goes through the API
+MAX_BATCH = 16
+ALGORITHMS = ("greedy", "target_only", "chain_rejection", "dspark_greedy", "dspark_sampling")
+TREE_ALGORITHMS = ("greedy", "target_only")
+CHAIN_ALGORITHMS = ("chain_rejection", "dspark_greedy", "dspark_sampling")
+SAMPLING_ALGORITHMS = ("target_only", "chain_rejection", "dspark_sampling")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TreeSpec(_Strict):
+    parents: list[int] = Field(min_length=1, max_length=MAX_TREE_NODES)
+    tokens: list[str] = Field(min_length=1, max_length=MAX_TREE_NODES)
+
+
+class RequestSpec(_Strict):
+    tree: TreeSpec | None = None
+    chain: list[str] | None = Field(default=None, min_length=1, max_length=MAX_TREE_NODES)
+    seq_len: int = Field(default=0, ge=0, le=10**9)
+    target_predict: list[str] | None = None
+    target_probs: list[list[float]] | None = None
+    draft_probs: list[list[float]] | None = None
+    coins: list[float] | None = None
+    coin_final: float | None = Field(default=None, ge=0.0, lt=1.0)
+    verify_len: int | None = Field(default=None, ge=1)
+
+
+class Scenario(_Strict):
+    format: Literal["specviz.scenario"] = FORMAT
+    version: Literal[1] = VERSION
+    name: str = Field(min_length=1, max_length=80)
+    title: str = ""
+    description: str = ""
+    algorithm: Literal["greedy", "target_only", "chain_rejection", "dspark_greedy", "dspark_sampling"]
+    vocab: list[str] = Field(min_length=1, max_length=MAX_VOCAB)
+    requests: list[RequestSpec] = Field(min_length=1, max_length=MAX_BATCH)
+    num_speculative_tokens: int | None = Field(default=None, ge=1)
+    threshold_single: float = Field(default=1.0, ge=0.0, le=1.0)
+    threshold_acc: float = Field(default=1.0, ge=0.0, le=1.0)
+    semantics: Literal["0.5.23", "earlier"] = "0.5.23"
+    tree_mask_mode: Literal["full_mask", "qlen_only", "qlen_only_bitpacking"] = "full_mask"
+    predicts_init: int = 0
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Scenario":
+        check_scenario(self)
+        return self
+
+    # -- derived values --------------------------------------------------------------------
+    @property
+    def is_tree(self) -> bool:
+        return self.algorithm in TREE_ALGORITHMS
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.vocab)
+
+    def token_id(self, label: str) -> int:
+        return self.vocab.index(label)
+
+    def label(self, token: int) -> str:
+        return self.vocab[token] if 0 <= token < len(self.vocab) else f"#{token}"
+
+    def tree(self, b: int = 0) -> DrawnTree:
+        """Request b's tree (a chain is a tree with one child per node)."""
+        r = self.requests[b]
+        ids = {t: i for i, t in enumerate(self.vocab)}
+        if r.tree is not None:
+            return DrawnTree(tuple(r.tree.parents), tuple(ids[t] for t in r.tree.tokens))
+        return chain_tree(ids[t] for t in r.chain)
+
+    @property
+    def n(self) -> int:
+        r = self.requests[0]
+        return len(r.tree.parents) if r.tree is not None else len(r.chain)
+
+    @property
+    def width(self) -> int:
+        """W = num_speculative_tokens (accept_index width); default: deepest tree + 1."""
+        if self.num_speculative_tokens is not None:
+            return self.num_speculative_tokens
+        if not self.is_tree:
+            return self.n
+        return max(self.tree(b).max_depth for b in range(len(self.requests))) + 1
+
+    def ids(self, labels) -> list[int]:
+        ids = {t: i for i, t in enumerate(self.vocab)}
+        return [ids[t] for t in labels]
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.model_dump(mode="json", exclude_defaults=False), indent=indent, ensure_ascii=False)
+
+    def replace(self, **changes) -> "Scenario":
+        """A new validated scenario with some top-level fields changed."""
+        data = self.model_dump(mode="json")
+        data.update(changes)
+        return scenario_from_dict(data)
+
+
+def _field(b: int, name: str, k=None) -> str:
+    return f"requests[{b}].{name}" + (f"[{k}]" if k is not None else "")
+
+
+def check_scenario(s: Scenario) -> None:
+    """Cross-field rules pydantic cannot express alone. Raises SpecvizError (wrapped by pydantic)."""
+    if len(set(s.vocab)) != len(s.vocab):
+        dup = next(t for t in s.vocab if s.vocab.count(t) > 1)
+        raise SpecvizError("vocab", f"lists {dup!r} twice: labels must be unique")
+    labels = set(s.vocab)
+    V = len(s.vocab)
+    n0 = None
+    for b, r in enumerate(s.requests):
+        if s.is_tree:
+            if r.tree is None or r.chain is not None:
+                raise SpecvizError(_field(b, "tree"), f"is missing: the {s.algorithm} algorithm works on a tree (give 'tree', not 'chain')")
+            if len(r.tree.tokens) != len(r.tree.parents):
+                raise SpecvizError(_field(b, "tree.tokens"), f"has {len(r.tree.tokens)} entries for {len(r.tree.parents)} nodes: one token per node")
+            toks = r.tree.tokens
+            tok_field = "tree.tokens"
+        else:
+            if r.chain is None or r.tree is not None:
+                raise SpecvizError(_field(b, "chain"), f"is missing: the {s.algorithm} algorithm works on a chain (give 'chain': [root, drafts...])")
+            toks = r.chain
+            tok_field = "chain"
+        for k, t in enumerate(toks):
+            if t not in labels:
+                raise SpecvizError(_field(b, tok_field, k), f"is {t!r}, which is not in the vocabulary {s.vocab[:12]}{'...' if V > 12 else ''}: add it to 'vocab' or pick a listed token")
+        if s.is_tree:
+            try:
+                DrawnTree(tuple(r.tree.parents), tuple(s.vocab.index(t) for t in toks))
+            except SpecvizError as exc:
+                raise SpecvizError(_field(b, exc.field), exc.detail) from None
+        n = len(toks)
+        if n0 is None:
+            n0 = n
+        elif n != n0:
+            raise SpecvizError(_field(b, tok_field), f"has {n} nodes but request 0 has {n0}: SGLang's batch tensors are [bs, n], so every request needs the same n")
+        # Per-algorithm inputs.
+        need_predict = s.algorithm in ("greedy", "dspark_greedy")
+        need_probs = s.algorithm in SAMPLING_ALGORITHMS
+        need_q = s.algorithm in ("chain_rejection", "dspark_sampling")
+        if need_predict:
+            if r.target_predict is None:
+                raise SpecvizError(_field(b, "target_predict"), "is missing: give the target's greedy token for every row")
+            if len(r.target_predict) != n:
+                raise SpecvizError(_field(b, "target_predict"), f"has {len(r.target_predict)} entries for {n} rows: one per row")
+            for k, t in enumerate(r.target_predict):
+                if t not in labels:
+                    raise SpecvizError(_field(b, "target_predict", k), f"is {t!r}, which is not in the vocabulary: add it to 'vocab' or pick a listed token")
+        if need_probs:
+            _check_table(b, "target_probs", r.target_probs, n, V, "one p row per node / slot")
+            ncoins = n if s.is_tree else n - 1
+            if r.coins is None or len(r.coins) != ncoins:
+                got = "missing" if r.coins is None else f"{len(r.coins)} coins"
+                raise SpecvizError(_field(b, "coins"), f"is {got}: give {ncoins} coins in [0, 1) ({'one per node' if s.is_tree else 'one per draft slot'})")
+            for k, c in enumerate(r.coins):
+                if not (0.0 <= c < 1.0):
+                    raise SpecvizError(_field(b, "coins", k), f"is {c}: coins lie in [0, 1)")
+            if r.coin_final is None:
+                raise SpecvizError(_field(b, "coin_final"), "is missing: give the terminal-sample coin in [0, 1)")
+        if need_q:
+            _check_table(b, "draft_probs", r.draft_probs, n - 1, V, "one q row per draft slot")
+        if s.algorithm.startswith("dspark") and r.verify_len is not None and r.verify_len > n:
+            raise SpecvizError(_field(b, "verify_len"), f"is {r.verify_len} but the window has only T = {n} rows")
+    if s.num_speculative_tokens is not None and not s.is_tree and s.num_speculative_tokens != n0:
+        raise SpecvizError("num_speculative_tokens", f"is {s.num_speculative_tokens} but the chain has {n0} slots: for a chain they are equal")
+    if s.num_speculative_tokens is not None and s.num_speculative_tokens > n0:
+        raise SpecvizError("num_speculative_tokens", f"is {s.num_speculative_tokens} but the tree has only {n0} nodes: at most {n0}")
+
+
+def _check_table(b: int, name: str, table, rows: int, V: int, what: str) -> None:
+    f = _field(b, name)
+    if table is None:
+        raise SpecvizError(f, f"is missing: give {rows} rows of {V} probabilities ({what})")
+    if len(table) != rows:
+        raise SpecvizError(f, f"has {len(table)} rows but needs {rows} ({what})")
+    for k, row in enumerate(table):
+        if len(row) != V:
+            raise SpecvizError(_field(b, name, k), f"has {len(row)} values but the vocabulary has {V}")
+        arr = np.asarray(row, dtype=np.float64)
+        if not np.all(np.isfinite(arr)):
+            raise SpecvizError(_field(b, name, k), "contains NaN or inf: every probability must be a finite number")
+        if np.any(arr < 0):
+            raise SpecvizError(_field(b, name, k), f"holds {arr.min():g}: probabilities cannot be negative")
+        if abs(arr.sum() - 1.0) > PROB_SUM_ATOL:
+            raise SpecvizError(_field(b, name, k), f"sums to {arr.sum():.6g}; rows must sum to 1 +- {PROB_SUM_ATOL:g}: normalise it (divide by its sum)")
+
+
+def _loc_text(loc) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in ("function-after", "function-before") or "[" in str(part):
+            continue
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "scenario"
+
+
+def scenario_from_dict(data) -> Scenario:
+    """Validate a decoded JSON value. Raises SpecvizError naming the field path."""
+    if not isinstance(data, dict):
+        raise SpecvizError("scenario", f"is a JSON {type(data).__name__}: a scenario is a JSON object")
+    if data.get("format", FORMAT) != FORMAT:
+        raise SpecvizError("format", f"is {data.get('format')!r}: this is not a specviz scenario (expected {FORMAT!r})")
+    if data.get("version", VERSION) != VERSION:
+        raise SpecvizError("version", f"is {data.get('version')!r}: this specviz reads version {VERSION}")
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        cause = err.get("ctx", {}).get("error")
+        if isinstance(cause, SpecvizError):
+            raise SpecvizError(cause.field, cause.detail) from None
+        loc = _loc_text(err["loc"])
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "is not a scenario field: check its spelling"
+        elif err["type"] == "missing":
+            msg = "is missing"
+        raise SpecvizError(loc, msg) from None
+
+
+def scenario_from_json(text: str) -> Scenario:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SpecvizError("scenario", f"is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    return scenario_from_dict(data)
+
+
+def load_scenario(path) -> Scenario:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError as exc:
+        raise SpecvizError("file", f"{path} cannot be read ({exc.strerror})") from None
+    return scenario_from_json(text)
+
+
+def tree_request(tree: DrawnTree, vocab: list[str], **fields) -> dict:
+    """A request dict for a drawn tree (tokens as labels)."""
+    return {"tree": {"parents": list(tree.parents), "tokens": [vocab[t] for t in tree.tokens]}, **fields}
