@@ -61,6 +61,20 @@ def check_build_args(parent_list, selected_index, verified_seq_len, topk, depth,
             raise SpecvizError("selected_index", f"request {b} lists a candidate twice: each candidate is selected at most once")
     if pl.size and np.any(pl < -1):
         raise SpecvizError("parent_list", f"holds {int(pl.min())}: entries are candidate indices or -1")
+    # §2: slot j >= 1 holds beam (j-1) % topk of step t = (j-1) // topk, i.e. a flat candidate
+    # index of step t. Anything else (e.g. a later step's candidate) can make a node its own
+    # ancestor: a cycle that no draft rollout produces.
+    for j in range(1, pl.shape[1] if depth > 1 else 0):
+        t = (j - 1) // topk
+        lo, hi = (0, topk) if t == 0 else (topk + topk * topk * (t - 1), topk + topk * topk * t)
+        bad = (pl[:, j] < lo) | (pl[:, j] >= hi)
+        if np.any(bad):
+            b = int(np.argmax(bad))
+            raise SpecvizError(
+                "parent_list",
+                f"request {b} slot {j} is {int(pl[b, j])}: slot {j} holds a beam of draft step {t}, whose candidates are "
+                f"{lo}..{hi - 1}; another value (e.g. a deeper candidate) would make a node its own ancestor (a cycle)",
+            )
     return pl, si, sl, topk, depth, n
 
 
