@@ -239,7 +239,8 @@ def tree_sampling_target_only(candidates, retrieve_index, retrieve_next_token, r
             source = "target row (every level accepted: plain p)"
         else:
             dist = np.maximum(p[b, node] - buf[b, node], F32(0))
-            source = "relu(p - work buffer)"
+            source = ("relu(p - work buffer): the rejected siblings' mass removed" if np.any(buf[b, node] > 0)
+                      else "relu(p - work buffer) = the plain target row (nothing was rejected at this node)")
         if not np.any(dist > 0):
             _warn(trace, b, node, f"request {b}: the terminal distribution at node {node} has no mass; SGLang then emits "
                   f"{'the last token with mass, else ' if new else ''}token V-1 = {V - 1}")

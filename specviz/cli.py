@@ -1,0 +1,196 @@
+"""The command line: ``python -m specviz run|check|audit|convert FILE``.
+
+Exit codes: 0 = done (and, for check/audit, everything holds); 1 = an invariant or an audited
+value is wrong; 2 = bad input (one line on stderr naming the field and the fix, never a traceback).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import numpy as np
+
+from .errors import BackendUnavailable, SpecvizError
+from .scenario import load_scenario
+
+
+def _labels(s, tokens) -> str:
+    return " ".join(s.label(int(t)) for t in tokens)
+
+
+def _step_lines(run) -> list[str]:
+    """One line per trace event a student should see."""
+    s, n = run.scenario, run.scenario.n
+    lab = s.label
+    lines = []
+    for e in run.trace.events if run.trace else []:
+        d, b = e.data, e.request
+        node = e.node
+        where = f"req {b} " if len(s.requests) > 1 else ""
+        if e.kind == "start":
+            lines.append(f"{where}start at the root: accept_index[{b}][0] = row {d['row']}")
+        elif e.kind == "compare":
+            verdict = "match" if d["match"] else "miss"
+            if s.algorithm == "dspark_greedy":
+                lines.append(f"{where}slot {node}: draft {lab(d['token'])} vs target_predict[{d['target_row']}] = {lab(d['target'])} -> "
+                             f"{verdict}{' (' + d['note'] + ')' if d.get('note') else ''}")
+            else:
+                lines.append(f"{where}level {d['level']}: node {node} ({lab(d['token'])}) vs target at row {d['target_row']} = "
+                             f"{lab(d['target'])} -> {verdict}")
+        elif e.kind == "accept_test":
+            if "q" in d:
+                lines.append(f"{where}slot {node}: {lab(d['token'])} p={d['p']:.4g} q={d['q']:.4g} u={d['coin']:.4g}: "
+                             f"u*q={d['u_times_q']:.4g} < p? -> {'accept' if d['accepted'] else 'reject'}")
+            else:
+                lines.append(f"{where}level {d['level']}: node {node} ({lab(d['token'])}) p={d['p']:.4g} prob_acc={d['prob_acc']:.4g} "
+                             f"coin={d['coin']:.4g} -> {'accept' if d['accepted'] else 'reject'}")
+        elif e.kind == "accept":
+            lines.append(f"{where}  accept {lab(d['token'])}: accept_index[{b}][{d['k']}] = row {d['row']}")
+        elif e.kind == "reject" and s.algorithm == "target_only":
+            row = b * n + _parent(run, b, node)
+            lines.append(f"{where}  reject {lab(d['token'])}: work buffer draft_probs[row {row}][{lab(d['token'])}] = {d['p']:.4g}")
+        elif e.kind == "next_sibling" and node is not None:
+            lines.append(f"{where}  next sibling: node {node}")
+        elif e.kind == "no_child":
+            lines.append(f"{where}  stop at node {node}: {d.get('reason', 'no children')}")
+        elif e.kind == "depth_limit":
+            lines.append(f"{where}  stop: depth limit W-1 reached ({d['k']} drafts accepted)")
+        elif e.kind == "residual":
+            lines.append(f"{where}terminal distribution: {d['source']}")
+        elif e.kind == "terminal":
+            lines.append(f"{where}terminal token {lab(d['token'])} written at row {d['row']}" if "row" in d and s.algorithm != "dspark_greedy"
+                         else f"{where}bonus = target_predict[{d['row']}] = {lab(d['token'])}")
+        elif e.kind == "warning":
+            lines.append(f"{where}warning: {d['message']}")
+    return lines
+
+
+def _parent(run, b, node):
+    return run.scenario.tree(b).parents[node]
+
+
+def _result_json(run) -> dict:
+    s = run.scenario
+    out = {"scenario": s.name, "algorithm": s.algorithm, "backend": run.backend,
+           "result": {k: np.asarray(v).tolist() for k, v in run.result.items() if k != "draft_probs"},
+           "requests": []}
+    for c in run.commits:
+        out["requests"].append({
+            "request": c.request, "accept_rows": c.accept_rows, "num_correct_drafts": c.num_correct_drafts,
+            "accept_len": c.accept_len, "outputs": [s.label(t) for t in c.output_tokens],
+            "committed_rows": [s.label(t) for t in c.committed_tokens], "committed_positions": c.committed_positions,
+            "discarded_nodes": c.discarded_nodes, "next_root": s.label(c.next_root), "new_seq_len": c.new_seq_len})
+    out["warnings"] = run.warnings
+    return out
+
+
+def cmd_run(args) -> int:
+    from .engine import run_scenario
+
+    s = load_scenario(args.file)
+    run = run_scenario(s, args.backend)
+    if args.json:
+        print(json.dumps(_result_json(run), indent=2, ensure_ascii=False))
+        return 0
+    print(f"{s.title or s.name}  [{s.algorithm}, backend {args.backend}, semantics {s.semantics}]")
+    for b in range(len(s.requests)):
+        t = s.tree(b)
+        print(f"request {b}: nodes {_labels(s, t.tokens)}; parents {list(t.parents)}; prefix {s.requests[b].seq_len}")
+    print(f"W (num_speculative_tokens) = {s.width}, n = {s.n}")
+    print("\nsteps:")
+    for line in _step_lines(run):
+        print("  " + line)
+    print("\nresult:")
+    r = run.result
+    if s.algorithm.startswith("dspark"):
+        print(f"  correct_len   {np.asarray(r['correct_len']).tolist()}  (before the window cap: {np.asarray(r['raw_correct_len']).tolist()})")
+        print(f"  bonus         {[s.label(int(x)) for x in r['bonus']]}")
+        print(f"  commit_lens   {np.asarray(r['commit_lens']).tolist()}")
+        print(f"  new_seq_lens  {np.asarray(r['new_seq_lens']).tolist()}")
+        print(f"  cap_trim_lens {np.asarray(r['cap_trim_lens']).tolist()}")
+        for b, row in enumerate(r["out_tokens"]):
+            m = int(r["commit_lens"][b])
+            print(f"  out_tokens[{b}] {' '.join(s.label(int(x)) for x in row[:m])} | stale (not output): {[int(x) for x in row[m:]]}")
+    else:
+        print(f"  accept_index      {np.asarray(r['accept_index']).tolist()}")
+        print(f"  accept_token_num  {np.asarray(r['accept_token_num']).tolist()}  (accepted drafts)")
+        print(f"  accept_lens       {[c.accept_len for c in run.commits]}  (= accept_token_num + 1)")
+        print(f"  predicts          {np.asarray(r['predicts']).tolist()}  (rows never written keep {s.predicts_init})")
+    for c in run.commits:
+        pre = f"  request {c.request}: " if len(run.commits) > 1 else "  "
+        print(f"{pre}outputs {_labels(s, c.output_tokens)} | committed rows {_labels(s, c.committed_tokens)} "
+              f"(rows {c.accept_rows}, positions {c.committed_positions}) | next root {s.label(c.next_root)} | "
+              f"new_seq_len {c.new_seq_len}")
+    for w in run.warnings:
+        print(f"  warning: {w}")
+    return 0
+
+
+def cmd_check(args) -> int:
+    from .invariants import check_invariants
+
+    s = load_scenario(args.file)
+    results = check_invariants(s, backends=args.backends.split(",") if args.backends else ("numpy",))
+    bad = 0
+    for name, ok, detail in results:
+        print(f"{'ok  ' if ok else 'FAIL'} {name}{'' if ok else ': ' + detail}")
+        bad += not ok
+    print(f"{len(results) - bad} passed, {bad} failed")
+    return 1 if bad else 0
+
+
+def cmd_audit(args) -> int:
+    from .audit import audit_file
+
+    report = audit_file(args.file)
+    print(report.summary())
+    return 0 if report.ok else 1
+
+
+def cmd_convert(args) -> int:
+    """Show a scenario's trees in SGLang's forms (retrieve_* arrays, and the EAGLE rollout when expressible)."""
+    from .model import NotExpressible
+
+    s = load_scenario(args.file)
+    for b in range(len(s.requests)):
+        t = s.tree(b)
+        ri, nt, ns = t.retrieve_arrays(b)
+        print(f"request {b}: retrieve_index {ri.tolist()} retrieve_next_token {nt.tolist()} retrieve_next_sibling {ns.tolist()}")
+        try:
+            e = t.to_eagle(args.topk)
+            print(f"  EAGLE rollout: topk={e.topk} depth={e.depth} num_draft_tokens={e.num_draft_tokens} "
+                  f"parent_list={list(e.parent_list)} selected_index={list(e.selected_index)} draft_tokens={_labels(s, e.draft_tokens)}")
+        except NotExpressible as exc:
+            print(f"  not expressible as an EAGLE rollout: {exc.detail}")
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m specviz", description="The Accept stage of speculative decoding, SGLang 0.5.23 semantics.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("run", help="run a scenario and print the steps and the result")
+    p.add_argument("file")
+    p.add_argument("--backend", default="numpy", choices=("numpy", "torch", "triton"))
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(fn=cmd_run)
+    p = sub.add_parser("check", help="recompute a scenario and verify every invariant of SEMANTICS.md")
+    p.add_argument("file")
+    p.add_argument("--backends", default="", help="comma-separated backends to compare with the reference, e.g. numpy,torch,triton")
+    p.set_defaults(fn=cmd_check)
+    p = sub.add_parser("audit", help="check someone else's outputs against the reference; names the first wrong value")
+    p.add_argument("file")
+    p.set_defaults(fn=cmd_audit)
+    p = sub.add_parser("convert", help="show the SGLang forms of a scenario's trees")
+    p.add_argument("file")
+    p.add_argument("--topk", type=int, default=None)
+    p.set_defaults(fn=cmd_convert)
+    args = parser.parse_args(argv)
+    try:
+        return args.fn(args)
+    except SpecvizError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except BackendUnavailable as exc:
+        print(f"error: backend: {exc}", file=sys.stderr)
+        return 2
