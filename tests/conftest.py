@@ -1,0 +1,118 @@
+"""Fixtures for the app tests: a live ``streamlit run app.py`` server and Debian's chromium.
+
+``app_server``  (session) starts ``streamlit run app.py --server.headless true --server.address
+                127.0.0.1 --server.port <free port>`` once, waits for ``/_stcore/health`` and yields
+                the base URL ("http://127.0.0.1:PORT"); the server is stopped at the end.
+``open_page``   (function) ``open_page(page, url_path)`` navigates and waits until the app has
+                finished running (stApp present, status widget gone).
+``screenshot_dir``  artifacts/screenshots/ (created; ignored by git).
+
+pytest-playwright's ``browser_type_launch_args`` is overridden to launch /usr/bin/chromium (never
+``playwright install``); the viewport is projector-sized and tall, because Streamlit's main area
+scrolls on its own and ``full_page=True`` does not extend a screenshot.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = os.environ.get("SPECVIZ_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+VIEWPORT = {"width": 1600, "height": 2400}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_health(url: str, proc: subprocess.Popen, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited with code {proc.returncode} before it was healthy")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as resp:
+                if resp.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    raise RuntimeError(f"streamlit at {url} was not healthy within {timeout:.0f} s")
+
+
+@pytest.fixture(scope="session")
+def app_server(tmp_path_factory):
+    """Base URL of a headless ``streamlit run app.py`` on a free port of 127.0.0.1."""
+    port = _free_port()
+    log = tmp_path_factory.mktemp("streamlit") / "server.log"
+    env = dict(os.environ, TRITON_INTERPRET=os.environ.get("TRITON_INTERPRET", "1"),
+               STREAMLIT_BROWSER_GATHER_USAGE_STATS="false")
+    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+           "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false",
+           "--server.fileWatcherType", "none"]
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_health(url, proc)
+    except RuntimeError as exc:
+        proc.terminate()
+        raise RuntimeError(f"{exc}\n--- server log ---\n{log.read_text()}") from None
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    """Debian's chromium, headless, with nothing that reaches the network."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no chromium at {CHROMIUM}: apt-get install -y chromium")
+    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_ARGS}
+
+
+@pytest.fixture(scope="session")
+def browser_context_args(browser_context_args):
+    return {**browser_context_args, "viewport": VIEWPORT, "device_scale_factor": 1}
+
+
+@pytest.fixture(scope="session")
+def screenshot_dir() -> Path:
+    d = ROOT / "artifacts" / "screenshots"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def wait_for_app(page, timeout: float = 60_000) -> None:
+    """Wait until the app has rendered and finished its script run."""
+    page.wait_for_selector('[data-testid="stApp"]', timeout=timeout)
+    page.wait_for_selector('[data-testid="stMainBlockContainer"], [data-testid="block-container"]', timeout=timeout)
+    # The status widget ("Running...") shows while a script runs; wait until it is gone.
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout)
+    page.wait_for_timeout(300)
+
+
+@pytest.fixture
+def open_page(app_server):
+    """``open_page(page, url_path="")`` loads app_server/url_path in the Playwright page and waits."""
+    def go(page, url_path: str = ""):
+        page.goto(f"{app_server}/{url_path}", wait_until="domcontentloaded")
+        wait_for_app(page)
+        return page
+    return go
