@@ -120,11 +120,11 @@ class Scenario(_Strict):
         return [ids[t] for t in labels]
 
     def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.model_dump(mode="json", exclude_defaults=False), indent=indent, ensure_ascii=False)
+        return json.dumps(self.model_dump(mode="json", exclude_none=True), indent=indent, ensure_ascii=False)
 
     def replace(self, **changes) -> "Scenario":
         """A new validated scenario with some top-level fields changed."""
-        data = self.model_dump(mode="json")
+        data = self.model_dump(mode="json", exclude_none=True)
         data.update(changes)
         return scenario_from_dict(data)
 

@@ -1,0 +1,78 @@
+"""The command line, run as a user runs it: python -m specviz ..."""
+import glob
+import json
+import subprocess
+import sys
+
+import pytest
+
+PRESETS = sorted(glob.glob("scenarios/*.json"))
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "specviz", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_run_running_example_prints_accept_index_outputs_and_committed_rows():
+    """The issue's definition of done: accept_index [0, 1, 3], outputs A C X, committed rows R A C."""
+    r = cli("run", "scenarios/running_example.json")
+    assert r.returncode == 0, r.stderr
+    assert "accept_index      [[0, 1, 3]]" in r.stdout
+    assert "outputs A C X" in r.stdout
+    assert "committed rows R A C" in r.stdout
+    assert "next root X" in r.stdout
+    assert "level 2: node 3 (C) vs target at row 1 = C -> match" in r.stdout
+
+
+def test_run_json_gives_the_commit_view():
+    r = cli("run", "scenarios/sibling_match.json", "--json")
+    out = json.loads(r.stdout)
+    req = out["requests"][0]
+    assert out["result"]["accept_index"] == [[0, 1, 4]]
+    assert req["outputs"] == ["A", "D", "X"] and req["committed_rows"] == ["R", "A", "D"]
+    assert req["new_seq_len"] == 13 and req["discarded_nodes"] == [2, 3]
+
+
+def test_run_dspark_prints_lengths_and_marks_stale_slots():
+    r = cli("run", "scenarios/dspark_chain.json")
+    assert "correct_len   [2]" in r.stdout and "commit_lens   [3]" in r.stdout and "new_seq_lens  [13]" in r.stdout
+    assert "out_tokens[0] A B X | stale (not output): [0]" in r.stdout
+
+
+@pytest.mark.parametrize("path", PRESETS)
+def test_check_passes_every_invariant_on_every_preset(path):
+    r = cli("check", path)
+    assert r.returncode == 0, r.stdout
+    assert "0 failed" in r.stdout.splitlines()[-1]
+    assert "FAIL" not in r.stdout
+
+
+@pytest.mark.parametrize("content, field", [
+    ('{"format":"specviz.scenario","version":1,"name":"x","algorithm":"greedy","vocab":["A","B"],'
+     '"requests":[{"tree":{"parents":[-1,2,1],"tokens":["A","B","A"]},"target_predict":["A","B","A"]}]}', "requests[0].tree.parents"),
+    ('{"format":"specviz.scenario","version":1,"name":"x","algorithm":"greedy","vocab":["A","B"],'
+     '"requests":[{"tree":{"parents":[-1,0],"tokens":["A","Z"]},"target_predict":["A","B"]}]}', "requests[0].tree.tokens[1]"),
+    ('{"name": "x"', "scenario"),
+    ('[1, 2]', "scenario"),
+])
+def test_bad_input_is_one_line_exit_2_no_traceback(tmp_path, content, field):
+    f = tmp_path / "bad.json"
+    f.write_text(content)
+    for cmd in ("run", "check"):
+        r = cli(cmd, str(f))
+        assert r.returncode == 2
+        assert "Traceback" not in r.stderr
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"error: {field}")
+
+
+def test_missing_file_is_exit_2():
+    r = cli("run", "no/such/file.json")
+    assert r.returncode == 2 and r.stderr.startswith("error: file:")
+
+
+def test_convert_shows_the_eagle_rollout():
+    r = cli("convert", "scenarios/running_example.json")
+    assert "parent_list=[-1, 0, 1] selected_index=[0, 1, 2, 3]" in r.stdout
+    r = cli("convert", "scenarios/running_example.json", "--topk", "1")
+    assert "not expressible as an EAGLE rollout: node 0 has 2 children but topk is 1" in r.stdout
