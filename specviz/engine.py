@@ -63,9 +63,9 @@ def scenario_inputs(s: Scenario) -> dict:
     out = {"candidates": cand, "retrieve_index": ri, "retrieve_next_token": nt, "retrieve_next_sibling": ns,
            "seq_lens": seq}
     if s.algorithm in ("greedy", "dspark_greedy"):
-        out["target_predict"] = np.array([s.ids(r.target_predict) for r in s.requests], dtype=np.int64)
+        out["target_predict"] = np.array([s.target_predict(b) for b in range(bs)], dtype=np.int64)
     if s.algorithm in ("target_only", "chain_rejection", "dspark_sampling"):
-        out["target_probs"] = np.array([r.target_probs for r in s.requests], dtype=np.float32)
+        out["target_probs"] = np.stack([s.target_probs(b) for b in range(bs)]).astype(np.float32)
         out["uniform_samples"] = np.array([r.coins for r in s.requests], dtype=np.float32)
         out["uniform_samples_for_final_sampling"] = np.array([r.coin_final for r in s.requests], dtype=np.float32)
     if s.algorithm in ("chain_rejection", "dspark_sampling"):

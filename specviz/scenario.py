@@ -11,7 +11,8 @@
 Tokens are vocabulary labels. A tree algorithm takes ``tree``; a chain algorithm
 (chain_rejection, dspark_*) takes ``chain`` = [root/anchor, draft 1, ..., draft gamma]. Per-row
 tables (``target_predict``, ``target_probs``) have one entry per node / chain slot;
-``draft_probs`` (q) one row per draft slot; ``coins`` one per node (tree) or per draft slot
+``draft_probs`` (q) one row per draft slot; ``target_logits`` (with per-request
+``temperature``, ``top_k``, ``top_p``) may replace target_probs / target_predict; ``coins`` one per node (tree) or per draft slot
 (chain). Validation is pydantic's; every failure becomes a SpecvizError naming the field path.
 """
 from __future__ import annotations
@@ -51,6 +52,12 @@ class RequestSpec(_Strict):
     seq_len: int = Field(default=0, ge=0, le=10**9)
     target_predict: list[str] | None = None
     target_probs: list[list[float]] | None = None
+    # Instead of target_probs (or target_predict): raw target logits per row, turned into p by
+    # softmax(logits / temperature), then top-k, then top-p (ties kept), as eagle_sample does.
+    target_logits: list[list[float]] | None = None
+    temperature: float = Field(default=1.0, ge=0.0, le=100.0)  # 0 = greedy (SGLang: top_k 1 at T 1)
+    top_k: int | None = Field(default=None, ge=1)
+    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
     draft_probs: list[list[float]] | None = None
     coins: list[float] | None = None
     coin_final: float | None = Field(default=None, ge=0.0, lt=1.0)
@@ -115,6 +122,23 @@ class Scenario(_Strict):
             return self.n
         return max(self.tree(b).max_depth for b in range(len(self.requests))) + 1
 
+    def target_probs(self, b: int) -> np.ndarray:
+        """Request b's p rows [n, V]: given directly, or from target_logits through temperature, top-k, top-p."""
+        r = self.requests[b]
+        if r.target_logits is None:
+            return np.asarray(r.target_probs, dtype=np.float32)
+        from .reference import target_probs_from_logits
+
+        return target_probs_from_logits(np.asarray(r.target_logits, dtype=np.float32), temperature=r.temperature,
+                                        top_k=r.top_k, top_p=r.top_p)
+
+    def target_predict(self, b: int) -> list[int]:
+        """Request b's greedy target token per row: given, or the argmax of target_logits (ties -> lowest id)."""
+        r = self.requests[b]
+        if r.target_logits is None:
+            return self.ids(r.target_predict)
+        return [int(i) for i in np.argmax(np.asarray(r.target_logits, dtype=np.float32), axis=1)]
+
     def ids(self, labels) -> list[int]:
         ids = {t: i for i, t in enumerate(self.vocab)}
         return [ids[t] for t in labels]
@@ -171,7 +195,14 @@ def check_scenario(s: Scenario) -> None:
         need_predict = s.algorithm in ("greedy", "dspark_greedy")
         need_probs = s.algorithm in SAMPLING_ALGORITHMS
         need_q = s.algorithm in ("chain_rejection", "dspark_sampling")
-        if need_predict:
+        if r.target_logits is not None:
+            if r.target_probs is not None or r.target_predict is not None:
+                raise SpecvizError(_field(b, "target_logits"), "is given together with target_probs / target_predict: give one of them")
+            if len(r.target_logits) != n or any(len(row) != V for row in r.target_logits):
+                raise SpecvizError(_field(b, "target_logits"), f"must have {n} rows of {V} logits (one row per node / slot)")
+            if not np.all(np.isfinite(np.asarray(r.target_logits, dtype=np.float64))):
+                raise SpecvizError(_field(b, "target_logits"), "contains NaN or inf: every logit must be a finite number")
+        if need_predict and r.target_logits is None:
             if r.target_predict is None:
                 raise SpecvizError(_field(b, "target_predict"), "is missing: give the target's greedy token for every row")
             if len(r.target_predict) != n:
@@ -180,7 +211,8 @@ def check_scenario(s: Scenario) -> None:
                 if t not in labels:
                     raise SpecvizError(_field(b, "target_predict", k), f"is {t!r}, which is not in the vocabulary: add it to 'vocab' or pick a listed token")
         if need_probs:
-            _check_table(b, "target_probs", r.target_probs, n, V, "one p row per node / slot")
+            if r.target_logits is None:
+                _check_table(b, "target_probs", r.target_probs, n, V, "one p row per node / slot")
             ncoins = n if s.is_tree else n - 1
             if r.coins is None or len(r.coins) != ncoins:
                 got = "missing" if r.coins is None else f"{len(r.coins)} coins"

@@ -29,6 +29,8 @@ EXPECTED = {
     "pq_example": ([[0]], [["B"]], [["R"]], [11]),
     # Leading run A, B; C != X; bonus X; commit 3.
     "dspark_chain": ([[0, 1, 2]], [["A", "B", "X"]], [["R", "A", "B"]], [13]),
+    # top_p .5 keeps A .5, B .25, C .25 (ties kept); u0 = .6 in B's bucket [.5, .75); B's plain row at .45 -> X.
+    "logits_top_p": ([[0, 2]], [["B", "X"]], [["R", "B"]], [12]),
     # .4 * .6 < .3 accepts A; bonus from p' = (.2 .5 .3) at .5 -> B.
     "dspark_sampling": ([[0, 1]], [["A", "B"]], [["R", "A"]], [12]),
 }
@@ -73,3 +75,12 @@ def test_raw_gather_hazard_reads_the_last_flat_element():
     c = run_scenario(s2).commit
     assert c.accept_rows == [0, 1] and c.pad_slots == [2]
     assert c.raw_gather == [0, 4, 0]
+
+
+def test_without_top_p_the_same_coin_rejects_b():
+    """p(A) = .4, p(B) = .2: B's bucket is [.4, .6) and .6 is not < .6. Residual (0 0 .2 .1 .1) at .45 * .4 -> C."""
+    s = load_scenario("scenarios/logits_top_p.json")
+    req = s.model_dump(mode="json", exclude_none=True)["requests"][0]
+    req["top_p"] = 1.0
+    c = run_scenario(s.replace(requests=[req])).commit
+    assert [s.label(t) for t in c.output_tokens] == ["C"]
