@@ -144,7 +144,9 @@ class Scenario(_Strict):
         return [ids[t] for t in labels]
 
     def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.model_dump(mode="json", exclude_none=True), indent=indent, ensure_ascii=False)
+        # Defaults are left out (the file says only what was chosen); format and version always lead.
+        body = self.model_dump(mode="json", exclude_defaults=True)
+        return json.dumps({"format": FORMAT, "version": VERSION, **body}, indent=indent, ensure_ascii=False)
 
     def replace(self, **changes) -> "Scenario":
         """A new validated scenario with some top-level fields changed."""
