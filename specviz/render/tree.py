@@ -1,0 +1,139 @@
+"""Graphviz DOT for verify trees, the accept walk and the speculative-decoding loop.
+
+Pure functions returning DOT text (``st.graphviz_chart`` draws it in the browser, no ``dot``
+binary needed). Every node shows its token and its verify row; hovering a node shows the exact
+values (``tooltip``). Colours come from ``palette`` (colour-blind safe) and every state is also
+written in the node (a mark), never colour alone.
+"""
+from __future__ import annotations
+
+from .palette import FONT_FAMILY, GRAPH_FONT_SIZE, PALETTE, state_color, text_on
+
+STATE_MARK = {"accepted": "✓", "rejected": "✗", "bonus": "★", "current": "●", "compared": "?", "discarded": "", "pending": ""}
+
+
+def _q(s) -> str:
+    """A DOT double-quoted string."""
+    return '"' + str(s).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def _attrs(**kw) -> str:
+    return "[" + ", ".join(f"{k}={_q(v) if not str(v).startswith('<') else v}" for k, v in kw.items() if v is not None) + "]"
+
+
+def _header(name: str = "tree", rankdir: str = "TB", size: str | None = None) -> list[str]:
+    lines = [f"digraph {name} {{",
+             f"  graph [rankdir={rankdir}, bgcolor=transparent, nodesep=0.45, ranksep=0.6, fontname={_q(FONT_FAMILY)}"
+             + (f", size={_q(size)}" if size else "") + "];",
+             f"  node [shape=box, style=\"rounded,filled\", fontname={_q(FONT_FAMILY)}, fontsize={GRAPH_FONT_SIZE}, "
+             f"penwidth=2, margin=\"0.18,0.08\", color={_q(PALETTE['edge'])}];",
+             f"  edge [color={_q(PALETTE['edge'])}, penwidth=2, arrowsize=0.9, fontname={_q(FONT_FAMILY)}, fontsize={GRAPH_FONT_SIZE - 4}];"]
+    return lines
+
+
+def tree_dot(parents, labels, *, rows=None, states=None, selected=None, links: bool = False, tooltips=None,
+             bonus=None, bonus_label: str = "bonus", row_word: str = "row", link_words=("first child", "next sibling"),
+             prefix: str = "n", cluster: str | None = None, body_only: bool = False, extra_lines=()) -> str:
+    """DOT for one tree.
+
+    parents   [n] parent node of each node (-1 for the root, node 0)
+    labels    [n] token text of each node
+    rows      [n] verify row of each node (default: node id); shown under the token
+    states    {node: state} with state in palette.STATES (default pending; root accepted)
+    selected  a node to outline (the selection linked across views)
+    links     draw SGLang's retrieve_next_token (first child, solid blue) and
+              retrieve_next_sibling (next sibling, dashed) arrows instead of plain parent edges
+    tooltips  {node: text} shown on hover (exact values)
+    bonus     (node, token text): draw the bonus token hanging off ``node`` (orange, no row)
+    """
+    n = len(parents)
+    rows = list(range(n)) if rows is None else list(rows)
+    states = dict(states or {})
+    tooltips = tooltips or {}
+    lines = [] if body_only else _header()
+    if cluster is not None:
+        lines.append(f"  subgraph cluster_{prefix} {{ label={_q(cluster)}; style=\"rounded,dashed\"; color=\"#999999\"; "
+                     f"fontsize={GRAPH_FONT_SIZE};")
+    children = {i: [c for c in range(1, n) if parents[c] == i] for i in range(n)}
+    for i in range(n):
+        st_ = states.get(i, "pending")
+        fill = state_color(st_)
+        mark = STATE_MARK.get(st_, "")
+        text = f"{labels[i]}{(' ' + mark) if mark else ''}\n{row_word} {rows[i]}"
+        attrs = {"label": text, "fillcolor": fill, "fontcolor": text_on(fill), "tooltip": tooltips.get(i, text),
+                 "id": f"{prefix}{i}"}
+        if st_ == "discarded":
+            attrs["style"] = "rounded,filled,dashed"
+            attrs["color"] = "#AAAAAA"
+        if i == selected:
+            attrs["color"] = PALETTE["selected"]
+            attrs["penwidth"] = "6"
+        lines.append(f"  {prefix}{i} {_attrs(**attrs)};")
+    if not links:
+        for i in range(1, n):
+            p = parents[i]
+            faded = states.get(i) == "discarded"
+            lines.append(f"  {prefix}{p} -> {prefix}{i} {_attrs(color='#BBBBBB' if faded else None)};")
+    else:
+        fc, ns = link_words if n <= 12 else (None, None)  # edge labels only where they stay readable
+        for i in range(n):
+            kids = children[i]
+            if kids:
+                lines.append(f"  {prefix}{i} -> {prefix}{kids[0]} {_attrs(color=PALETTE['current'], xlabel=fc, fontcolor=PALETTE['current'])};")
+                for a, b in zip(kids, kids[1:]):
+                    lines.append(f"  {prefix}{a} -> {prefix}{b} {_attrs(style='dashed', color=PALETTE['rejected'], xlabel=ns, fontcolor=PALETTE['rejected'], constraint='false')};")
+                    # keep the parent above later siblings, without drawing that edge
+                    lines.append(f"  {prefix}{i} -> {prefix}{b} [style=invis];")
+        for i in range(n):  # siblings on one rank, in order
+            kids = children[i]
+            if len(kids) > 1:
+                lines.append("  { rank=same; " + " -> ".join(f"{prefix}{k}" for k in kids) + " [style=invis]; }")
+    if bonus is not None:
+        node, tok = bonus
+        fill = state_color("bonus")
+        text = f"{tok} ★\n{bonus_label}"
+        battrs = _attrs(label=text, fillcolor=fill, fontcolor=text_on(fill), style="rounded,filled,bold", tooltip=f"{bonus_label}: {tok}")
+        lines.append(f"  {prefix}bonus {battrs};")
+        lines.append(f"  {prefix}{node} -> {prefix}bonus {_attrs(style='dashed', color=fill)};")
+    lines += list(extra_lines)
+    if cluster is not None:
+        lines.append("  }")
+    if not body_only:
+        lines.append("}")
+    return "\n".join(lines)
+
+
+def forest_dot(trees: list[dict]) -> str:
+    """Several trees side by side, one cluster each (``trees``: kwargs of ``tree_dot`` plus ``cluster``)."""
+    lines = _header("batch")
+    for k, kw in enumerate(trees):
+        lines.append(tree_dot(prefix=f"r{k}_", body_only=True, **kw))
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def loop_dot(words: dict, highlight: str | None = None) -> str:
+    """The Draft -> Target Verify -> Accept -> (Output, KV, next Draft) loop.
+
+    ``words`` holds the display text of: draft, verify, accept, output, kv, next (each may have a
+    second line after "\\n"); ``highlight`` names the stage to colour.
+    """
+    lines = _header("loop", rankdir="LR")
+    style = {
+        "draft": ("#FFFFFF", None), "verify": ("#FFFFFF", None), "accept": (PALETTE["accepted"], None),
+        "output": (PALETTE["bonus"], None), "kv": (PALETTE["compared"], None),
+    }
+    for key in ("draft", "verify", "accept", "output", "kv"):
+        fill = style[key][0]
+        pen = "5" if key == highlight else "2"
+        color = PALETTE["selected"] if key == highlight else PALETTE["edge"]
+        lines.append(f"  {key} {_attrs(label=words[key], fillcolor=fill, fontcolor=text_on(fill), penwidth=pen, color=color, tooltip=words[key])};")
+    lines += [
+        f"  draft -> verify {_attrs(label=words.get('e_tree', ''))};",
+        f"  verify -> accept {_attrs(label=words.get('e_predict', ''))};",
+        f"  accept -> output {_attrs(label=words.get('e_output', ''))};",
+        f"  accept -> kv {_attrs(label=words.get('e_kv', ''))};",
+        f"  output -> draft {_attrs(label=words.get('next', ''), style='dashed', constraint='false', color=PALETTE['bonus'])};",
+        "}",
+    ]
+    return "\n".join(lines)
