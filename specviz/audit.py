@@ -116,7 +116,8 @@ _TOKEN_RE = re.compile(r"""\s*(?:
     (?P<num>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|inf|nan))|
     (?P<str>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')|
     (?P<kw>true|false|True|False|null|None)|
-    (?P<ellipsis>\.\.\.)
+    (?P<ellipsis>\.\.\.)|
+    (?P<word>[^\s\[\](),'"{}:;=]+)
 )""", re.VERBOSE)
 
 
@@ -225,6 +226,8 @@ def _parse_value(tokens, pos, name):
             return json.loads('"' + text[1:-1].replace('"', '\\"') + '"') if text[0] == "'" else json.loads(text), pos + 1
         except json.JSONDecodeError:
             return text[1:-1], pos + 1
+    if kind == "word":  # a bare token label such as A or <eos>
+        return text, pos + 1
     if kind == "kw":
         return {"true": True, "True": True, "false": False, "False": False}.get(text), pos + 1
     raise SpecvizError(name, f"has {text!r} where a value was expected")
@@ -394,7 +397,7 @@ def normalise_claimed(s: Scenario, claimed: dict) -> dict:
             raise SpecvizError(f"claimed.{raw_name}", f"is not an output of {s.algorithm}: audit one of {', '.join(allowed)}")
         if name in out:
             raise SpecvizError(f"claimed.{raw_name}", f"is given twice (as {name!r} under another name)")
-        if isinstance(value, str):
+        if isinstance(value, str) and not (name in TOKEN_FIELDS and value in s.vocab):
             value = parse_array(value, raw_name)
         if name in TOKEN_FIELDS:
             value = _to_ids(s, raw_name, value)
