@@ -1,0 +1,392 @@
+"""Chain rejection sampling (SEMANTICS.md §7): p/q tables, coins, the test u*q < p per slot, the
+residual on rejection, the bonus from p after full acceptance, the article's mass check and a
+Monte Carlo run on the chosen backend. Widgets only: the maths lives in specviz."""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from specviz import distributions as dist
+from specviz.engine import scenario_inputs
+from specviz.errors import SpecvizError
+from specviz.frames import replay
+from specviz.render import sampling_charts as sc
+from specviz.scenario import scenario_from_dict, scenario_from_json
+from specviz.ui import common as ui
+
+SLOT = "chain"
+PRESETS = ["pq_example"]
+tr = ui.tr
+
+ui.page_setup("chain_sampling", slot=None)
+ui.scenario_io(SLOT, presets=PRESETS)
+s = ui.scenario(SLOT)
+
+st.title(tr("Chain rejection sampling: u·q < p", "链式拒绝采样（Classic Rejection Sampling）：u·q < p"))
+st.markdown(tr(
+    "The Draft proposed each token from **q**; the Target gives **p**. Slot *s* is accepted when "
+    "**u·q < p** (probability min(1, p/q)). The first rejection stops the chain: the correction token is "
+    "drawn from **max(p − q, 0)**, normalised. If every draft is accepted, the **bonus** is drawn from plain p.",
+    "Draft 按 **q** 提出每个 token，Target 给出 **p**。当 **u·q < p**（概率 min(1, p/q)）时接受该位置；"
+    "第一次拒绝即停止：从归一化的 **max(p − q, 0)**（residual）采样修正 token。若全部 Draft 被接受，"
+    "**bonus** 直接从 Target 分布 p 采样。"))
+
+if s.algorithm != "chain_rejection":
+    st.error(tr("The scenario in this page's slot uses algorithm **{a}**; this page needs **chain_rejection**.",
+                "本页的场景使用算法 **{a}**，本页需要 **chain_rejection**。", a=s.algorithm))
+    if st.button(tr("Load the p/q example", "加载 p/q 示例"), key="w_chain_reset"):
+        ui.set_scenario(SLOT, ui.load_preset("pq_example"))
+        st.rerun()
+    st.stop()
+
+req = s.requests[0]
+vocab = list(s.vocab)
+N = len(req.chain)
+VER = ui.scenario_version(SLOT)
+
+
+def _update_request(**changes) -> bool:
+    """Replace fields of request 0; a bad value shows st.error naming the field, the scenario is kept."""
+    def build():
+        data = s.model_dump(mode="json")
+        data["requests"][0].update(changes)
+        return scenario_from_dict(data)
+    return ui.try_update(SLOT, build)
+
+
+def _synced(wkey: str, current):
+    """Refill a widget key from the scenario whenever the scenario was replaced (preset, randomise, ...)."""
+    if st.session_state.get(wkey + "::ver") != VER or wkey not in st.session_state:
+        st.session_state[wkey] = current
+        st.session_state[wkey + "::ver"] = VER
+    return wkey
+
+
+def _on_coin(i: int):
+    def cb():
+        cur = ui.scenario(SLOT)
+        data = cur.model_dump(mode="json")
+        if i < 0:
+            data["requests"][0]["coin_final"] = float(st.session_state["w_chain_coin_final"])
+        else:
+            data["requests"][0]["coins"][i] = float(st.session_state[f"w_chain_coin{i}"])
+        try:
+            ui.set_scenario(SLOT, scenario_from_dict(data))
+        except SpecvizError as exc:
+            st.session_state["sv_chain_err"] = (exc.field, exc.detail)
+    return cb
+
+
+def _randomise():
+    cur = ui.scenario(SLOT)
+    coins, final = dist.random_coins(int(st.session_state.get("w_chain_seed", 0)), len(cur.requests[0].coins))
+    data = cur.model_dump(mode="json")
+    data["requests"][0]["coins"] = coins
+    data["requests"][0]["coin_final"] = final
+    ui.set_scenario(SLOT, scenario_from_dict(data))
+
+
+def _set_coin0(value: float):
+    def cb():
+        cur = ui.scenario(SLOT)
+        data = cur.model_dump(mode="json")
+        data["requests"][0]["coins"][0] = value
+        ui.set_scenario(SLOT, scenario_from_dict(data))
+    return cb
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs
+# ---------------------------------------------------------------------------------------------
+st.header(tr("1. Inputs", "1. 输入"))
+col_chain, col_coins = st.columns([3, 2], gap="large")
+with col_chain:
+    st.markdown(tr("**Draft chain** (root R first; slot *s* holds draft *s*)", "**Draft 链**（首位是 root R；位置 *s* 是第 *s* 个 Draft）"))
+    ccols = st.columns(max(N, 2) + 1)
+    ccols[0].markdown(f"**root**<br><span style='font-size:1.6rem'>{req.chain[0]}</span>", unsafe_allow_html=True)
+    new_chain = list(req.chain)
+    for sl in range(1, N):
+        k = _synced(f"w_chain_tok{sl}", req.chain[sl])
+        new_chain[sl] = ccols[sl].selectbox(tr("slot {s}", "位置 {s}", s=sl), vocab, key=k)
+    if new_chain != list(req.chain):
+        if _update_request(chain=new_chain):
+            st.rerun()
+    b1, b2, _ = st.columns([1, 1, 2])
+    if b1.button(tr("+ draft slot", "+ 增加 Draft"), key="w_chain_add", disabled=N >= 8):
+        uni = [round(1.0 / len(vocab), 6)] * len(vocab)
+        ok = _update_request(chain=list(req.chain) + [vocab[0]], target_probs=[list(r) for r in req.target_probs] + [uni],
+                             draft_probs=[list(r) for r in req.draft_probs] + [list(req.target_probs[-1])],
+                             coins=list(req.coins) + [0.5])
+        if ok:
+            st.rerun()
+    if b2.button(tr("− draft slot", "− 删除 Draft"), key="w_chain_del", disabled=N <= 2):
+        if _update_request(chain=list(req.chain)[:-1], target_probs=[list(r) for r in req.target_probs][:-1],
+                           draft_probs=[list(r) for r in req.draft_probs][:-1], coins=list(req.coins)[:-1]):
+            st.rerun()
+
+with col_coins:
+    st.markdown(tr("**Coins** u ∈ [0, 1) — one per draft slot, plus u_final for the terminal draw",
+                   "**随机数** u ∈ [0, 1)：每个 Draft 位置一个，另有终止采样用的 u_final"))
+    for i in range(N - 1):
+        k = _synced(f"w_chain_coin{i}", float(req.coins[i]))
+        st.slider(f"u[{i}]  (slot {i + 1})", 0.0, 0.999, step=0.001, key=k, on_change=_on_coin(i), format="%.3f")
+    k = _synced("w_chain_coin_final", float(req.coin_final))
+    st.slider("u_final", 0.0, 0.999, step=0.001, key=k, on_change=_on_coin(-1), format="%.3f")
+    r1, r2 = st.columns([1, 1])
+    r1.number_input(tr("seed", "种子"), 0, 10**6, 0, key="w_chain_seed")
+    r2.button(tr("🎲 randomise coins", "🎲 随机生成"), key="w_chain_rand", on_click=_randomise, width="stretch")
+    if "sv_chain_err" in st.session_state:
+        f, d = st.session_state.pop("sv_chain_err")
+        st.error(f"**{f}**: {d}", icon="⚠️")
+
+# p / q tables
+def _table(name: str, rows, row_labels):
+    df = pd.DataFrame([list(r) for r in rows], columns=vocab, index=row_labels)
+    edited = st.data_editor(df, key=f"w_chain_{name}::{VER}", width="stretch",
+                            column_config={c: st.column_config.NumberColumn(c, min_value=None, step=0.01, format="%.3f") for c in vocab})
+    return [[float(v) if v == v else float("nan") for v in row] for row in edited.to_numpy().tolist()]
+
+
+p_labels = [tr("row {i}: after {t}", "第 {i} 行：{t} 之后", i=i, t=req.chain[i]) for i in range(N)]
+q_labels = [tr("slot {i}: proposed {t}", "位置 {i}：提出 {t}", i=i + 1, t=req.chain[i + 1]) for i in range(N - 1)]
+tp, tq = st.columns(2, gap="large")
+with tp:
+    st.markdown(tr("**p = target_probs** `[bs, N, V]` (Target distribution after each row)",
+                   "**p = target_probs** `[bs, N, V]`（每行之后的 Target 分布）"))
+    new_p = _table("p", req.target_probs, p_labels)
+with tq:
+    st.markdown(tr("**q = draft_probs** `[bs, N−1, V]` (the distribution the Draft sampled slot s from)",
+                   "**q = draft_probs** `[bs, N−1, V]`（Draft 提出位置 s 时所用的分布）"))
+    new_q = _table("q", req.draft_probs, q_labels)
+
+
+def _normalise():
+    cur = ui.scenario(SLOT)
+    data = cur.model_dump(mode="json")
+    src_p = st.session_state.get("sv_chain_pending_p") or data["requests"][0]["target_probs"]
+    src_q = st.session_state.get("sv_chain_pending_q") or data["requests"][0]["draft_probs"]
+    data["requests"][0]["target_probs"] = dist.normalise_rows(src_p)
+    data["requests"][0]["draft_probs"] = dist.normalise_rows(src_q)
+    st.session_state.pop("sv_chain_pending_p", None)
+    st.session_state.pop("sv_chain_pending_q", None)
+    try:
+        ui.set_scenario(SLOT, scenario_from_dict(data))
+    except SpecvizError as exc:
+        st.session_state["sv_chain_err"] = (exc.field, exc.detail)
+
+
+if new_p != [list(map(float, r)) for r in req.target_probs] or new_q != [list(map(float, r)) for r in req.draft_probs]:
+    st.session_state["sv_chain_pending_p"] = new_p
+    st.session_state["sv_chain_pending_q"] = new_q
+    if _update_request(target_probs=new_p, draft_probs=new_q):
+        st.session_state.pop("sv_chain_pending_p", None)
+        st.session_state.pop("sv_chain_pending_q", None)
+        st.rerun()
+st.button(tr("Normalise rows (divide each row by its sum)", "归一化（每行除以其和）"), key="w_chain_norm", on_click=_normalise)
+
+# ---------------------------------------------------------------------------------------------
+# The run, step by step
+# ---------------------------------------------------------------------------------------------
+s = ui.scenario(SLOT)
+req = s.requests[0]
+run = ui.run(s)
+if run is None:
+    st.stop()
+for w in run.warnings:
+    st.warning(w)
+ui.backend_badge(s)
+
+st.header(tr("2. Step through the Accept", "2. 逐步执行 Accept"))
+frames = replay(run.trace)
+events = run.trace.events
+cur = ui.step_controls("chain", len(frames), start=len(frames) - 1)
+frame = frames[cur]
+seen = events[:cur]
+
+states = ["accepted"] + ["pending"] * (N - 1)
+bonus = None
+focus_slot = None
+for e in seen:
+    if e.kind in ("visit", "accept_test"):
+        states[e.node] = "current"
+        focus_slot = e.node
+    elif e.kind == "accept":
+        states[e.node] = "accepted"
+    elif e.kind == "reject":
+        states[e.node] = "rejected"
+        for j in range(e.node + 1, N):
+            states[j] = "discarded"
+    elif e.kind == "terminal":
+        bonus = vocab[e.data["token"]]
+test_of = {e.node: e.data for e in events if e.kind == "accept_test"}
+hovers = [f"root {req.chain[0]} (row 0)"] + [
+    (f"slot {j}: {req.chain[j]}  p = {test_of[j]['p']:.4g}, q = {test_of[j]['q']:.4g}, u = {test_of[j]['coin']:.4g}"
+     if j in test_of else f"slot {j}: {req.chain[j]} (never tested)") for j in range(1, N)]
+
+
+def _narrate(e) -> str:
+    if e is None:
+        return tr("Start: the chain R → drafts is in the verify batch; nothing is decided yet.",
+                  "开始：链 R → Draft 已进入 Verify batch，尚未做任何判定。")
+    d = e.data
+    if e.kind == "start":
+        return tr("accept_index[0] = row {r}: the root is always kept.", "accept_index[0] = 第 {r} 行：root 总会保留。", r=d["row"])
+    if e.kind == "visit":
+        return tr("Look at slot {s}: the Draft proposed **{t}**.", "查看位置 {s}：Draft 提出 **{t}**。", s=e.node, t=req.chain[e.node])
+    if e.kind == "accept_test":
+        return tr("Test u·q < p: {u:.3f} × {q:.3f} = {uq:.4f} {cmp} p = {p:.3f} → **{v}** (accept probability min(1, p/q) = {a:.3f}).",
+                  "检验 u·q < p：{u:.3f} × {q:.3f} = {uq:.4f} {cmp} p = {p:.3f} → **{v}**（接受概率 min(1, p/q) = {a:.3f}）。",
+                  u=d["coin"], q=d["q"], uq=d["u_times_q"], p=d["p"], a=d["accept_prob"],
+                  cmp="<" if d["u_times_q"] < d["p"] else "≥",
+                  v=ui.term("accepted") if d["accepted"] else ui.term("rejected"))
+    if e.kind == "accept":
+        return tr("Accepted: predicts[row {r0}] = {t}; accept_index[{k}] = row {r}.",
+                  "接受：predicts[第 {r0} 行] = {t}；accept_index[{k}] = 第 {r} 行。",
+                  r0=d["row"] - 1, t=vocab[d["token"]], k=d["k"], r=d["row"])
+    if e.kind == "reject":
+        return tr("Rejected: the chain stops here; later slots are discarded.", "拒绝：链在此停止，后续位置全部丢弃。")
+    if e.kind == "depth_limit":
+        return tr("Every draft was accepted: the bonus comes from plain p of the last row.",
+                  "全部 Draft 被接受：bonus 直接从最后一行的 p 采样。")
+    if e.kind == "residual":
+        return tr("Terminal distribution: {src}.", "终止分布：{src}。", src=d["source"])
+    if e.kind == "terminal":
+        return tr("u_final = {c:.3f} lands on **{t}**: predicts[row {r}] = {t} (the {b}).",
+                  "u_final = {c:.3f} 落在 **{t}**：predicts[第 {r} 行] = {t}（{b}）。",
+                  c=d["coin"], t=vocab[d["token"]], r=d["row"], b=ui.term("bonus"))
+    if e.kind == "commit":
+        return tr("accept_token_num = {k}; accept_lens = {a}.", "accept_token_num = {k}；accept_lens = {a}。", k=d["k"], a=d["accept_len"])
+    if e.kind == "warning":
+        return "⚠️ " + d["message"]
+    return e.kind
+
+
+ev = frame.event
+st.info(f"**{tr('Step', '步骤')} {cur}/{len(frames) - 1}** — " + _narrate(ev))
+left, right = st.columns([2, 3], gap="large")
+with left:
+    st.graphviz_chart(sc.chain_dot(list(req.chain), states, bonus=bonus, hovers=hovers,
+                                   slot_names=["root"] + [tr("slot {s}", "位置 {s}", s=j) for j in range(1, N)],
+                                   bonus_caption=ui.term("bonus")), width="stretch")
+    ai = frame.arrays["accept_index"].reshape(-1).tolist()
+    pr = frame.arrays["predicts"].reshape(-1).tolist()
+    ui.chip_row("accept_index", [ui.chip(v, "accepted" if v >= 0 else "pending", f"accept_index[0][{j}] = {v}") for j, v in enumerate(ai)])
+    ui.chip_row("predicts", [ui.chip(vocab[v] if 0 <= v < len(vocab) else v, "pending", f"predicts[{j}] = {v}") for j, v in enumerate(pr)])
+with right:
+    if ev is not None and ev.kind in ("residual", "terminal", "commit"):
+        res_ev = next(e for e in events if e.kind == "residual")
+        term_ev = next(e for e in events if e.kind == "terminal")
+        k = res_ev.node
+        full = res_ev.data.get("q") is None
+        st.markdown(tr("**Terminal draw at row {k}** ({src})", "**第 {k} 行的终止采样**（{src}）", k=k, src=res_ev.data["source"]))
+        st.plotly_chart(sc.residual_figure(vocab, req.target_probs[k], None if full else req.draft_probs[k],
+                                           coin_final=req.coin_final if ev.kind != "residual" else None,
+                                           chosen=term_ev.data["token"] if ev.kind != "residual" else None, bonus_from_p=full,
+                                           text={"norm": tr("normalised", "归一化"), "cdf": tr("terminal draw", "终止采样")}),
+                        width="stretch", key="chain_residual_step")
+    elif focus_slot is not None:
+        d = test_of[focus_slot]
+        verdict_known = any(e.kind in ("accept", "reject") and e.node == focus_slot for e in seen) or ev.kind == "accept_test"
+        st.markdown(tr("**Slot {s}: is {t} accepted?**", "**位置 {s}：{t} 是否被接受？**", s=focus_slot, t=req.chain[focus_slot]))
+        st.plotly_chart(sc.accept_test_figure(d["p"], d["q"], d["coin"], token=req.chain[focus_slot],
+                                              accepted=d["accepted"] if verdict_known else d["accepted"],
+                                              text={"accept": tr("accept: u < p/q", "接受：u < p/q"), "reject": tr("reject", "拒绝"),
+                                                    "x": tr("coin u (0..1)", "随机数 u（0..1）")}),
+                        width="stretch", key="chain_test_step")
+    else:
+        st.caption(tr("Press ▶ to test the first draft.", "按 ▶ 检验第一个 Draft。"))
+
+# Summary of every slot at once.
+rows = []
+for j in range(1, N):
+    d = test_of.get(j)
+    if d is None:
+        rows.append({tr("slot", "位置"): j, "draft": req.chain[j], "p(x)": None, "q(x)": None, "min(1, p/q)": None,
+                     "u": req.coins[j - 1], "u·q": None, tr("verdict", "结果"): tr("not reached", "未到达")})
+    else:
+        rows.append({tr("slot", "位置"): j, "draft": req.chain[j], "p(x)": d["p"], "q(x)": d["q"], "min(1, p/q)": d["accept_prob"],
+                     "u": d["coin"], "u·q": d["u_times_q"],
+                     tr("verdict", "结果"): ("✔ " + ui.term("accepted")) if d["accepted"] else ("✘ " + ui.term("rejected"))})
+st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+c = run.commit
+st.success(tr("Output this round: **{o}** — accept_index {ai}, accept_lens = {al}; next root **{nr}**.",
+              "本轮输出：**{o}** — accept_index {ai}，accept_lens = {al}；下一轮 root 为 **{nr}**。",
+              o=" ".join(vocab[t] for t in c.output_tokens), ai=run.result["accept_index"][0].tolist(), al=c.accept_len,
+              nr=vocab[c.next_root]))
+qc = st.columns(3)
+qc[0].button(tr("u[0] = .4 (accept A)", "u[0] = .4（接受）"), key="w_chain_q1", on_click=_set_coin0(0.4))
+qc[1].button(tr("u[0] = .5 (edge: .5·.6 = .3 is not < .3)", "u[0] = .5（边界：.5·.6 = .3 不小于 .3）"), key="w_chain_q2", on_click=_set_coin0(0.5))
+qc[2].button(tr("u[0] = .7 (reject)", "u[0] = .7（拒绝）"), key="w_chain_q3", on_click=_set_coin0(0.7))
+
+# ---------------------------------------------------------------------------------------------
+# The mass check
+# ---------------------------------------------------------------------------------------------
+st.header(tr("3. Why the output is distributed as p", "3. 为什么输出分布恰好是 p"))
+slot = 1
+if N > 2:
+    slot = st.selectbox(tr("position", "位置"), list(range(1, N)), key="w_chain_decomp_slot", format_func=lambda j: f"slot {j}")
+with ui.guard():
+    accepted, redistributed, total = dist.decomposition(req.target_probs[slot - 1], req.draft_probs[slot - 1])
+    dcol, tcol = st.columns([3, 2], gap="large")
+    with dcol:
+        st.plotly_chart(sc.decomposition_figure(vocab, accepted, redistributed, req.target_probs[slot - 1],
+                                                text={"acc": tr("accepted: min(p, q)", "接受分支：min(p, q)"),
+                                                      "red": tr("rejected mass, redistributed", "拒绝质量再分配"),
+                                                      "p": "p (Target)"}),
+                        width="stretch", key="chain_decomp")
+    with tcol:
+        fmt = lambda xs: "(" + " ".join(f"{x:.3g}" for x in xs) + ")"  # noqa: E731
+        st.markdown(tr(
+            "If the Draft draws x ~ q and keeps it with min(1, p/q), token x is emitted by the accept branch with "
+            "probability q(x)·min(1, p(x)/q(x)) = **min(p, q)** = {a}. The rejected mass {r:.3g} is re-drawn from the "
+            "residual: {d}. Sum: {t} = **p**.",
+            "若 Draft 按 q 抽出 x 并以 min(1, p/q) 保留，接受分支给出 x 的概率为 q(x)·min(1, p(x)/q(x)) = **min(p, q)** = {a}。"
+            "拒绝质量 {r:.3g} 按 residual 重新分配：{d}。合计：{t} = **p**。",
+            a=fmt(accepted), r=1 - float(sum(accepted)), d=fmt(redistributed), t=fmt(total)))
+        st.caption(tr("This needs q to be the distribution the Draft really sampled from, over the same vocabulary and context.",
+                      "前提：q 必须真是 Draft 提出候选时使用的分布，并与 p 对齐到同一上下文、同一词表。"))
+
+# ---------------------------------------------------------------------------------------------
+# Monte Carlo
+# ---------------------------------------------------------------------------------------------
+st.header(tr("4. Monte Carlo: many rounds on the chosen backend", "4. Monte Carlo：在所选后端上重复多轮"))
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _monte_carlo(text: str, backend: str, trials: int, seed: int, from_q: bool):
+    from specviz.backends import get_backend
+
+    sc_ = scenario_from_json(text)
+    inputs = {k: v for k, v in scenario_inputs(sc_).items() if not k.startswith("uniform_samples")}
+    inputs["num_speculative_tokens"] = sc_.width
+    return dist.chain_monte_carlo(get_backend(backend).sample_many, inputs, num_trials=trials, seed=seed,
+                                  draft_from_q=from_q, semantics=sc_.semantics)
+
+
+m1, m2, m3 = st.columns([1, 1, 2])
+trials = m1.select_slider(tr("trials N", "试验次数 N"), [1000, 4000, 10000, 40000], value=4000, key="w_chain_mc_n")
+mc_seed = m2.number_input(tr("seed", "种子"), 0, 10**6, 1, key="w_chain_mc_seed")
+from_q = m3.toggle(tr("the Draft samples its first token from q (as a real Draft does)", "Draft 按 q 抽取第一个 token（真实 Draft 的做法）"),
+                   value=True, key="w_chain_mc_fromq")
+with ui.guard():
+    mc = _monte_carlo(s.to_json(indent=None), ui.backend(), int(trials), int(mc_seed), bool(from_q))
+    hc, mcol = st.columns([3, 1], gap="large")
+    with hc:
+        st.plotly_chart(sc.monte_carlo_figure(vocab, mc.empirical, mc.target, expected=None if from_q else mc.expected, counts=mc.counts,
+                                              text={"emp": tr("Monte Carlo (first emitted token)", "Monte Carlo（首个输出 token）"),
+                                                    "p": "p (Target, row 0)", "exp": tr("exact for a fixed draft token", "固定 Draft token 时的精确分布")}),
+                        width="stretch", key="chain_mc")
+    with mcol:
+        st.metric(tr("TV distance to p", "与 p 的 TV 距离"), f"{mc.tv_to_target:.4f}")
+        if not from_q:
+            st.metric(tr("TV to the exact conditional", "与精确条件分布的 TV 距离"), f"{mc.tv_to_expected:.4f}")
+        st.caption(tr("{n} trials on {b}; sampling noise is about {e:.3f}.", "{b} 上 {n} 次试验；采样噪声约 {e:.3f}。",
+                      n=mc.num_trials, b=ui.backend_label(ui.backend()), e=(len(vocab) / (2 * 3.14159 * mc.num_trials)) ** 0.5))
+    if not from_q:
+        st.info(tr("With the draft token fixed to **{t}**, the output is *not* p: rejection sampling is exact only when the "
+                   "proposed token itself was drawn from q.",
+                   "若 Draft token 固定为 **{t}**，输出分布*不是* p：只有当候选 token 本身按 q 抽取时，拒绝采样才精确。",
+                   t=req.chain[1]))
+
+ui.raw_tensors(ui.shaped({k: v for k, v in run.inputs.items()} | {k: v for k, v in run.result.items()}))
+ui.end_page()

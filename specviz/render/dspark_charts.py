@@ -1,0 +1,161 @@
+"""Renderers for the DSpark chain accept (SEMANTICS.md §8): pure functions, plotly figures.
+
+A DSpark verify window holds T = gamma + 1 rows: the anchor (the previous bonus) and gamma drafts.
+The pictures: the match grid (draft at t+1 against the target's prediction at row t, the
+leading run that makes correct_len, a later match ignored, the verify-window cap), the
+fixed-width BuildOutTokens buffer (valid prefix, stale slots greyed) and the KV-inject columns.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import plotly.graph_objects as go
+
+from .palette import FONT_FAMILY, PALE_GREY, PLOT_FONT_SIZE, WHITE, state_color, text_on
+
+
+def cell_grid_figure(row_names: Sequence[str], cells: Sequence[Sequence[str]], states: Sequence[Sequence[str]],
+                     hovers: Sequence[Sequence[str]] | None = None, *, col_names: Sequence[str] | None = None,
+                     marks: Sequence[tuple] = (), title: str | None = None, cell_height: int = 62) -> go.Figure:
+    """A grid of labelled cells, one state colour each ("accepted", "rejected", "pending", "bonus",
+    "discarded", "current", "blank"); hover shows ``hovers[r][c]``. marks: vertical lines
+    (x_between_columns, label) such as the commit_lens boundary.
+    """
+    nrows = len(row_names)
+    ncols = max((len(r) for r in cells), default=0)
+    fig = go.Figure()
+    xs, ys, texts, tips = [], [], [], []
+    for r in range(nrows):
+        for c in range(len(cells[r])):
+            st = states[r][c]
+            if st == "blank":
+                continue
+            fill = WHITE if st == "plain" else state_color(st)
+            line = "#BBBBBB" if st in ("discarded", "plain") else "#444444"
+            fig.add_shape(type="rect", x0=c + 0.04, x1=c + 0.96, y0=r + 0.08, y1=r + 0.92, fillcolor=fill,
+                          line=dict(color=line, width=2, dash="dot" if st == "discarded" else "solid"), layer="below")
+            xs.append(c + 0.5)
+            ys.append(r + 0.5)
+            texts.append(f"<b>{cells[r][c]}</b>" if st != "discarded" else f"<s>{cells[r][c]}</s>")
+            tips.append(hovers[r][c] if hovers else cells[r][c])
+            fig.add_annotation(x=c + 0.5, y=r + 0.5, text=texts[-1], showarrow=False,
+                               font=dict(size=PLOT_FONT_SIZE + 2, color="#777777" if st == "discarded" else text_on(fill)))
+    # Invisible markers carry the hovers.
+    fig.add_scatter(x=xs, y=ys, mode="markers", marker=dict(size=38, opacity=0), hovertext=tips, hoverinfo="text",
+                    showlegend=False)
+    for x, label in marks:
+        fig.add_shape(type="line", x0=x, x1=x, y0=-0.1, y1=nrows + 0.1, line=dict(color="black", width=4, dash="dash"))
+        fig.add_annotation(x=x, y=-0.12, text=f"<b>{label}</b>", showarrow=False, yanchor="bottom",
+                           font=dict(size=PLOT_FONT_SIZE, color="black"))
+    fig.update_xaxes(range=[-0.05, ncols + 0.05], showgrid=False, zeroline=False,
+                     tickvals=[c + 0.5 for c in range(ncols)], ticktext=list(col_names) if col_names else [str(c) for c in range(ncols)],
+                     side="top", tickfont=dict(size=PLOT_FONT_SIZE - 2))
+    fig.update_yaxes(range=[nrows + 0.05, -0.45 if marks else -0.05], showgrid=False, zeroline=False,
+                     tickvals=[r + 0.5 for r in range(nrows)], ticktext=list(row_names))
+    fig.update_layout(height=90 + cell_height * nrows + (30 if marks else 0), margin=dict(l=10, r=10, t=70 if title else 40, b=10),
+                      font=dict(family=FONT_FAMILY, size=PLOT_FONT_SIZE), plot_bgcolor="white", paper_bgcolor="white",
+                      title=dict(text=title, x=0.0) if title else None, hoverlabel=dict(font_size=PLOT_FONT_SIZE))
+    return fig
+
+
+def match_figure(window: Sequence[str], target: Sequence[str], matches: Sequence[bool], correct_len: int, *,
+                 raw_correct_len: int | None = None, verify_len: int | None = None, upto: int | None = None,
+                 text: dict | None = None) -> go.Figure:
+    """The DSpark greedy compare: column t holds verify row t (anchor, drafts), the target's
+    prediction after row t, and whether draft t+1 equals it.
+
+    window [T] tokens (anchor first); target [T] predictions; matches [T-1]: window[t+1] == target[t].
+    correct_len: after the window cap; raw_correct_len: before it. verify_len caps the window (rows
+    >= verify_len are greyed). upto: show only the first ``upto`` compares (animation), None = all.
+    """
+    t = {"row": "verify row (input)", "target": "target predicts after it", "draft": "next draft",
+         "match": "match?", "counted": "counted", "ignored": "ignored: after a mismatch",
+         "capped": "beyond verify_len", "commit": "commit_lens", "bonus": "bonus"} | (text or {})
+    T = len(window)
+    raw = correct_len if raw_correct_len is None else raw_correct_len
+    vl = T if verify_len is None else verify_len
+    shown = T - 1 if upto is None else max(0, min(upto, T - 1))
+    rows = [t["row"], t["target"], t["draft"], t["match"]]
+    cells = [[], [], [], []]
+    states = [[], [], [], []]
+    hovers = [[], [], [], []]
+    first_miss = next((i for i, m in enumerate(matches) if not m), None)
+    for c in range(T):
+        outside = c >= vl
+        cells[0].append(window[c])
+        states[0].append("discarded" if outside else ("accepted" if c <= correct_len else "pending"))
+        hovers[0].append(f"row {c} ({'anchor' if c == 0 else f'draft {c}'}): {window[c]}" + (f" — {t['capped']}" if outside else ""))
+        done = upto is None or c <= shown
+        is_bonus = c == correct_len and done and (upto is None or shown >= min(raw, T - 1))
+        cells[1].append(target[c])
+        states[1].append("bonus" if is_bonus else ("discarded" if outside else "plain"))
+        hovers[1].append(f"target_predict[{c}] = {target[c]}" + (f" — {t['bonus']}" if is_bonus else ""))
+        if c < T - 1:
+            m = bool(matches[c])
+            cells[2].append(window[c + 1])
+            states[2].append("plain")
+            hovers[2].append(f"draft at row {c + 1}: {window[c + 1]}")
+            if c < shown or upto is None:
+                counted = m and (first_miss is None or c < first_miss)
+                ignored = m and not counted
+                mark = "✔" if counted else ("✔ " + t["ignored"] if ignored else "✘")
+                cells[3].append(mark if not ignored else "✔?")
+                states[3].append("accepted" if counted else ("discarded" if ignored else "rejected"))
+                hovers[3].append(f"{window[c + 1]} == {target[c]} ? {m}" + (f" — {t['ignored']}" if ignored else ""))
+            else:
+                cells[3].append("?")
+                states[3].append("pending")
+                hovers[3].append(f"{window[c + 1]} == {target[c]} ?")
+        else:
+            for r in (2, 3):
+                cells[r].append("")
+                states[r].append("blank")
+                hovers[r].append("")
+    marks = []
+    if upto is None or shown >= min(raw, T - 1):
+        marks.append((correct_len + 1, f"{t['commit']} = {correct_len + 1}"))
+    if vl < T:
+        marks.append((vl, f"verify_len = {vl}"))
+    return cell_grid_figure(rows, cells, states, hovers, col_names=[f"t={c}" for c in range(T)], marks=marks)
+
+
+def out_tokens_figure(drafts: Sequence[str], out_tokens: Sequence[str], correct_len: int, *, zero_label: str = "0",
+                      text: dict | None = None) -> go.Figure:
+    """BuildOutTokens: [drafts..., 0] then the bonus scattered at column correct_len.
+
+    Columns < commit_lens = correct_len + 1 are the output; the rest are stale (greyed).
+    """
+    t = {"before": "drafts, then 0", "after": "after bonus scatter", "valid": "output", "stale": "stale",
+         "commit": "commit_lens"} | (text or {})
+    T = len(out_tokens)
+    before = list(drafts) + [zero_label]
+    cells = [before[:T], list(out_tokens)]
+    states = [["plain"] * T, []]
+    hovers = [[f"out[{c}] = {before[c]} (initial)" for c in range(T)], []]
+    for c in range(T):
+        if c == correct_len:
+            states[1].append("bonus")
+            hovers[1].append(f"out[{c}] = {out_tokens[c]}: bonus scattered at correct_len = {correct_len}")
+        elif c < correct_len:
+            states[1].append("accepted")
+            hovers[1].append(f"out[{c}] = {out_tokens[c]}: accepted draft ({t['valid']})")
+        else:
+            states[1].append("discarded")
+            hovers[1].append(f"out[{c}] = {out_tokens[c]}: {t['stale']} (column >= commit_lens = {correct_len + 1})")
+    return cell_grid_figure([t["before"], t["after"]], cells, states, hovers, col_names=[f"out[{c}]" for c in range(T)],
+                            marks=[(correct_len + 1, f"{t['commit']} = {correct_len + 1}")])
+
+
+def kv_columns_figure(window: Sequence[str], kv_columns: Sequence[int], *, text: dict | None = None) -> go.Figure:
+    """KV inject: column c (verify row c) gets cache location prefix + c when c < commit_lens, else -1."""
+    t = {"row": "verify row", "loc": "KV location"} | (text or {})
+    T = len(window)
+    states = [["accepted" if kv_columns[c] >= 0 else "discarded" for c in range(T)] for _ in range(2)]
+    cells = [list(window), [str(int(v)) for v in kv_columns]]
+    hovers = [[f"row {c}: {window[c]}" for c in range(T)],
+              [f"column {c}: {'kept at position ' + str(int(kv_columns[c])) if kv_columns[c] >= 0 else 'location -1: not committed'}"
+               for c in range(T)]]
+    return cell_grid_figure([t["row"], t["loc"]], cells, states, hovers, col_names=[f"c={c}" for c in range(T)])
+
+
+__all__ = ["cell_grid_figure", "match_figure", "out_tokens_figure", "kv_columns_figure", "PALE_GREY"]
