@@ -1,0 +1,134 @@
+"""Shareable state: the whole scenario, page, language and animation step in one URL query value.
+
+    state = ShareState(page="greedy", lang="zh", slot="tree", scenario=s, step_key="greedy", step=4)
+    token = encode_state(state)            # compact JSON -> zlib -> urlsafe base64 (no padding)
+    url = share_url("http://host:8501", state)   # http://host:8501/greedy?s=<token>
+    decode_state(token) == state           # validated; bad input raises SpecvizError, never a traceback
+
+The token is refused when it is longer than ``MAX_TOKEN_CHARS`` (16 KB), when it is not base64,
+not zlib, inflates beyond ``MAX_JSON_BYTES`` (a zip bomb), is not JSON, or holds an invalid
+scenario. No streamlit here (``specviz.ui.share_ui`` wires it to ``st.query_params``).
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+import zlib
+from dataclasses import dataclass, field
+from urllib.parse import quote
+
+from .errors import SpecvizError
+from .scenario import Scenario, scenario_from_dict
+
+QUERY_KEY = "s"
+SHARE_VERSION = 1
+MAX_TOKEN_CHARS = 16 * 1024  # encoded length limit (browsers and proxies cut long URLs)
+MAX_JSON_BYTES = 256 * 1024  # inflated length limit
+LANGS = ("en", "zh")
+_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
+
+
+@dataclass(frozen=True)
+class ShareState:
+    page: str  # page url path, e.g. "greedy" (the file name in pages/ without .py)
+    lang: str = "en"
+    slot: str = "tree"  # scenario slot of specviz.ui.common
+    scenario: Scenario | None = None
+    step_key: str | None = None  # which animation the step belongs to
+    step: int = 0
+    extra: dict = field(default_factory=dict)  # small page-specific inputs (e.g. the chosen pitfall)
+
+    def to_dict(self) -> dict:
+        d = {"v": SHARE_VERSION, "page": self.page, "lang": self.lang, "slot": self.slot, "step": int(self.step)}
+        if self.scenario is not None:
+            d["scenario"] = json.loads(self.scenario.to_json(indent=None))
+        if self.step_key:
+            d["step_key"] = self.step_key
+        if self.extra:
+            d["extra"] = self.extra
+        return d
+
+
+def encode_state(state: ShareState) -> str:
+    """The URL query value for ``state``. Raises SpecvizError when it would exceed the limit."""
+    raw = json.dumps(state.to_dict(), separators=(",", ":"), ensure_ascii=False, sort_keys=True).encode("utf-8")
+    token = base64.urlsafe_b64encode(zlib.compress(raw, 9)).decode("ascii").rstrip("=")
+    if len(token) > MAX_TOKEN_CHARS:
+        raise SpecvizError("link", f"would be {len(token)} characters long; at most {MAX_TOKEN_CHARS} fit in a link: "
+                                   "save the scenario as a JSON file and share that instead")
+    return token
+
+
+def share_url(base: str, state: ShareState) -> str:
+    """``base`` (e.g. ``http://127.0.0.1:8501``) + ``/<page>?s=<token>``."""
+    return f"{base.rstrip('/')}/{quote(state.page)}?{QUERY_KEY}={encode_state(state)}"
+
+
+def decode_state(token) -> ShareState:
+    """Validate and decode a query value. Raises SpecvizError (field "link") for anything malformed."""
+    if isinstance(token, (list, tuple)):
+        token = token[0] if len(token) == 1 else None
+    if not isinstance(token, str) or not token.strip():
+        raise SpecvizError("link", "holds no state: the '?s=' value is empty")
+    token = token.strip()
+    if len(token) > MAX_TOKEN_CHARS:
+        raise SpecvizError("link", f"is {len(token)} characters long; at most {MAX_TOKEN_CHARS} are accepted: "
+                                   "this link is too large (share the scenario JSON file instead)")
+    if not re.fullmatch(r"[A-Za-z0-9_\-]+={0,2}", token):
+        raise SpecvizError("link", "is damaged: it holds characters that a specviz link never contains "
+                                   "(copy the whole link again)")
+    try:
+        packed = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+    except (binascii.Error, ValueError):
+        raise SpecvizError("link", "is damaged: it is not valid base64 (copy the whole link again)") from None
+    inflater = zlib.decompressobj()
+    try:
+        raw = inflater.decompress(packed, MAX_JSON_BYTES + 1)
+    except zlib.error:
+        raise SpecvizError("link", "is damaged: its compressed data cannot be read (copy the whole link again)") from None
+    if len(raw) > MAX_JSON_BYTES or inflater.unconsumed_tail:
+        raise SpecvizError("link", f"inflates to more than {MAX_JSON_BYTES} bytes: refused (too large)")
+    if not inflater.eof:
+        raise SpecvizError("link", "is cut short: its compressed data ends early (copy the whole link again)")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise SpecvizError("link", "is damaged: its content is not JSON") from None
+    return state_from_dict(data)
+
+
+def state_from_dict(data) -> ShareState:
+    if not isinstance(data, dict):
+        raise SpecvizError("link", "does not hold a specviz state object")
+    if data.get("v") != SHARE_VERSION:
+        raise SpecvizError("link.v", f"is {data.get('v')!r}: this specviz reads share links of version {SHARE_VERSION}")
+    unknown = set(data) - {"v", "page", "lang", "slot", "scenario", "step_key", "step", "extra"}
+    if unknown:
+        raise SpecvizError(f"link.{sorted(unknown)[0]}", "is not a share-link field")
+    page = data.get("page")
+    if not isinstance(page, str) or not _NAME_RE.match(page):
+        raise SpecvizError("link.page", f"is {page!r}: a page name is lower-case letters, digits and _")
+    lang = data.get("lang", "en")
+    if lang not in LANGS:
+        raise SpecvizError("link.lang", f"is {lang!r}: use one of {', '.join(LANGS)}")
+    slot = data.get("slot", "tree")
+    if not isinstance(slot, str) or not _NAME_RE.match(slot):
+        raise SpecvizError("link.slot", f"is {slot!r}: a slot name is lower-case letters, digits and _")
+    step = data.get("step", 0)
+    if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= 100_000:
+        raise SpecvizError("link.step", f"is {step!r}: the animation step is a whole number >= 0")
+    step_key = data.get("step_key")
+    if step_key is not None and (not isinstance(step_key, str) or not _NAME_RE.match(step_key)):
+        raise SpecvizError("link.step_key", f"is {step_key!r}: a step key is lower-case letters, digits and _")
+    extra = data.get("extra", {})
+    if not isinstance(extra, dict):
+        raise SpecvizError("link.extra", "must be an object")
+    scenario = None
+    if "scenario" in data:
+        try:
+            scenario = scenario_from_dict(data["scenario"])
+        except SpecvizError as exc:
+            raise SpecvizError(f"link.scenario.{exc.field}", exc.detail) from None
+    return ShareState(page=page, lang=lang, slot=slot, scenario=scenario, step_key=step_key, step=step, extra=extra)
