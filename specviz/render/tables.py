@@ -50,3 +50,29 @@ def selected_style(df: pd.DataFrame, selected):
             return [f"background-color: {c}; color: black; font-weight: 700"] * len(row)
         return [""] * len(row)
     return df.style.apply(style, axis=1)
+
+
+def shift_table(n: int, labels, rows, predicts, accept_nodes, positions, words: dict, label_of=str) -> pd.DataFrame:
+    """The one-position shift, one line per verify row of a request.
+
+    labels [n] input tokens; rows [n] global rows; predicts [bs*n] (global); accept_nodes: nodes
+    on the accepted path (root first); positions [n]. ``words`` names the columns and states.
+    A row on the path emits predicts[row] and keeps its KV; every other row is discarded.
+    """
+    on_path = {node: k for k, node in enumerate(accept_nodes)}
+    recs = []
+    for i in range(n):
+        r = int(rows[i])
+        kept = i in on_path
+        recs.append({
+            words["row"]: r,
+            words["input"]: labels[i],
+            words["output"]: (label_of(int(predicts[r])) + (" ★" if kept and on_path[i] == len(accept_nodes) - 1 else "")) if kept else "—",
+            words["kv"]: (f"✓ {words['pos']} {int(positions[i])}") if kept else f"✗ {words['discarded']}",
+        })
+    return pd.DataFrame(recs)
+
+
+def path_states(n: int, accept_nodes) -> dict:
+    """{row position: state} for ``highlight_rows``: the path accepted, the rest discarded."""
+    return {i: ("accepted" if i in set(accept_nodes) else "discarded") for i in range(n)}

@@ -316,13 +316,77 @@ def backend_badge(s: Scenario) -> bool:
     except SpecvizError as exc:
         show_error(exc)
         return False
+    return badge(diffs)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _compare_call(fn_name: str, args: tuple, kwargs: dict, names: tuple) -> dict:
+    import dataclasses
+
+    from specviz.backends import get_backend
+
+    def arrays(result):
+        if dataclasses.is_dataclass(result):
+            result = dataclasses.asdict(result) if not hasattr(result, "as_dict") else result.as_dict()
+        if isinstance(result, dict):
+            return {k: _to_np(v) for k, v in result.items()}
+        if isinstance(result, tuple):
+            return {f"out[{k}]": _to_np(v) for k, v in enumerate(result)}
+        return {"out": _to_np(result)}
+
+    def call(name):
+        ops = get_backend(name)
+        if name != "numpy":
+            import torch
+
+            conv = tuple(torch.from_numpy(np.ascontiguousarray(a)) if isinstance(a, np.ndarray) else a for a in args)
+        else:
+            conv = args
+        return arrays(getattr(ops, fn_name)(*conv, **kwargs))
+
+    want = call("numpy")
+    out = {}
+    for name in names:
+        if name == "numpy":
+            out[name] = None
+            continue
+        try:
+            got = call(name)
+        except Exception as exc:  # noqa: BLE001  a broken backend is reported on the badge
+            out[name] = f"failed: {exc}"
+            continue
+        diff = None
+        for key, w in want.items():
+            g = got.get(key)
+            same = g is not None and g.shape == w.shape and (
+                np.allclose(g, w, atol=1e-6) if np.issubdtype(w.dtype, np.floating) else np.array_equal(g, w))
+            if not same:
+                diff = f"{key} differs: {None if g is None else g.tolist()} vs reference {w.tolist()}"
+                break
+        out[name] = diff
+    return out
+
+
+def compare_call(fn_name: str, *args, **kwargs) -> dict:
+    """Run one API function (spec/API.md) on every usable backend; backend -> None when it equals
+    the numpy reference (integers exactly, floats within 1e-6), else what differs. Cached.
+
+    Positional arguments are numpy arrays (converted to torch tensors for the other backends).
+    """
+    args = tuple(np.asarray(a) if isinstance(a, (list, np.ndarray)) else a for a in args)
+    return _compare_call(fn_name, args, kwargs, tuple(usable_backends()))
+
+
+def badge(diffs: dict, what: str = "") -> bool:
+    """Show the "all backends agree" badge for a ``compare`` / ``compare_call`` result."""
     names = ", ".join(backend_label(b) for b in diffs)
     bad = {b: d for b, d in diffs.items() if d is not None}
+    suffix = f" · {what}" if what else ""
     if not bad:
-        st.success(tr("✅ All backends agree ({names})", "✅ 所有后端结果一致（{names}）", names=names))
+        st.success(tr("✅ All backends agree ({names}){suffix}", "✅ 所有后端结果一致（{names}）{suffix}", names=names, suffix=suffix))
         return True
     for b, d in bad.items():
-        st.error(tr("❌ {b} disagrees with the reference: {d}", "❌ {b} 与参考实现不一致：{d}", b=b, d=d))
+        st.error(tr("❌ {b} disagrees with the reference{suffix}: {d}", "❌ {b} 与参考实现不一致{suffix}：{d}", b=b, d=d, suffix=suffix))
     return False
 
 
@@ -442,12 +506,12 @@ def step_controls(key: str, num_frames: int, start: int = 0) -> int:
         st.session_state[pkey] = now
 
     cols = st.columns([1, 1, 1, 1, 1.4, 2.2])
-    cols[0].button("⏮", key=f"w_first::{key}", on_click=go(0), help=tr("first step", "第一步"), use_container_width=True)
-    cols[1].button("◀", key=f"w_back::{key}", on_click=go(lambda: step(key) - 1), help=tr("back", "上一步"), use_container_width=True)
-    cols[2].button("▶", key=f"w_next::{key}", on_click=go(lambda: step(key) + 1), help=tr("next", "下一步"), use_container_width=True)
-    cols[3].button("⏭", key=f"w_last::{key}", on_click=go(last), help=tr("last step", "最后一步"), use_container_width=True)
+    cols[0].button("⏮", key=f"w_first::{key}", on_click=go(0), help=tr("first step", "第一步"), width="stretch")
+    cols[1].button("◀", key=f"w_back::{key}", on_click=go(lambda: step(key) - 1), help=tr("back", "上一步"), width="stretch")
+    cols[2].button("▶", key=f"w_next::{key}", on_click=go(lambda: step(key) + 1), help=tr("next", "下一步"), width="stretch")
+    cols[3].button("⏭", key=f"w_last::{key}", on_click=go(last), help=tr("last step", "最后一步"), width="stretch")
     cols[4].button(tr("⏸ pause", "⏸ 暂停") if playing else tr("⏵ play", "⏵ 播放"), key=f"w_play::{key}", on_click=toggle,
-                   use_container_width=True)
+                   width="stretch")
     with cols[5]:
         widget(st.select_slider, tr("speed (steps/s)", "速度（步/秒）"), f"sv_speed::{key}", 1.0, options=list(SPEEDS),
                label_visibility="collapsed", format_func=lambda v: f"{v:g} {tr('steps/s', '步/秒')}")

@@ -123,3 +123,99 @@ def tree_from_table(parents, tokens, s: Scenario, field: str = "tree") -> DrawnT
         except (TypeError, ValueError):
             raise SpecvizError(f"{field}.parents[{k}]", f"is {p!r}: a parent is a node number (-1 for the root)") from None
     return DrawnTree(tuple(par), tuple(tok_ids))
+
+
+def tree_views(s: Scenario, b: int = 0, mode: str = "full_mask") -> dict:
+    """What the tree builder shows for request b, computed by SGLang's own path where it can.
+
+    When the drawn tree is an EAGLE rollout, ``build_tree`` (the numpy reference) builds the
+    links, positions and mask from its parent_list / selected_index. Otherwise the links come
+    from the drawn tree (``DrawnTree.retrieve_arrays``), positions are seq_len + depth and the
+    mask row of a node marks itself and its ancestors: what build_tree would give such a tree.
+
+    Returns eagle (EagleForm or None), reason (why not expressible, or None), build (TreeBuild
+    of this one request, numpy), matrix ([n, n] bool), inputs (build_tree's arguments, or {}).
+    """
+    import numpy as np
+
+    from specviz.model import NotExpressible
+    from specviz.reference import build_tree, tree_mask_matrix
+    from specviz.results import TreeBuild
+
+    tree = s.tree(b)
+    seq_len = int(s.requests[b].seq_len)
+    try:
+        form = tree.to_eagle()
+        reason = None
+    except NotExpressible as exc:
+        form, reason = None, exc.detail
+    n = tree.n
+    if form is not None and not (mode == "qlen_only_bitpacking" and n > 32):
+        pl = np.asarray([form.parent_list], dtype=np.int64).reshape(1, -1)
+        si = np.asarray([form.selected_index], dtype=np.int64).reshape(1, -1)
+        sl = np.asarray([seq_len], dtype=np.int64)
+        inputs = {"parent_list": pl, "selected_index": si, "verified_seq_len": sl, "topk": form.topk,
+                  "depth": form.depth, "num_draft_tokens": n, "tree_mask_mode": mode}
+        build = build_tree(pl, si, sl, topk=form.topk, depth=form.depth, num_draft_tokens=n, tree_mask_mode=mode)
+        matrix = tree_mask_matrix(build, sl, n, mode)
+        return {"eagle": form, "reason": reason, "build": build, "matrix": matrix, "inputs": inputs}
+    ri, nt, ns = tree.retrieve_arrays(0)
+    depths = tree.depths()
+    matrix = np.zeros((n, n), dtype=bool)
+    for i in range(n):
+        matrix[i, tree.path_to(i)] = True
+    build = TreeBuild(tree_mask=matrix.reshape(-1), positions=np.asarray([seq_len + d for d in depths], dtype=np.int64),
+                      retrieve_index=ri[None], retrieve_next_token=nt[None], retrieve_next_sibling=ns[None])
+    if reason is None and mode == "qlen_only_bitpacking":
+        reason = f"qlen_only_bitpacking holds at most 32 nodes per request; this tree has {n}"
+    return {"eagle": form, "reason": reason, "build": build, "matrix": matrix, "inputs": {}}
+
+
+def tree_from_rollout(s: Scenario, topk, depth, num_draft_tokens, parent_list, selected_index, draft_tokens,
+                      root_label: str, b: int = 0) -> Scenario:
+    """The scenario with request b's tree replaced by what build_tree makes of an EAGLE rollout.
+
+    ``parent_list`` / ``selected_index`` are lists of ints, ``draft_tokens`` labels (n-1 of them).
+    Every failure is a SpecvizError naming the field (build_tree's own checks first).
+    """
+    import numpy as np
+
+    from specviz.errors import SpecvizError
+    from specviz.model import EagleForm
+    from specviz.reference import build_tree
+
+    n = int(num_draft_tokens)
+    if len(draft_tokens) != n - 1:
+        raise SpecvizError("draft tokens", f"has {len(draft_tokens)} tokens but num_draft_tokens - 1 = {n - 1}: give one per draft node")
+    ids = {t: i for i, t in enumerate(s.vocab)}
+    for k, t in enumerate(draft_tokens):
+        if t not in ids:
+            raise SpecvizError(f"draft tokens[{k}]", f"is {t!r}, which is not in the vocabulary {s.vocab}: pick a listed token")
+    pl = np.asarray([list(parent_list)], dtype=np.int64).reshape(1, -1)
+    si = np.asarray([list(selected_index)], dtype=np.int64).reshape(1, -1)
+    sl = np.asarray([s.requests[b].seq_len], dtype=np.int64)
+    build_tree(pl, si, sl, topk=topk, depth=depth, num_draft_tokens=n)  # SGLang's checks name the field
+    form = EagleForm(topk=int(topk), depth=int(depth), num_draft_tokens=n, parent_list=tuple(parent_list),
+                     selected_index=tuple(selected_index), draft_tokens=tuple(ids[t] for t in draft_tokens),
+                     root_token=ids[root_label])
+    tree = DrawnTree.from_eagle(form)
+    return replace_tree(s, tree, b)
+
+
+def parse_ints(field: str, text: str) -> list[int]:
+    """"0, 1, 2" or "[0 1 2]" -> [0, 1, 2]; a SpecvizError naming ``field`` otherwise."""
+    from specviz.errors import SpecvizError
+
+    parts = [p for p in str(text).replace("[", " ").replace("]", " ").replace(",", " ").split() if p]
+    out = []
+    for k, p in enumerate(parts):
+        try:
+            out.append(int(p))
+        except ValueError:
+            raise SpecvizError(field, f"entry {k} is {p!r}: give whole numbers separated by commas") from None
+    return out
+
+
+def parse_labels(text: str) -> list[str]:
+    """"A, B, C" -> ["A", "B", "C"]."""
+    return [p for p in str(text).replace("[", " ").replace("]", " ").replace(",", " ").split() if p]

@@ -1,0 +1,211 @@
+"""Greedy accept: set the target's prediction at each node, then step through the walk.
+
+The animation replays the numpy reference's trace (specviz.trace / specviz.frames); the final
+tables come from the chosen backend's result (engine.run_scenario).
+"""
+import streamlit as st
+
+from specviz.frames import replay
+from specviz.render.tables import highlight_rows, path_states, shift_table
+from specviz.render.tree import tree_dot
+from specviz.render.walk import describe, mark_sibling_visits, node_states
+from specviz.ui import common as ui
+from specviz.ui import edits
+
+SLOT = "tree"
+KEY = "greedy"
+ui.page_setup(KEY, SLOT)
+s = ui.scenario(SLOT)
+ver = ui.scenario_version(SLOT)
+
+st.title(ui.tr("Greedy accept", "贪心接受"))
+st.caption(ui.tr(
+    "From the root, compare each child's token with target_predict at the last accepted row; on a match "
+    "accept it and go down, on a miss move to the next sibling. The accepted rows keep their KV; predicts at "
+    "those rows are the output (shifted by one position); the last one is the bonus, the next root.",
+    "从根开始，把每个子节点的 token 与上一个被接受行的 target_predict 比较：一致就接受并向下走，"
+    "不一致就移到下一个兄弟节点。被接受的行保留 KV；这些行的 predicts 就是输出（错开一个位置），"
+    "最后一个是 bonus，也是下一轮的根。"))
+
+if s.algorithm != "greedy":
+    st.warning(ui.tr("This page runs greedy accept; the scenario in use is '{a}'. Load a greedy preset from the sidebar.",
+                     "本页运行贪心接受；当前场景是“{a}”。请在侧边栏加载一个贪心预设。", a=s.algorithm))
+    if st.button(ui.tr("Load the running example", "加载示例"), key="w_load_running"):
+        ui.set_scenario(SLOT, ui.load_preset("running_example"))
+        st.rerun()
+    st.stop()
+
+b = 0
+if len(s.requests) > 1:
+    b = min(ui.widget(st.selectbox, ui.tr("Request", "请求"), "sv_req::tree", 0, options=list(range(len(s.requests)))),
+            len(s.requests) - 1)
+tree = s.tree(b)
+n = tree.n
+labels = [s.label(t) for t in tree.tokens]
+tp_labels = list(s.requests[b].target_predict)
+
+ui.backend_badge(s)
+
+# -- target predictions -------------------------------------------------------------------------
+st.subheader(ui.tr("Target prediction at each node", "每个节点处目标模型的预测"))
+
+
+def set_tp(new_labels):
+    def cb():
+        ui.try_update(SLOT, lambda: edits.set_target_predict(s, new_labels, b))
+        ui.set_step(KEY, 0)
+    return cb
+
+
+def on_tp(i, key):
+    def cb():
+        new = list(tp_labels)
+        new[i] = st.session_state[key]
+        ui.try_update(SLOT, lambda: edits.set_target_predict(s, new, b))
+    return cb
+
+
+q = st.columns(3)
+first_path = edits.branch_text(s, "first", b)
+last_path = edits.branch_text(s, "last", b)
+q[0].button(ui.tr("Target agrees along {p}", "目标模型沿 {p} 一致", p=first_path), key="w_q_first",
+            on_click=set_tp(edits.agree_along(s, "first", b)), width="stretch")
+if last_path != first_path:
+    q[1].button(ui.tr("Target agrees along {p}", "目标模型沿 {p} 一致", p=last_path), key="w_q_last",
+                on_click=set_tp(edits.agree_along(s, "last", b)), width="stretch")
+q[2].button(ui.tr("Root mismatch", "根处不一致"), key="w_q_root", on_click=set_tp(edits.root_mismatch(s, b)), width="stretch")
+
+if n <= 16:
+    per_row = 8 if n > 5 else n
+    for start in range(0, n, per_row):
+        cols = st.columns(per_row)
+        for i in range(start, min(n, start + per_row)):
+            key = f"w_tp::{ver}::{b}::{i}"
+            cols[i - start].selectbox(f"Target({labels[i]}) · {ui.term('row')} {b * n + i}", s.vocab,
+                                      index=s.vocab.index(tp_labels[i]), key=key, on_change=on_tp(i, key),
+                                      help=ui.tr("target_predict[{r}]: the target's greedy token after row {r}",
+                                                 "target_predict[{r}]：目标模型在第 {r} 行之后的贪心 token", r=b * n + i))
+else:
+    import pandas as pd
+
+    df = pd.DataFrame({"node": list(range(n)), "token": labels, "target_predict": tp_labels})
+    edited = st.data_editor(df, key=f"w_tp_table::{ver}::{b}", hide_index=True, width="stretch", num_rows="fixed", height=300,
+                            column_config={"node": st.column_config.NumberColumn(disabled=True),
+                                           "token": st.column_config.TextColumn(disabled=True),
+                                           "target_predict": st.column_config.SelectboxColumn(options=s.vocab, required=True)})
+    if list(edited["target_predict"]) != tp_labels:
+        if ui.try_update(SLOT, lambda: edits.set_target_predict(s, list(edited["target_predict"]), b)):
+            st.rerun()
+
+run = ui.run(s)
+if run is None:
+    st.stop()
+
+# -- the walk, step by step ---------------------------------------------------------------------
+st.subheader(ui.tr("The walk", "遍历过程"))
+all_events = run.trace.events
+events = mark_sibling_visits([e for e in all_events if e.request == b])
+global_idx = [0] + [k + 1 for k, e in enumerate(all_events) if e.request == b]
+frames = replay(run.trace)
+step = ui.step_controls(KEY, len(events) + 1)
+frame = frames[global_idx[step]]
+event = events[step - 1] if step > 0 else None
+walk = node_states(events, step, n, b)
+W = s.width
+
+st.info(f"**{ui.tr('Step', '步骤')} {step}/{len(events)}** · " + describe(event, s.label, tree.tokens, ui.lang()))
+
+g_col, live_col = st.columns([1.1, 1], gap="large")
+with g_col:
+    tips = {i: (f"node {i}: {labels[i]}, row {b * n + i}\ntarget_predict[{b * n + i}] = {tp_labels[i]}\n"
+                f"state: {walk.states.get(i, 'pending')}") for i in range(n)}
+    bonus = (walk.bonus[0], s.label(walk.bonus[1])) if walk.bonus else None
+    dot = tree_dot(tree.parents, labels, rows=[b * n + i for i in range(n)], states=walk.states, links=True, tooltips=tips,
+                   bonus=bonus, bonus_label=ui.term("bonus"), row_word=ui.term("row"),
+                   link_words=(ui.tr("first child", "第一个子节点"), ui.tr("next sibling", "下一个兄弟")))
+    st.graphviz_chart(dot, width="stretch")
+    ui.legend()
+
+with live_col:
+    ai = frame.arrays["accept_index"].reshape(-1, W)[b]
+    written = {k for e in events[:step] for a, k, _ in e.writes if a == "predicts"}
+    last_writes = {(a, k) for a, k, _ in (event.writes if event else ())}
+    chips = []
+    for j, r in enumerate(ai):
+        state = "pending" if r < 0 else ("current" if ("accept_index", b * W + j) in last_writes else "accepted")
+        chips.append(ui.chip(int(r), state, title=f"accept_index[{b}][{j}] = {int(r)}"))
+    ui.chip_row("accept_index", chips)
+    st.markdown(f"`accept_index[{b}] = {[int(x) for x in ai]}`")
+    pr = frame.arrays["predicts"]
+    chips = []
+    for i in range(n):
+        r = b * n + i
+        if r in written:
+            is_bonus = walk.bonus is not None and event is not None and any(
+                e.kind == "terminal" and e.data["row"] == r for e in events[:step])
+            state = "current" if ("predicts", r) in last_writes else ("bonus" if is_bonus else "accepted")
+            text = s.label(int(pr[r]))
+        else:
+            state, text = "pending", f"{int(pr[r])}"
+        chips.append(ui.chip(f"{r}:{text}", state, title=f"predicts[{r}] = {int(pr[r])}" + ("" if r in written else " (predicts_init, never written)")))
+    ui.chip_row("predicts", chips)
+    chips = [ui.chip(f"{b * n + i}:{tp_labels[i]}", "compared" if walk.target_row == b * n + i and not walk.done else "pending",
+                     title=f"target_predict[{b * n + i}] = {tp_labels[i]}") for i in range(n)]
+    ui.chip_row("target_predict", chips)
+    atn = int(frame.arrays["accept_token_num"].reshape(-1)[b])
+    c1, c2, c3 = st.columns(3)
+    c1.metric(ui.tr("num_correct_drafts (so far)", "num_correct_drafts（目前）"), walk.num_accepted)
+    c2.metric("accept_lens = k + 1", walk.num_accepted + 1)
+    c3.metric("accept_token_num", atn if walk.done else "—", help=ui.tr("written when the request commits",
+                                                                         "在请求提交时写入"))
+
+# -- after the walk -------------------------------------------------------------------------------
+commit = run.commits[b]
+st.subheader(ui.tr("After the walk: one decision, three consumers", "遍历之后：一个决定，三处使用"))
+words = {"row": ui.tr("verify input row", "验证输入行"), "input": ui.tr("input token", "输入 token"),
+         "output": ui.tr("its prediction = output", "它的预测 = 输出"), "kv": ui.tr("KV materialised this round", "本轮写入的 KV"),
+         "pos": ui.tr("position", "位置"), "discarded": ui.term("discarded")}
+positions = [commit.seq_len + d for d in tree.depths()]
+table = shift_table(n, labels, [b * n + i for i in range(n)], run.result["predicts"].reshape(-1), commit.accept_nodes, positions,
+                    words, label_of=s.label)
+t_col, g_col2 = st.columns([1.2, 1], gap="large")
+with t_col:
+    st.dataframe(highlight_rows(table, path_states(n, commit.accept_nodes)), hide_index=True, width="stretch")
+    st.caption(ui.tr("The one-position shift: input row R emits A, row A emits C, row C emits the bonus X. "
+                     "Only the rows that were fed through the model this round (R, A, C) have KV.",
+                     "错开一个位置：输入行 R 产生 A，A 行产生 C，C 行产生 bonus X。"
+                     "只有本轮送进模型的行（R、A、C）有 KV。"))
+with g_col2:
+    ai_final = [int(x) for x in run.result["accept_index"].reshape(-1, W)[b]]
+    ui.chip_row("accept_index", [ui.chip(r, "accepted" if r >= 0 else "pending", title=f"slot {j}") for j, r in enumerate(ai_final)])
+    outs = commit.output_tokens
+    ui.chip_row("predicts[accept_index] →",
+                [ui.chip(s.label(t), "bonus" if k == len(outs) - 1 else "accepted", title=f"predicts[{commit.accept_rows[k]}] = {t}")
+                 for k, t in enumerate(outs)])
+    ui.chip_row(ui.tr("rows[accept_index] →", "rows[accept_index] →"),
+                [ui.chip(s.label(t), "accepted", title=f"candidates row {commit.accept_rows[k]} = {t}")
+                 for k, t in enumerate(commit.committed_tokens)])
+    ui.chip_row(ui.tr("output tokens", "输出 token"), [ui.chip(s.label(t), "bonus" if k == len(outs) - 1 else "accepted")
+                                                     for k, t in enumerate(outs)])
+    ui.chip_row(ui.tr("KV kept for", "保留 KV 的"), [ui.chip(f"{s.label(t)}@{p}", "accepted", title=f"position {p}")
+                                                  for t, p in zip(commit.committed_tokens, commit.committed_positions)])
+    ui.chip_row(ui.term("next_root"), [ui.chip(s.label(commit.next_root), "bonus",
+                                               title=ui.tr("no KV yet: it is the next round's root", "还没有 KV：它是下一轮的根"))])
+    ui.chip_row(ui.tr("discarded", "被丢弃"), [ui.chip(f"{labels[i]} ({ui.term('row')} {b * n + i})", "discarded")
+                                             for i in commit.discarded_nodes] or ["—"])
+    if commit.pad_slots:
+        st.warning(ui.tr("accept_index slots {slots} hold -1 (padding). A raw gather predicts[accept_index] would read "
+                         "predicts[-1] there ({raw}): never a token. SGLang uses only the first accept_lens entries.",
+                         "accept_index 的第 {slots} 个位置是 -1（填充）。直接 gather predicts[accept_index] 会在那里读到 "
+                         "predicts[-1]（{raw}）：那不是 token。SGLang 只使用前 accept_lens 个。",
+                         slots=commit.pad_slots, raw=commit.raw_gather))
+    m1, m2, m3 = st.columns(3)
+    m1.metric("num_correct_drafts", commit.num_correct_drafts)
+    m2.metric("accept_lens", commit.accept_len)
+    m3.metric("new_seq_len", commit.new_seq_len, help=f"{commit.seq_len} + {commit.accept_len}")
+
+arrays = {k: v for k, v in run.inputs.items()}
+ui.raw_tensors({**ui.shaped(arrays),
+                **{f"{k} (step {step})": (v, ui.SGLANG_SHAPES.get(k, "")) for k, v in frame.arrays.items()},
+                **{f"{k} (result, {ui.backend_label(run.backend)})": (v, ui.SGLANG_SHAPES.get(k, "")) for k, v in run.result.items()}})
+ui.end_page()
