@@ -439,3 +439,51 @@ def test_chain_with_a_q_the_draft_did_not_sample_from_is_biased():
         sc.q32 = f32(sc.q)
     dist = integrate(scen, run_chain, plan_chain)
     assert first_token(dist) == {0: Fr(".6"), 1: Fr(".3"), 2: Fr(".1")}
+
+
+# ---------------------------------------------------------------------------------------------
+# The Monte Carlo page's sampler against the exact distribution
+# ---------------------------------------------------------------------------------------------
+
+def assert_counts_match(counts: dict, exact: dict, trials: int):
+    """Every outcome's count within 5 binomial standard deviations (+1) of trials x its exact
+    probability; no outcome of probability 0 occurs. Seeds are fixed, so this is deterministic."""
+    for outcome in set(counts) | set(exact):
+        pr = float(exact.get(outcome, 0))
+        got = counts.get(outcome, 0)
+        if pr == 0:
+            assert got == 0, outcome
+        else:
+            assert abs(got - trials * pr) <= 5 * (trials * pr * (1 - pr)) ** 0.5 + 1, (outcome, got, trials * pr)
+
+
+def test_sample_many_matches_the_exact_running_example_distribution():
+    """sample_many draws fresh coins per trial; its sequence histogram for the §0.4 example agrees
+    with the exact distribution computed above (and sums to num_trials)."""
+    from specviz.reference import sample_many
+
+    sc = running_example()
+    exact = integrate([(Fr(1), sc)], run_tree, plan_tree())
+    trials = 4000
+    inputs = dict(candidates=[sc.tokens], retrieve_index=[list(range(sc.n))], retrieve_next_token=[sc.nt],
+                  retrieve_next_sibling=[sc.ns], target_probs=sc.p32[None], num_speculative_tokens=sc.width)
+    got = sample_many("tree_sampling_target_only", inputs, num_trials=trials, seed=7)
+    assert sum(got.sequence_counts.values()) == trials == got.num_trials
+    assert_counts_match(got.sequence_counts, exact, trials)
+    assert_counts_match({t: int(c) for t, c in enumerate(got.first_token_counts) if c}, first_token(exact), trials)
+
+
+def test_sample_many_matches_the_exact_chain_distribution_for_draft_a():
+    """The §0.5 chain with the draft fixed to A (as the page shows it): exactly P(A, B) = .5 x .5,
+    P(A, A) = .5 x .2, P(A, C) = .5 x .3, P(B) = .5 x 1/3, P(C) = .5 x 2/3."""
+    from specviz.reference import sample_many
+
+    target = TableModel(3, rows=S05_TARGET)
+    sc = next(s for _, s in chain_scenarios(target, TableModel(3, rows=S05_DRAFT), 1, 3) if s.cand[1] == 0)
+    exact = integrate([(Fr(1), sc)], run_chain, plan_chain)
+    assert exact == {(0, 1): Fr(1, 4), (0, 0): Fr(1, 10), (0, 2): Fr(3, 20), (1,): Fr(1, 6), (2,): Fr(1, 3)}
+    trials = 4000
+    inputs = dict(candidates=[sc.cand], retrieve_index=[[0, 1]], target_probs=sc.p32[None], draft_probs=sc.q32[None],
+                  num_speculative_tokens=2)
+    got = sample_many("chain_rejection_sampling", inputs, num_trials=trials, seed=11)
+    assert_counts_match(got.sequence_counts, exact, trials)

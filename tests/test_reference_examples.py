@@ -254,23 +254,25 @@ def test_fill_bonus_tokens_after_root_mismatch_reads_slot_zero():
 # §0.4 target-only tree sampling
 # ---------------------------------------------------------------------------------------------
 
-def test_target_only_accepts_a_and_c_then_samples_x():
+@pytest.mark.parametrize("semantics", ["0.5.23", "earlier"])
+def test_target_only_accepts_a_and_c_then_samples_x(semantics):
     """u = [.4, .55, .3, .8, .2], u_final .5. Level 1, coin u[0] = .4: A, acc = .5, .4 < .5 -> accept.
     Next coin u[1] (node A) = .55: C, acc = .6 -> accept. k = 2 = W-1: terminal from plain row 3 (C)
     [.1 0 0 .1 .7 .1]: cumsum .1 .1 .1 .2 .9 first exceeds .5 at X. Output A C X, accept_index
     [0, 1, 3]; no rejection, so the work buffer stays zero."""
-    res = target_only([.4, .55, .3, .8, .2], .5)
+    res = target_only([.4, .55, .3, .8, .2], .5, semantics=semantics)
     assert res.accept_index.tolist() == [[0, 1, 3]]
     assert res.predicts.tolist() == [A, C, 0, X, 0]
     assert emitted(res.predicts, res.accept_index) == [A, C, X]
     assert not res.draft_probs.any()
 
 
-def test_target_only_rejects_both_root_children_and_samples_residual():
+@pytest.mark.parametrize("semantics", ["0.5.23", "earlier"])
+def test_target_only_rejects_both_root_children_and_samples_residual(semantics):
     """u[0] = .9: A (acc .5) rejected -> buffer[0][A] = .5; B (acc .8) rejected -> buffer[0][B] = .3.
     k = 0; terminal relu(p_R - buffer) = [0 0 0 0 .2 0] -> X for any u_final. Output [X]."""
     for u_final in (0.0, .5, .99):
-        res = target_only([.9, .55, .3, .8, .2], u_final)
+        res = target_only([.9, .55, .3, .8, .2], u_final, semantics=semantics)
         assert res.accept_index.tolist() == [[0, -1, -1]]
         assert emitted(res.predicts, res.accept_index) == [X]
     buf = res.draft_probs[0]
@@ -539,3 +541,71 @@ def test_eagle_sample_mixed_batch_greedy_request_ignores_its_coins():
     assert res.bonus.tolist() == [X, X]
     g = verify_tree_greedy(*TREE, [[A, D, X, X, X]], num_speculative_tokens=3)
     assert res.accept_index[0].tolist() == g.accept_index[0].tolist()
+
+
+# ---------------------------------------------------------------------------------------------
+# Trace replay on the §0 cases
+# ---------------------------------------------------------------------------------------------
+
+TRACED_CASES = {
+    "build_tree full_mask": lambda t: build_tree(PARENT_LIST, SELECTED_INDEX, SEQ_LENS, topk=2, depth=2,
+                                                 num_draft_tokens=5, trace=t),
+    "build_tree bitpacking": lambda t: build_tree(PARENT_LIST, SELECTED_INDEX, SEQ_LENS, topk=2, depth=2, num_draft_tokens=5,
+                                                  tree_mask_mode="qlen_only_bitpacking", trace=t),
+    "greedy A->C": lambda t: verify_tree_greedy(*TREE, [[A, C, X, X, X]], num_speculative_tokens=3, trace=t),
+    "greedy A->D": lambda t: verify_tree_greedy(*TREE, [[A, D, X, X, X]], num_speculative_tokens=3, trace=t),
+    "greedy A->X": lambda t: verify_tree_greedy(*TREE, [[A, X, X, X, X]], num_speculative_tokens=3, trace=t),
+    "greedy root mismatch": lambda t: verify_tree_greedy(*TREE, [[X, C, X, X, X]], num_speculative_tokens=3, trace=t),
+    "target-only .4": lambda t: tree_sampling_target_only(*TREE, [[.4, .55, .3, .8, .2]], [.5], P_TREE,
+                                                          num_speculative_tokens=3, trace=t),
+    "target-only .9": lambda t: tree_sampling_target_only(*TREE, [[.9, .55, .3, .8, .2]], [.5], P_TREE,
+                                                          num_speculative_tokens=3, trace=t),
+    "target-only .5 earlier": lambda t: tree_sampling_target_only(*TREE, [[.5, .55, .3, .8, .2]], [.5], P_TREE,
+                                                                  num_speculative_tokens=3, semantics="earlier", trace=t),
+    "chain rejected": lambda t: chain_rejection_sampling(CHAIN_CANDIDATES, CHAIN_RETRIEVE, [[.7, 0.]], [.25], CHAIN_P, CHAIN_Q,
+                                                         num_speculative_tokens=2, trace=t),
+    "chain accepted": lambda t: chain_rejection_sampling(CHAIN_CANDIDATES, CHAIN_RETRIEVE, [[.4, 0.]], [.5], CHAIN_P, CHAIN_Q,
+                                                         num_speculative_tokens=2, trace=t),
+}
+
+
+@pytest.mark.parametrize("name", list(TRACED_CASES))
+def test_trace_replay_ends_at_the_result(name):
+    """Replaying the recorded writes over the initial arrays rebuilds the returned result exactly."""
+    from specviz.frames import frames_equal_result, replay
+    from specviz.trace import Trace
+
+    trace = Trace()
+    result = TRACED_CASES[name](trace)
+    frames = replay(trace)
+    assert len(frames) == len(trace.events) + 1
+    assert frames_equal_result(frames, result)
+    assert not frames_equal_result(frames[:1], result)  # the events did the work: the initial arrays differ
+
+
+def test_greedy_trace_tells_the_a_to_d_story():
+    """A->D: level 1 compares A with the target A (match, accept); level 2 compares C with D (miss),
+    moves to sibling D, compares D with D (match, accept); then the terminal writes X at row 4."""
+    from specviz.trace import Trace
+
+    trace = Trace()
+    verify_tree_greedy(*TREE, [[A, D, X, X, X]], num_speculative_tokens=3, trace=trace)
+    compares = [(e.node, e.data["token"], e.data["target"], e.data["match"]) for e in trace.events if e.kind == "compare"]
+    assert compares == [(1, A, A, True), (3, C, D, False), (4, D, D, True)]
+    terminal = [e for e in trace.events if e.kind == "terminal"]
+    assert [(e.data["row"], e.data["token"]) for e in terminal] == [(4, X)]
+
+
+def test_target_only_trace_records_the_rejected_mass():
+    """u[0] = .9: the accept tests see running sums .5 (A) and .8 (B), both rejected; each rejection
+    writes p into the work buffer; the residual event carries relu(p_R - buffer) = (0 0 0 0 .2 0)."""
+    from specviz.trace import Trace
+
+    trace = Trace()
+    tree_sampling_target_only(*TREE, [[.9, .55, .3, .8, .2]], [.5], P_TREE, num_speculative_tokens=3, trace=trace)
+    tests = [(e.node, round(e.data["prob_acc"], 6), e.data["accepted"]) for e in trace.events if e.kind == "accept_test"]
+    assert tests == [(1, .5, False), (2, .8, False)]
+    writes = [w for e in trace.events if e.kind == "reject" for w in e.writes]
+    assert [(name, flat) for name, flat, _ in writes] == [("draft_probs", A), ("draft_probs", B)]
+    residual = next(e for e in trace.events if e.kind == "residual")
+    np.testing.assert_allclose(residual.data["dist"], [0, 0, 0, 0, .2, 0], atol=1e-7)

@@ -116,6 +116,16 @@ def random_probs(rng, shape, zero_frac=0.3):
     return (w / w.sum(-1, keepdims=True)).astype(F32)
 
 
+def tree_probs(tc):
+    """Target rows [bs, n, V] that put most mass on each node's children, so that deep paths occur."""
+    p = random_probs(tc.rng, (tc.bs, tc.n, tc.vocab)).astype(np.float64)
+    for b in range(tc.bs):
+        for node in range(tc.n):
+            kids = children_of(tc.trees[b], node)
+            p[b, node, tc.cand[b, kids]] = p[b, node, tc.cand[b, kids]] * 8 + 0.1
+    return (p / p.sum(-1, keepdims=True)).astype(F32)
+
+
 def coins(rng, shape):
     return rng.random(shape, dtype=F32)
 
@@ -216,7 +226,7 @@ def test_build_tree_matches_the_rollout(ro):
 
 @st.composite
 def tree_cases(draw, distinct_siblings=False):
-    n = draw(st.integers(1, 8))
+    n = draw(st.integers(2, 8))  # n = 1 (root only) has its own test below
     bs = draw(st.integers(1, 3))
     width = draw(st.integers(1, n + 1))
     vocab = draw(st.integers(max(2, n) if distinct_siblings else 2, max(2, n) + 3))
@@ -270,7 +280,7 @@ def test_target_only_accepts_the_child_whose_bucket_holds_the_coin(tc, semantics
     'earlier' uses S_{i-1} < c <= S_i instead). If no child is accepted (c >= S_m, resp. c > S_m),
     every child's p is in the work buffer and the terminal token is none of them; the terminal token
     has p > 0 at the last accepted node (when that row's residual has mass)."""
-    p = random_probs(tc.rng, (tc.bs, tc.n, tc.vocab))
+    p = tree_probs(tc)
     u = coins(tc.rng, (tc.bs, tc.n))
     uf = coins(tc.rng, tc.bs)
     trace = Trace()
@@ -319,7 +329,7 @@ def test_target_only_accepts_the_child_whose_bucket_holds_the_coin(tc, semantics
 def test_target_only_with_thresholds_keeps_path_invariants(tc, t_acc, t_single):
     """Any thresholds: the result is still a root-to-node path with the drafts in predicts, and the
     trace replays to the result; a child whose p >= threshold_single is never rejected."""
-    p = random_probs(tc.rng, (tc.bs, tc.n, tc.vocab))
+    p = tree_probs(tc)
     trace = Trace()
     res = tree_sampling_target_only(tc.cand, tc.ri, tc.nt, tc.ns, coins(tc.rng, (tc.bs, tc.n)), coins(tc.rng, tc.bs), p,
                                     num_speculative_tokens=tc.width, threshold_acc=t_acc, threshold_single=t_single,
@@ -492,3 +502,25 @@ def test_target_probs_are_renormalised_and_keep_the_top_tokens(rows, V, seed, te
         assert kept[np.argmax(plain[r])]
         order = np.argsort(-plain[r], kind="stable")
         assert not np.any(np.diff(kept[order].astype(int)) > 0)  # kept set is a top set
+
+
+@SETTINGS
+@given(st.integers(1, 3), st.integers(1, 3), st.integers(2, 5), seeds)
+def test_root_only_requests_emit_one_target_token(bs, width, vocab, seed):
+    """n = 1 (no drafts): every path accepts nothing; greedy emits the target's prediction at the root
+    row, the target-only sampler the inverse-CDF pick of the root's plain row."""
+    rng = np.random.default_rng(seed)
+    cand = rng.integers(0, vocab, (bs, 1))
+    ri = np.arange(bs).reshape(bs, 1)
+    none = np.full((bs, 1), -1)
+    tp = rng.integers(0, vocab, (bs, 1))
+    g = verify_tree_greedy(cand, ri, none, none, tp, num_speculative_tokens=width)
+    assert g.accept_token_num.tolist() == [0] * bs and g.predicts.tolist() == tp[:, 0].tolist()
+    assert g.accept_index.tolist() == [[b] + [-1] * (width - 1) for b in range(bs)]
+    p = random_probs(rng, (bs, 1, vocab))
+    uf = coins(rng, bs)
+    s = tree_sampling_target_only(cand, ri, none, none, coins(rng, (bs, 1)), uf, p, num_speculative_tokens=width)
+    for b in range(bs):
+        cum = np.cumsum(p[b, 0], dtype=F32)
+        want = int(np.argmax((p[b, 0] > 0) & (cum > uf[b] * cum[-1])))
+        assert s.predicts[b] == want
