@@ -76,3 +76,55 @@ def shift_table(n: int, labels, rows, predicts, accept_nodes, positions, words: 
 def path_states(n: int, accept_nodes) -> dict:
     """{row position: state} for ``highlight_rows``: the path accepted, the rest discarded."""
     return {i: ("accepted" if i in set(accept_nodes) else "discarded") for i in range(n)}
+
+
+def flat_rows_table(commits, trees, labels_of, target_predict, predicts, words: dict, label_of=str) -> pd.DataFrame:
+    """Every verify row of the batch, request-major (global row b*n+i), with its fate.
+
+    commits: engine.RequestCommit per request; trees: DrawnTree per request; labels_of[b][i]
+    node texts; target_predict[b][i] labels; predicts [bs*n] (global).
+    """
+    recs = []
+    for b, (c, tree) in enumerate(zip(commits, trees)):
+        n = tree.n
+        depths = tree.depths()
+        for i in range(n):
+            r = b * n + i
+            kept = i in c.accept_nodes
+            recs.append({
+                words["row"]: r, words["request"]: b, words["node"]: i, words["token"]: labels_of[b][i],
+                "target_predict": target_predict[b][i],
+                "predicts": label_of(int(predicts[r])) if kept else "—",
+                words["kv"]: f"✓ {words['pos']} {c.seq_len + depths[i]}" if kept else f"✗ {words['discarded']}",
+            })
+    return pd.DataFrame(recs)
+
+
+def kv_wrong_way(commit, labels, label_of, words: dict) -> pd.DataFrame:
+    """The bug made visible: commit KV by *output* tokens instead of by accepted *rows*.
+
+    The right way keeps the KV of rows[accept_index] (R A C). Keying by the outputs (A C X)
+    drops the root's KV (computed this round at position seq_len) and asks for the bonus's KV,
+    which does not exist: the bonus was never fed through the model.
+    """
+    by_token = {}
+    for node, r in zip(commit.accept_nodes, commit.accept_rows):
+        by_token.setdefault(labels[node], (node, r))
+    recs = []
+    for k, (tok_right, pos) in enumerate(zip(commit.committed_tokens, commit.committed_positions)):
+        out_tok = label_of(commit.output_tokens[k])
+        have = by_token.get(out_tok)
+        right = f"{label_of(tok_right)} ({words['row']} {commit.accept_rows[k]})"
+        if have is None:
+            wrong = f"{out_tok}: {words['missing']}"
+        else:
+            wrong = f"{out_tok} ({words['row']} {have[1]})"
+        problem = ""
+        if k == 0:
+            problem = words["root_dropped"].format(tok=label_of(tok_right), pos=pos)
+        if have is None:
+            problem = (problem + "; " if problem else "") + words["no_kv"].format(tok=out_tok)
+        elif have[1] != commit.accept_rows[k]:
+            problem = (problem + "; " if problem else "") + words["shifted"].format(tok=out_tok, pos=pos)
+        recs.append({words["position"]: pos, words["right"]: right, words["wrong"]: wrong, words["problem"]: problem or "—"})
+    return pd.DataFrame(recs)

@@ -592,3 +592,18 @@ def legend() -> None:
     """The colour legend (accepted / rejected / pending / bonus / discarded)."""
     chip_row(tr("Legend", "图例"), [chip(term(k), k) for k in ("accepted", "rejected", "pending")]
              + [chip(term("bonus"), "bonus"), chip(tr("current", "当前"), "current"), chip(term("discarded"), "discarded")])
+
+
+def page_link(path: str, label: str, icon: str | None = None, help: str | None = None) -> bool:
+    """st.page_link to ``path`` (relative to the repository root) when that page file exists.
+
+    Returns False (and draws nothing) when the file is missing; outside the router (a page run on
+    its own, e.g. by AppTest) the label is shown as plain text instead.
+    """
+    if not (ROOT / path).exists():
+        return False
+    try:
+        st.page_link(str(ROOT / path), label=label, icon=icon, help=help)
+    except Exception:  # noqa: BLE001  not registered with st.navigation: plain text
+        st.markdown(f"{icon or '→'} **{label}**")
+    return True
