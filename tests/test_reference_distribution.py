@@ -34,7 +34,7 @@ from specviz.reference import chain_rejection_sampling, tree_sampling_target_onl
 
 F32 = np.float32
 FINAL = "final"
-SETTINGS = settings(deadline=None, max_examples=60, derandomize=True)
+SETTINGS = settings(deadline=None, max_examples=100, derandomize=True)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -379,9 +379,12 @@ def test_dspark_greedy_counts_leading_matches_only():
     assert bonus.tolist() == [X] and bonus.dtype == np.int64
     commit, new_seq = finalize_accept_lens(correct_len, [10])
     assert commit.tolist() == [3] and new_seq.tolist() == [13]
-    assert build_out_tokens([[A, B, C]], correct_len, bonus).tolist() == [[A, B, X, 0]]
+    assert commit.dtype == np.int32 and new_seq.dtype == np.int64
+    out = build_out_tokens([[A, B, C]], correct_len, bonus)
+    assert out.tolist() == [[A, B, X, 0]] and out.dtype == np.int64
     capped, trim = cap_correct_len(correct_len, [4])
     assert capped.tolist() == [2] and trim.tolist() == [0]
+    assert capped.dtype == np.int32 and trim.dtype == np.int32
 
 
 def test_dspark_greedy_ignores_match_after_first_mismatch():
