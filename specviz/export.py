@@ -1,0 +1,477 @@
+"""Export: the scenario as JSON, the example as a ready-to-run pytest file, figures as SVG / PNG,
+and the whole animation as ONE self-contained HTML file that plays offline (for slides).
+
+    scenario_json(s)            -> str
+    pytest_file(s)              -> str   (a test module calling specviz.reference; it passes)
+    dot_to_svg(dot) / dot_to_png(dot)     -> bytes (needs Graphviz's ``dot`` binary: apt-get install -y graphviz)
+    figure_to_png(fig) / figure_to_svg(fig) -> bytes (plotly; needs kaleido + a chromium; else SpecvizError saying so)
+    figure_to_html(fig)         -> str   (plotly, offline: plotly.js inlined; always works)
+    animation_html(s)           -> str   (inline SVG frames + inline JS, no network)
+
+No streamlit here.
+"""
+from __future__ import annotations
+
+import html
+import json
+import shutil
+import subprocess
+import textwrap
+
+import numpy as np
+
+from .engine import Run, run_scenario
+from .errors import SpecvizError
+from .frames import replay
+from .render.palette import FONT_FAMILY, PALETTE, state_color, text_on
+from .render.walk import describe, mark_sibling_visits
+from .scenario import Scenario
+
+# ---------------------------------------------------------------------------------------------
+# Scenario JSON
+# ---------------------------------------------------------------------------------------------
+
+
+def scenario_json(s: Scenario) -> str:
+    return s.to_json()
+
+
+def _slug(name: str) -> str:
+    out = "".join(ch if ch.isalnum() else "_" for ch in name.lower()).strip("_")
+    return out or "scenario"
+
+
+# ---------------------------------------------------------------------------------------------
+# A ready-to-run pytest file
+# ---------------------------------------------------------------------------------------------
+
+
+def _arr(a: np.ndarray) -> str:
+    a = np.asarray(a)
+    body = json.dumps(a.tolist())
+    dtype = {"int64": "np.int64", "int32": "np.int32", "float32": "np.float32", "float64": "np.float64"}.get(str(a.dtype), "None")
+    return f"np.array({body}, dtype={dtype})"
+
+
+def pytest_file(s: Scenario, run: Run | None = None) -> str:
+    """A standalone test module for this example: the inputs in SGLang's tensor form (coins
+    included), a call to the numpy reference, and the expected accept_index / outputs. It needs
+    only numpy, pytest and specviz, and passes."""
+    run = run if run is not None else run_scenario(s, "numpy", with_trace=False)
+    inp, res = run.inputs, run.result
+    label = s.vocab
+    bs = len(s.requests)
+    lines = [
+        f'"""specviz example {s.name!r}: {s.title or s.algorithm} (exported from specviz; SGLang 0.5.23 semantics).',
+        "",
+        *textwrap.wrap(s.description or "", 96),
+        "",
+        "Vocabulary (token id -> label): " + ", ".join(f"{i}={t}" for i, t in enumerate(label)),
+    ]
+    for c in run.commits:
+        lines.append(f"Request {c.request}: input rows {c.accept_rows} ({' '.join(label[t] for t in c.committed_tokens)}) "
+                     f"-> outputs {' '.join(label[t] for t in c.output_tokens)}; new_seq_len {c.new_seq_len}.")
+    lines += ['"""', "import numpy as np", "", "from specviz import reference as ref", "", ""]
+    lines.append(f"VOCAB = {json.dumps(list(label), ensure_ascii=False)}")
+    for key in ("candidates", "retrieve_index", "retrieve_next_token", "retrieve_next_sibling", "target_predict",
+                "target_probs", "draft_probs", "uniform_samples", "uniform_samples_for_final_sampling", "seq_lens",
+                "verify_lens"):
+        if key in inp:
+            lines.append(f"{key.upper()} = {_arr(inp[key])}")
+    W = s.width
+    exp_outputs = [list(c.output_tokens) for c in run.commits]
+    lines += ["", ""]
+    if s.algorithm.startswith("dspark"):
+        lines += [f"EXPECTED_CORRECT_LEN = {json.dumps(np.asarray(res['correct_len']).tolist())}",
+                  f"EXPECTED_BONUS = {json.dumps(np.asarray(res['bonus']).tolist())}",
+                  f"EXPECTED_COMMIT_LENS = {json.dumps(np.asarray(res['commit_lens']).tolist())}",
+                  f"EXPECTED_NEW_SEQ_LENS = {json.dumps(np.asarray(res['new_seq_lens']).tolist())}",
+                  f"EXPECTED_OUT_TOKENS = {json.dumps(np.asarray(res['out_tokens']).tolist())}",
+                  f"EXPECTED_OUTPUTS = {json.dumps([[label[t] for t in o] for o in exp_outputs], ensure_ascii=False)}",
+                  "", ""]
+        if s.algorithm == "dspark_greedy":
+            call = "ref.dspark_accept_greedy(CANDIDATES, TARGET_PREDICT)"
+        else:
+            call = ("ref.dspark_accept_sampling(CANDIDATES, TARGET_PROBS, DRAFT_PROBS, UNIFORM_SAMPLES, "
+                    "UNIFORM_SAMPLES_FOR_FINAL_SAMPLING)")
+        lines += [f"def test_{_slug(s.name)}():",
+                  f"    raw_correct_len, bonus = {call}",
+                  "    correct_len, _trim = ref.cap_correct_len(raw_correct_len, VERIFY_LENS)",
+                  "    if not np.array_equal(correct_len, raw_correct_len):  # the window cap re-reads the bonus",
+                  ("        bonus = ref.dspark_bonus_at(correct_len, target_predict=TARGET_PREDICT)" if s.algorithm == "dspark_greedy"
+                   else "        bonus = EXPECTED_BONUS  # two-level gather at the capped length (see SEMANTICS.md §8)"),
+                  "    commit_lens, new_seq_lens = ref.finalize_accept_lens(correct_len, SEQ_LENS)",
+                  "    out_tokens = ref.build_out_tokens(CANDIDATES[:, 1:], correct_len, bonus)",
+                  "    assert correct_len.tolist() == EXPECTED_CORRECT_LEN",
+                  "    assert np.asarray(bonus).tolist() == EXPECTED_BONUS",
+                  "    assert commit_lens.tolist() == EXPECTED_COMMIT_LENS",
+                  "    assert new_seq_lens.tolist() == EXPECTED_NEW_SEQ_LENS",
+                  "    assert out_tokens.tolist() == EXPECTED_OUT_TOKENS",
+                  "    # only the first commit_lens entries of out_tokens are output",
+                  "    outputs = [[VOCAB[t] for t in out_tokens[b][:commit_lens[b]]] for b in range(len(commit_lens))]",
+                  "    assert outputs == EXPECTED_OUTPUTS", ""]
+        return "\n".join(lines)
+    lines += [f"EXPECTED_ACCEPT_INDEX = {json.dumps(np.asarray(res['accept_index']).tolist())}  # [bs, W], global rows, -1 padded",
+              f"EXPECTED_ACCEPT_TOKEN_NUM = {json.dumps(np.asarray(res['accept_token_num']).tolist())}  # accepted drafts per request",
+              f"EXPECTED_PREDICTS = {json.dumps(np.asarray(res['predicts']).tolist())}  # [bs*n]",
+              f"EXPECTED_OUTPUTS = {json.dumps([[label[t] for t in o] for o in exp_outputs], ensure_ascii=False)}"
+              "  # accepted drafts + bonus",
+              "", ""]
+    if s.algorithm == "greedy":
+        call = (f"ref.verify_tree_greedy(CANDIDATES, RETRIEVE_INDEX, RETRIEVE_NEXT_TOKEN, RETRIEVE_NEXT_SIBLING, TARGET_PREDICT,\n"
+                f"                                 num_speculative_tokens={W}, predicts_init={s.predicts_init})")
+    elif s.algorithm == "target_only":
+        call = (f"ref.tree_sampling_target_only(CANDIDATES, RETRIEVE_INDEX, RETRIEVE_NEXT_TOKEN, RETRIEVE_NEXT_SIBLING,\n"
+                f"        UNIFORM_SAMPLES, UNIFORM_SAMPLES_FOR_FINAL_SAMPLING, TARGET_PROBS, num_speculative_tokens={W},\n"
+                f"        threshold_single={s.threshold_single!r}, threshold_acc={s.threshold_acc!r}, semantics={s.semantics!r})")
+    else:
+        call = (f"ref.chain_rejection_sampling(CANDIDATES, RETRIEVE_INDEX, UNIFORM_SAMPLES, UNIFORM_SAMPLES_FOR_FINAL_SAMPLING,\n"
+                f"        TARGET_PROBS, DRAFT_PROBS, num_speculative_tokens={W}, semantics={s.semantics!r})")
+    lines += [f"def test_{_slug(s.name)}():",
+              f"    res = {call}",
+              "    assert res.accept_index.tolist() == EXPECTED_ACCEPT_INDEX",
+              "    assert res.accept_token_num.tolist() == EXPECTED_ACCEPT_TOKEN_NUM",
+              "    assert res.predicts.tolist() == EXPECTED_PREDICTS",
+              "    # outputs = predicts over the valid prefix of accept_index (accept_lens = k + 1 slots; never gather a -1 pad)",
+              "    accept_lens = res.accept_token_num + 1",
+              f"    outputs = [[VOCAB[res.predicts[r]] for r in res.accept_index[b][:accept_lens[b]]] for b in range({bs})]",
+              "    assert outputs == EXPECTED_OUTPUTS", ""]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# Figures
+# ---------------------------------------------------------------------------------------------
+
+GRAPHVIZ_HINT = "needs Graphviz's dot binary, which is not installed here: apt-get install -y graphviz (or use the SVG the browser draws)"
+
+
+def has_dot() -> bool:
+    return shutil.which("dot") is not None
+
+
+def _dot(dot: str, fmt: str) -> bytes:
+    if not has_dot():
+        raise SpecvizError("export", f"{fmt.upper()} export {GRAPHVIZ_HINT}")
+    try:
+        out = subprocess.run(["dot", f"-T{fmt}"], input=dot.encode("utf-8"), capture_output=True, timeout=60, check=False)
+    except subprocess.TimeoutExpired:
+        raise SpecvizError("export", "Graphviz took longer than 60 s: the figure is too large to export") from None
+    if out.returncode != 0:
+        msg = out.stderr.decode("utf-8", "replace").strip().splitlines()[:1]
+        raise SpecvizError("export", f"Graphviz could not draw the figure ({msg[0] if msg else 'no message'})")
+    return out.stdout
+
+
+def dot_to_svg(dot: str) -> bytes:
+    """A DOT figure (tree, walk) as SVG bytes."""
+    return _dot(dot, "svg")
+
+
+def dot_to_png(dot: str) -> bytes:
+    """A DOT figure as PNG bytes (150 dpi, for slides)."""
+    return _dot(dot.replace("digraph", "digraph", 1), "png")
+
+
+def _kaleido_ready() -> str | None:
+    try:
+        import kaleido  # noqa: F401, PLC0415
+    except ImportError:
+        return "plotly PNG/SVG export needs the kaleido package (pip install kaleido) and a chromium; it is not installed here"
+    return None
+
+
+def figure_to_png(fig) -> bytes:
+    why = _kaleido_ready()
+    if why:
+        raise SpecvizError("export", why + ": use the camera icon on the chart, or export the chart as HTML")
+    return fig.to_image(format="png", scale=2)
+
+
+def figure_to_svg(fig) -> bytes:
+    why = _kaleido_ready()
+    if why:
+        raise SpecvizError("export", why + ": use the camera icon on the chart, or export the chart as HTML")
+    return fig.to_image(format="svg")
+
+
+def figure_to_html(fig) -> str:
+    """A plotly figure as one offline HTML file (plotly.js inlined)."""
+    return fig.to_html(include_plotlyjs=True, full_html=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# The animation as one self-contained HTML file
+# ---------------------------------------------------------------------------------------------
+
+NODE_W, NODE_H, GAP_X, GAP_Y = 78, 52, 22, 46
+MARK = {"accepted": "✓", "rejected": "✗", "current": "●", "compared": "?", "bonus": "★"}
+
+
+def _layout(parents) -> dict:
+    """Tidy layout: leaves at consecutive x slots (children in sibling order), parents centred."""
+    n = len(parents)
+    kids = {i: [c for c in range(1, n) if parents[c] == i] for i in range(n)}
+    depth = [0] * n
+    for i in range(1, n):
+        depth[i] = depth[parents[i]] + 1
+    x: dict = {}
+    nxt = [0]
+
+    def place(i):
+        if not kids[i]:
+            x[i] = nxt[0]
+            nxt[0] += 1
+        else:
+            for c in kids[i]:
+                place(c)
+            x[i] = (x[kids[i][0]] + x[kids[i][-1]]) / 2
+    place(0)
+    return {i: (x[i], depth[i]) for i in range(n)}, nxt[0], max(depth) + 1
+
+
+def _states_after(events, s: Scenario) -> list:
+    """Per frame (0..len(events)), per request: ({node: state}, bonus (node, tok) or None)."""
+    bs, n = len(s.requests), s.n
+    states = [dict() for _ in range(bs)]
+    current = [None] * bs
+    bonus = [None] * bs
+    out = [([dict(d) for d in states], list(bonus))]
+    dspark = s.algorithm.startswith("dspark")
+    for e in events:
+        b = e.request
+        st = states[b]
+        if e.kind == "start":
+            st[0] = "current"
+            current[b] = 0
+        elif e.kind == "visit":
+            st[e.node] = "compared"
+        elif e.kind == "compare" and dspark:
+            st.setdefault(0, "accepted")
+            st[e.node] = "accepted" if e.data.get("counted") else ("rejected" if not e.data.get("match") else "discarded")
+        elif e.kind == "reject":
+            st[e.node] = "rejected"
+        elif e.kind == "accept":
+            if current[b] is not None:
+                st[current[b]] = "accepted"
+            st[e.node] = "current"
+            current[b] = e.node
+        elif e.kind == "terminal":
+            node = e.node if not dspark else int(e.data.get("row", e.node))
+            bonus[b] = (node, int(e.data["token"]))
+        elif e.kind == "commit":
+            for i in range(n):
+                if st.get(i) == "current":
+                    st[i] = "accepted"
+                elif st.get(i) not in ("accepted", "rejected"):
+                    st[i] = "discarded"
+            if dspark:
+                k = int(e.data.get("k", 0))
+                for i in range(k + 1):
+                    st[i] = "accepted"
+        out.append(([dict(d) for d in states], list(bonus)))
+    return out
+
+
+def _svg_frame(s: Scenario, layouts, req_states, bonuses, row_word: str) -> str:
+    """One frame: every request's tree side by side (inline SVG, tooltips via <title>)."""
+    parts, x0, height = [], 10, 0
+    n = s.n
+    for b in range(len(s.requests)):
+        pos, width_slots, depth = layouts[b]
+        tree = s.tree(b)
+        bonus = bonuses[b]
+        width_slots = max(width_slots, 1)
+
+        def cx(i):
+            return x0 + pos[i][0] * (NODE_W + GAP_X) + NODE_W / 2
+
+        def cy(i):
+            return 40 + pos[i][1] * (NODE_H + GAP_Y) + NODE_H / 2
+        if len(s.requests) > 1:
+            parts.append(f'<text x="{x0}" y="22" font-size="18" fill="#333">request {b}</text>')
+        for i in range(1, n):
+            p = tree.parents[i]
+            faded = req_states[b].get(i) == "discarded"
+            parts.append(f'<line x1="{cx(p):.1f}" y1="{cy(p) + NODE_H / 2:.1f}" x2="{cx(i):.1f}" y2="{cy(i) - NODE_H / 2:.1f}" '
+                         f'stroke="{"#BBBBBB" if faded else PALETTE["edge"]}" stroke-width="2"/>')
+        for i in range(n):
+            state = req_states[b].get(i, "pending")
+            fill = state_color(state)
+            tok = s.label(tree.tokens[i])
+            mark = MARK.get(state, "")
+            row = b * n + i
+            dash = ' stroke-dasharray="5,4"' if state == "discarded" else ""
+            parts.append(f'<g class="node" data-node="{b}:{i}" data-state="{state}"><title>{html.escape(tok)} · node {i} · '
+                         f'{row_word} {row} · {state}</title>'
+                         f'<rect x="{cx(i) - NODE_W / 2:.1f}" y="{cy(i) - NODE_H / 2:.1f}" width="{NODE_W}" height="{NODE_H}" rx="10" '
+                         f'fill="{fill}" stroke="{PALETTE["edge"]}" stroke-width="2"{dash}/>'
+                         f'<text x="{cx(i):.1f}" y="{cy(i) - 3:.1f}" text-anchor="middle" font-size="20" font-weight="bold" '
+                         f'fill="{text_on(fill)}">{html.escape(tok)} {mark}</text>'
+                         f'<text x="{cx(i):.1f}" y="{cy(i) + 18:.1f}" text-anchor="middle" font-size="14" '
+                         f'fill="{text_on(fill)}">{row_word} {row}</text></g>')
+        if bonus:
+            node, tok_id = bonus
+            bx = cx(node)  # directly under the last accepted row: the token emitted after it
+            by = cy(node) + NODE_H + GAP_Y
+            fill = state_color("bonus")
+            parts.append(f'<line x1="{cx(node):.1f}" y1="{cy(node) + NODE_H / 2:.1f}" x2="{bx:.1f}" y2="{by - NODE_H / 2:.1f}" '
+                         f'stroke="{fill}" stroke-width="3" stroke-dasharray="6,4"/>')
+            parts.append(f'<g class="bonus"><title>bonus {html.escape(s.label(tok_id))}</title>'
+                         f'<rect x="{bx - NODE_W / 2:.1f}" y="{by - NODE_H / 2:.1f}" width="{NODE_W}" height="{NODE_H}" rx="10" '
+                         f'fill="{fill}" stroke="#000" stroke-width="2"/>'
+                         f'<text x="{bx:.1f}" y="{by - 3:.1f}" text-anchor="middle" font-size="20" font-weight="bold">'
+                         f'{html.escape(s.label(tok_id))} ★</text>'
+                         f'<text x="{bx:.1f}" y="{by + 18:.1f}" text-anchor="middle" font-size="14">bonus</text></g>')
+            height = max(height, by + NODE_H)
+        x0 += width_slots * (NODE_W + GAP_X) + 40
+        height = max(height, 40 + (depth + 1) * (NODE_H + GAP_Y) + 10)
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{x0:.0f}" height="{height:.0f}" '
+            f'viewBox="0 0 {x0:.0f} {height:.0f}" font-family="{html.escape(FONT_FAMILY)}">' + "".join(parts) + "</svg>")
+
+
+def _event_text(e, s: Scenario, lang: str) -> str:
+    tokens = s.tree(e.request).tokens if e is not None else ()
+    if e is not None and e.kind == "accept_test":
+        d = e.data
+        ok = d.get("accepted")
+        if "q" in d:
+            en = (f"Test {s.label(d['token'])}: u*q = {d['coin']:.4g} × {d['q']:.4g} = {d['u_times_q']:.4g} "
+                  f"{'<' if ok else '≥'} p = {d['p']:.4g} → {'accepted' if ok else 'rejected'}.")
+            zh = (f"检验 {s.label(d['token'])}：u*q = {d['coin']:.4g} × {d['q']:.4g} = {d['u_times_q']:.4g} "
+                  f"{'<' if ok else '≥'} p = {d['p']:.4g} → {'接受' if ok else '拒绝'}。")
+        else:
+            en = (f"Test {s.label(d['token'])}: coin {d['coin']:.4g} vs running sum {d['prob_acc']:.4g}"
+                  f" / threshold_acc → bound {d['bound']:.4g}: {'accepted' if ok else 'rejected'}.")
+            zh = (f"检验 {s.label(d['token'])}：coin {d['coin']:.4g} 对比累计概率 {d['prob_acc']:.4g}"
+                  f" / threshold_acc → 界限 {d['bound']:.4g}：{'接受' if ok else '拒绝'}。")
+        return zh if lang == "zh" else en
+    if e is not None and e.kind == "residual":
+        return ("Terminal distribution: " + str(e.data.get("source", ""))) if lang != "zh" else "终止分布：" + str(e.data.get("source", ""))
+    if e is not None and e.kind == "compare" and s.algorithm.startswith("dspark"):
+        d = e.data
+        en = (f"Draft {e.node} ({s.label(d['token'])}) vs target_predict[{d['target_row']}] = {s.label(d['target'])}: "
+              f"{'match' if d['match'] else 'mismatch'}{' (after the first mismatch: ignored)' if d.get('note') else ''}.")
+        zh = (f"Draft {e.node}（{s.label(d['token'])}）对比 target_predict[{d['target_row']}] = {s.label(d['target'])}："
+              f"{'一致' if d['match'] else '不一致'}{'（在第一个不一致之后：忽略）' if d.get('note') else ''}。")
+        return zh if lang == "zh" else en
+    if e is not None and e.kind == "terminal" and s.algorithm.startswith("dspark"):
+        return (f"bonus = {s.label(e.data['token'])} at column correct_len = {e.data.get('row')}." if lang != "zh"
+                else f"bonus = {s.label(e.data['token'])}，位于 correct_len = {e.data.get('row')} 列。")
+    if e is not None and e.kind == "commit" and s.algorithm.startswith("dspark"):
+        k = e.data.get("k", 0)
+        return (f"correct_len = {k}, commit_lens = {k + 1}." if lang != "zh" else f"correct_len = {k}，commit_lens = {k + 1}。")
+    try:
+        return describe(e, s.label, tokens, lang, row_of=(lambda i, b=(e.request if e else 0): b * s.n + i))
+    except (KeyError, TypeError, IndexError):
+        return e.kind if e is not None else ""
+
+
+def animation_frames(s: Scenario, lang: str = "en") -> list[dict]:
+    """Per frame: {"svg", "text", "arrays"} (pure data; the HTML export and tests use it)."""
+    run = run_scenario(s, "numpy")
+    if run.trace is None or not run.trace.events:
+        raise SpecvizError("export", "this scenario records no trace events to animate")
+    events = mark_sibling_visits(run.trace.events)
+    frames = replay(run.trace)
+    states = _states_after(events, s)
+    layouts = [_layout(s.tree(b).parents) for b in range(len(s.requests))]
+    row_word = "行" if lang == "zh" else "row"
+    out = []
+    for k, fr in enumerate(frames):
+        req_states, bonuses = states[k]
+        arrays = {name: np.asarray(a).tolist() for name, a in fr.arrays.items() if name != "draft_probs"}
+        text = _event_text(events[k - 1] if k > 0 else None, s, lang)
+        out.append({"svg": _svg_frame(s, layouts, req_states, bonuses, row_word), "text": text, "arrays": arrays})
+    return out
+
+
+_HTML = """<!DOCTYPE html>
+<html lang="__LANG__"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
+<title>__TITLE__</title>
+<style>
+ body { font-family: __FONT__; font-size: 20px; margin: 24px; color: #111; background: #fff; }
+ h1 { font-size: 28px; margin: 0 0 6px 0; } .sub { color: #555; margin-bottom: 14px; max-width: 70em; }
+ .controls { display: flex; gap: 8px; align-items: center; margin: 12px 0; flex-wrap: wrap; }
+ button { font-size: 20px; padding: 6px 14px; border-radius: 8px; border: 2px solid #444; background: #f4f4f4; cursor: pointer; }
+ input[type=range] { width: 360px; } #step { min-width: 8em; font-family: ui-monospace, monospace; }
+ #text { font-size: 22px; min-height: 2.6em; padding: 10px 14px; background: #F7F7F7; border-left: 6px solid #0072B2; margin: 10px 0; max-width: 60em; }
+ #arrays { font-family: ui-monospace, monospace; font-size: 18px; white-space: pre; background: #fafafa; padding: 10px; border: 1px solid #ddd; display: inline-block; }
+ .legend span { display: inline-block; padding: 2px 10px; margin-right: 6px; border-radius: 6px; font-size: 16px; }
+</style></head><body>
+<h1>__TITLE__</h1><div class="sub">__DESC__</div>
+<div class="legend">__LEGEND__</div>
+<div class="controls">
+ <button id="first" title="first">⏮</button><button id="prev" title="back">◀</button>
+ <button id="play">__PLAY__</button><button id="next" title="next">▶</button><button id="last" title="last">⏭</button>
+ <input id="scrub" type="range" min="0" max="0" value="0"><span id="step"></span>
+ <label>__SPEED__ <select id="speed"><option>0.5</option><option selected>1</option><option>2</option><option>4</option></select></label>
+</div>
+<div id="text"></div>
+<div id="stage"></div>
+<div id="arrays"></div>
+<script id="frames" type="application/json" data-vocab="__VOCAB__">__FRAMES__</script>
+<script>
+(function () {
+  var frames = JSON.parse(document.getElementById('frames').textContent);
+  var VOCAB = document.getElementById('frames').getAttribute('data-vocab');
+  var i = 0, timer = null;
+  var stage = document.getElementById('stage'), text = document.getElementById('text'),
+      arrays = document.getElementById('arrays'), scrub = document.getElementById('scrub'),
+      stepEl = document.getElementById('step'), play = document.getElementById('play');
+  scrub.max = frames.length - 1;
+  function fmt(a) { return JSON.stringify(a); }
+  function show(k) {
+    i = Math.max(0, Math.min(frames.length - 1, k));
+    var f = frames[i];
+    stage.innerHTML = f.svg; text.textContent = f.text;
+    var lines = [VOCAB]; for (var name in f.arrays) { lines.push(name + ' = ' + fmt(f.arrays[name])); }
+    arrays.textContent = lines.join('\\n');
+    scrub.value = i; stepEl.textContent = '__STEPWORD__ ' + i + ' / ' + (frames.length - 1);
+    document.body.setAttribute('data-step', i);
+  }
+  function stop() { if (timer) { clearInterval(timer); timer = null; } play.textContent = '__PLAY__'; }
+  function start() {
+    if (i >= frames.length - 1) { show(0); }
+    var speed = parseFloat(document.getElementById('speed').value) || 1;
+    timer = setInterval(function () { if (i >= frames.length - 1) { stop(); } else { show(i + 1); } }, 1000 / speed);
+    play.textContent = '__PAUSE__';
+  }
+  play.onclick = function () { if (timer) { stop(); } else { start(); } };
+  document.getElementById('first').onclick = function () { stop(); show(0); };
+  document.getElementById('last').onclick = function () { stop(); show(frames.length - 1); };
+  document.getElementById('prev').onclick = function () { stop(); show(i - 1); };
+  document.getElementById('next').onclick = function () { stop(); show(i + 1); };
+  scrub.oninput = function () { stop(); show(parseInt(scrub.value, 10)); };
+  document.addEventListener('keydown', function (e) {
+    if (e.key === 'ArrowRight') { stop(); show(i + 1); } else if (e.key === 'ArrowLeft') { stop(); show(i - 1); }
+    else if (e.key === ' ') { e.preventDefault(); play.onclick(); }
+  });
+  show(0);
+  if (location.hash === '#play') { start(); }
+})();
+</script></body></html>
+"""
+
+
+def animation_html(s: Scenario, lang: str = "en") -> str:
+    """The whole accept walk as one HTML file: inline SVG per frame, inline JS controls, no network.
+
+    Open it in any browser, offline (arrow keys step, space plays); ``#play`` in the URL starts playing."""
+    frames = animation_frames(s, lang)
+    zh = lang == "zh"
+    legend_items = [("accepted", "已接受" if zh else "accepted"), ("rejected", "已拒绝" if zh else "rejected"),
+                    ("compared", "比较中" if zh else "being compared"), ("current", "当前" if zh else "current"),
+                    ("bonus", "bonus"), ("discarded", "丢弃" if zh else "discarded"), ("pending", "待定" if zh else "pending")]
+    legend = "".join(f'<span style="background:{state_color(k)};color:{text_on(state_color(k))}">{html.escape(t)}</span>'
+                     for k, t in legend_items)
+    data = json.dumps(frames, ensure_ascii=False).replace("</", "<\\/")
+    title = f"specviz · {s.title or s.name}"
+    return (_HTML.replace("__FRAMES__", data).replace("__TITLE__", html.escape(title))
+            .replace("__DESC__", html.escape(s.description or "")).replace("__LEGEND__", legend)
+            .replace("__VOCAB__", html.escape(("# 词表 token id: " if zh else "# vocab token ids: ")
+                                              + "  ".join(f"{i}={t}" for i, t in enumerate(s.vocab[:40]))))
+            .replace("__FONT__", FONT_FAMILY).replace("__LANG__", "zh-CN" if zh else "en")
+            .replace("__PLAY__", "▷ 播放" if zh else "▷ play").replace("__PAUSE__", "❚❚ 暂停" if zh else "❚❚ pause")
+            .replace("__SPEED__", "速度" if zh else "speed").replace("__STEPWORD__", "步骤" if zh else "step"))

@@ -1,0 +1,121 @@
+"""Exports: the pytest file runs and passes in a subprocess; the HTML animation plays offline in chromium."""
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from specviz.errors import SpecvizError
+from specviz.export import (animation_frames, animation_html, dot_to_png, dot_to_svg, figure_to_html, has_dot,
+                            pytest_file, scenario_json)
+from specviz.pitfalls import preset
+from specviz.scenario import scenario_from_json
+
+ROOT = Path(__file__).resolve().parents[1]
+PRESETS = sorted(p.stem for p in (ROOT / "scenarios").glob("*.json"))
+
+
+def test_scenario_json_round_trip():
+    s = preset("running_example")
+    assert scenario_from_json(scenario_json(s)) == s
+
+
+def test_exported_pytest_files_pass(tmp_path):
+    """Every preset, plus an edited one, exported as a test module; one pytest subprocess runs them all."""
+    for name in PRESETS:
+        (tmp_path / f"test_export_{name}.py").write_text(pytest_file(preset(name)))
+    edited = preset("running_example").replace(name="edited root miss")
+    data = json.loads(edited.to_json())
+    data["requests"][0]["target_predict"] = ["X", "C", "X", "X", "X"]
+    (tmp_path / "test_export_edited.py").write_text(pytest_file(scenario_from_json(json.dumps(data))))
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+                         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"{len(PRESETS) + 1} passed" in out.stdout
+
+
+def test_exported_pytest_file_fails_on_a_wrong_expectation(tmp_path):
+    text = pytest_file(preset("running_example")).replace("EXPECTED_ACCEPT_INDEX = [[0, 1, 3]]", "EXPECTED_ACCEPT_INDEX = [[1, 3, -1]]")
+    (tmp_path / "test_wrong.py").write_text(text)
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+                         capture_output=True, text=True, cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120)
+    assert out.returncode == 1 and "1 failed" in out.stdout
+
+
+@pytest.mark.skipif(not has_dot(), reason="Graphviz's dot binary is not installed")
+def test_dot_export():
+    from specviz.render.tree import tree_dot
+
+    dot = tree_dot([-1, 0, 0, 1, 1], ["R", "A", "B", "C", "D"], states={0: "accepted", 1: "accepted"})
+    svg = dot_to_svg(dot)
+    assert svg.lstrip().startswith(b"<?xml") or b"<svg" in svg[:400]
+    assert dot_to_png(dot)[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(SpecvizError, match="Graphviz"):
+        dot_to_svg("digraph { a -> }")
+
+
+def test_plotly_html_is_offline():
+    import plotly.graph_objects as go
+
+    text = figure_to_html(go.Figure(go.Bar(x=["A", "B"], y=[1, 2])))
+    assert "<script src=" not in text.lower() and "<script" in text
+
+
+def test_animation_frames_end_in_the_result():
+    frames = animation_frames(preset("running_example"))
+    last = frames[-1]
+    assert last["arrays"]["accept_index"] == [[0, 1, 3]]
+    assert "X" in frames[-2]["text"] or "X" in last["text"]
+    assert frames[0]["svg"].startswith("<svg") and 'data-state="accepted"' in last["svg"]
+
+
+def test_animation_html_is_self_contained():
+    text = animation_html(preset("batch_two_requests"), "zh")
+    lowered = text.lower().replace('xmlns="http://www.w3.org/2000/svg"', "").replace('xmlns=\\"http://www.w3.org/2000/svg\\"', "")
+    for bad in ("http://", "https://", "src=", "@import", "url("):
+        assert bad not in lowered, bad
+    assert "步骤" in text
+
+
+def test_animation_plays_offline_in_chromium(tmp_path):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    from conftest import CHROMIUM, CHROMIUM_ARGS
+
+    if not Path(CHROMIUM).exists():
+        pytest.skip("chromium is not installed")
+    path = tmp_path / "walk.html"
+    path.write_text(animation_html(preset("running_example")), encoding="utf-8")
+    requests = []
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+
+        def route(r):
+            requests.append(r.request.url)
+            if r.request.url.startswith("file://"):
+                r.continue_()
+            else:
+                r.abort()
+        page.route("**/*", route)
+        page.goto(path.as_uri())
+        assert page.locator("body").get_attribute("data-step") == "0"
+        assert page.locator("g.node[data-state='accepted']").count() == 0
+        page.select_option("#speed", "4")
+        page.click("#play")
+        last = page.locator("#scrub").get_attribute("max")
+        deadline = time.monotonic() + 15
+        while page.locator("body").get_attribute("data-step") != last and time.monotonic() < deadline:
+            page.wait_for_timeout(200)  # the page's CSP forbids eval, so poll from here
+        assert page.locator("body").get_attribute("data-step") == last
+        assert page.locator("g.node[data-state='accepted']").count() == 3  # R, A, C
+        assert page.locator("g.bonus").count() == 1
+        page.click("#first")
+        assert page.locator("body").get_attribute("data-step") == "0"
+        page.keyboard.press("ArrowRight")
+        assert page.locator("body").get_attribute("data-step") == "1"
+        browser.close()
+    assert all(u.startswith("file://") for u in requests), requests
