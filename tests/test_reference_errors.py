@@ -172,6 +172,10 @@ CATALOGUE = [
                                                         num_speculative_tokens=2, uniform_samples=[[.4, 0.]],
                                                         use_rejection_sampling=True), "draft_probs", "missing"),
     ("vocab mismatch between p and q", lambda: chain(draft_probs=[[[.5, .3, .1, .1]]]), "draft_probs", "vocabulary size 4"),
+    ("vocab mismatch (eagle_sample)", lambda: eagle(candidates=[[2, 0]], retrieve_index=[[0, 1]], retrieve_next_token=[[1, -1]],
+                                                   retrieve_next_sibling=[[-1, -1]], logits=np.zeros((2, 3), np.float32),
+                                                   num_speculative_tokens=2, uniform_samples=[[.4, 0.]], use_rejection_sampling=True,
+                                                   draft_probs=[[[.5, .5]]]), "draft_probs", "vocabulary size 2"),
     ("vocab mismatch (dspark)", lambda: dspark_accept_sampling(CH_CAND, CH_P, [[[.5, .5]]], [[.4]], [.5]), "draft_probs", "vocabulary"),
     # --- Monte Carlo ------------------------------------------------------------------------
     ("sample_many: unknown algorithm", lambda: sample_many("greedy", {}, num_trials=10, seed=0), "algorithm", "choose one of"),

@@ -302,6 +302,13 @@ def test_threshold_acc_half_accepts_a_that_exact_sampling_rejects():
     assert emitted(res.predicts, res.accept_index) == [A, C, X]
 
 
+def test_threshold_acc_zero_is_clamped_and_accepts_every_first_child_with_mass():
+    """§6: t_acc = max(0, 1e-9): the bound acc/1e-9 exceeds every coin as soon as acc > 0, so the
+    first child with p > 0 is taken at every level: A (p .5), then C (p .6); row C gives X."""
+    res = target_only([.9, .99, .3, .8, .2], .5, threshold_acc=0.0)
+    assert emitted(res.predicts, res.accept_index) == [A, C, X]
+
+
 def test_threshold_single_takes_a_likely_child_regardless_of_coin():
     """threshold_single .55, u[0] = .9: A (p .5 < .55) rejected; B (p .3) rejected -> [X]. With
     threshold_single .5: A's p .5 >= .5 fires, A accepted despite the coin; next coin u[1] = .9:
