@@ -7,9 +7,11 @@ more than that candidate's position in ``selected_index``.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
-from ..errors import SpecvizError
+from ..errors import SpecvizError, SpecvizWarning
 from ..results import TreeBuild
 from ..trace import Trace
 from ..validate import check_shape, int_array
@@ -128,9 +130,11 @@ def build_tree(parent_list, selected_index, verified_seq_len, *, topk, depth, nu
             writes = [("retrieve_index", b * n + i, b * n + i)]
             p = int(par[b, i])
             if p < 0:
+                message = (f"request {b} node {i}: its parent candidate is not selected, so the node stays unlinked and "
+                           "unreachable (SGLang's CUDA builder prints 'invalid eagle tree'); its mask row and position are undefined in SGLang")
+                warnings.warn(message, SpecvizWarning, stacklevel=2)
                 if trace is not None:
-                    trace.emit("warning", b, i, writes,
-                               message=f"node {i}: its parent candidate is not selected; the node stays unlinked (SGLang: 'invalid eagle tree')")
+                    trace.emit("warning", b, i, writes, message=message)
                 continue
             if nt[b, p] == -1:
                 nt[b, p] = i
