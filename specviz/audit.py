@@ -598,6 +598,9 @@ def _finding(ctx: _Ctx, name: str, got, exp) -> AuditFinding | None:
                 if g == list(c.committed_tokens):
                     rule = (f"{ctx.toks(g)} are the committed input tokens (root + accepted drafts); the outputs are the "
                             f"predictions at those rows, shifted by one position: {ctx.toks(e)}")
+                elif len(e) > 1 and g == e[1:]:
+                    rule = (f"the first output {ctx.lab(e[0])} is missing: it is the root's prediction (predicts at row "
+                            f"{c.accept_rows[0]}), so the outputs are {ctx.toks(e)}")
                 elif len(g) == len(e) - 1 and g == e[:-1]:
                     rule = f"the bonus {ctx.lab(e[-1])} is missing: accept_lens = {c.accept_len} tokens are emitted, the accepted drafts plus the bonus"
                 else:
@@ -694,7 +697,7 @@ def _predicts_finding(ctx: _Ctx, got, exp) -> AuditFinding | None:
             own = int(ctx.cand[b, node])
             last = j == len(c.accept_rows) - 1
             if last:
-                rule = (f"predicts[{row}] is {ctx.lab(g) if g >= 0 else g}: the bonus {ctx.lab(e)} is written at the last "
+                rule = (f"predicts[{row}] is {g}{f' ({ctx.lab(g)})' if 0 <= g < len(ctx.s.vocab) else ''}: the bonus {ctx.lab(e)} is written at the last "
                         f"accepted row {row} ({ctx.lab(own)})")
             elif g == own:
                 rule = (f"{ctx.lab(g)} is row {row}'s own input token: predicts[g] is the token emitted AFTER row g, "
@@ -804,3 +807,62 @@ def audit_file(path) -> AuditReport:
         raise SpecvizError("file", f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     s, claimed = load_audit_request(data, os.path.dirname(os.path.abspath(str(path))))
     return audit(s, claimed)
+
+
+# ---------------------------------------------------------------------------------------------
+# Quiz: the student predicts a field before the reveal; the audit engine checks the answer
+# ---------------------------------------------------------------------------------------------
+
+QUIZ_FIELDS = ("accept_index", "outputs", "committed_rows", "correct_len")
+
+
+def quiz_fields(s: Scenario) -> tuple:
+    """The fields a student can predict for this scenario (in the order the page offers them)."""
+    if s.algorithm.startswith("dspark"):
+        return ("correct_len", "outputs", "committed_rows")
+    return ("accept_index", "outputs", "committed_rows")
+
+
+def check_answer(s: Scenario, field_name: str, answer_text: str, run: Run | None = None) -> AuditReport:
+    """Parse a typed answer (e.g. ``[0, 1, 3]`` or ``A C X``) and audit that one field."""
+    if field_name not in quiz_fields(s):
+        raise SpecvizError("quiz", f"{field_name!r} cannot be asked for {s.algorithm}: ask one of {', '.join(quiz_fields(s))}")
+    text = answer_text.strip() if isinstance(answer_text, str) else ""
+    if not text:
+        raise SpecvizError(field_name, "is empty: type your prediction first, e.g. [0, 1, 3]")
+    if not text.startswith(("[", "(")) and re.fullmatch(r"[^\[\]()]+", text):
+        text = "[" + ", ".join(re.split(r"[\s,]+", text.strip())) + "]"  # "A C X" or "0 1 3" -> a list
+    value = parse_array(text, field_name)
+    if field_name == "correct_len" and isinstance(value, list) and len(value) == 1 and not isinstance(value[0], list):
+        value = value[0]
+    return audit(s, {field_name: value}, run=run)
+
+
+def quiz_scenario(seed: int) -> Scenario:
+    """A random greedy question on a small tree (deterministic in ``seed``)."""
+    rng = np.random.default_rng(int(seed))
+    shapes = [
+        ([-1, 0, 0, 1, 1], ["R", "A", "B", "C", "D"]),
+        ([-1, 0, 0, 1, 1, 2], ["R", "A", "B", "C", "D", "E"]),
+        ([-1, 0, 0, 0, 1, 2], ["R", "A", "B", "C", "D", "E"]),
+        ([-1, 0, 0, 1, 1, 3, 3], ["R", "A", "B", "C", "D", "E", "F"]),
+    ]
+    parents, tokens = shapes[int(rng.integers(len(shapes)))]
+    vocab = ["A", "B", "C", "D", "E", "F", "X", "R"]
+    kids = {i: [c for c in range(len(parents)) if parents[c] == i] for i in range(len(parents))}
+    predict = []
+    for i in range(len(parents)):
+        if kids[i] and rng.random() < 0.7:
+            predict.append(tokens[kids[i][int(rng.integers(len(kids[i])))]])
+        else:
+            predict.append(["X", "F", "E"][int(rng.integers(3))] if rng.random() < 0.8 else "X")
+    depth = [0] * len(parents)
+    for i in range(1, len(parents)):
+        depth[i] = depth[parents[i]] + 1
+    return scenario_from_dict({
+        "name": f"quiz_{int(seed)}", "title": f"Random greedy question #{int(seed)}",
+        "description": "A random tree with random target predictions: predict the accepted path before the reveal.",
+        "algorithm": "greedy", "vocab": vocab,
+        "requests": [{"tree": {"parents": parents, "tokens": tokens}, "seq_len": int(rng.integers(5, 30)),
+                      "target_predict": predict}],
+        "num_speculative_tokens": max(depth) + 1})

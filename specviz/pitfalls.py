@@ -450,3 +450,60 @@ def get_pitfall(key: str) -> Pitfall:
     if key not in BY_KEY:
         raise SpecvizError("pitfall", f"{key!r} is not in the gallery: choose one of {', '.join(BY_KEY)}")
     return BY_KEY[key]
+
+
+# ---------------------------------------------------------------------------------------------
+# What each side marks in the tree (for the side-by-side figures)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SideView:
+    """Per request: the nodes a side treats as kept (root + accepted), and the bonus token it emits."""
+
+    nodes: tuple  # per request: tuple of node ids
+    bonus: tuple  # per request: token id or None
+
+
+def side_view(s: Scenario, values: dict) -> SideView:
+    """Read a side's values (audit field names, token ids) as kept nodes per request.
+
+    accept_index / committed_rows are global rows: a row is drawn in the request that owns it
+    (so local node ids of request 1 light up request 0's tree, which is what that bug reads).
+    """
+    bs, n = len(s.requests), s.n
+    ref = run_scenario(s, with_trace=False).commits
+    nodes = [set() for _ in range(bs)]
+    rows = None
+    if "accept_index" in values:
+        rows = [r for req in values["accept_index"] for r in req if r >= 0]
+    elif "committed_rows" in values:
+        rows = [r for req in values["committed_rows"] for r in req]
+    if rows is not None:
+        for r in rows:
+            if 0 <= r < bs * n:
+                nodes[r // n].add(r % n)
+    elif "correct_len" in values:
+        for b, k in enumerate(values["correct_len"]):
+            nodes[b].update(range(min(int(k), n - 1) + 1))
+    elif "committed_tokens" in values:
+        tree_tokens = [s.tree(b).tokens for b in range(bs)]
+        for b, toks in enumerate(values["committed_tokens"]):
+            for t in toks:
+                hit = next((i for i in ref[b].accept_nodes if tree_tokens[b][i] == t), None)
+                if hit is not None:
+                    nodes[b].add(hit)
+    else:
+        for b in range(bs):
+            nodes[b].update(ref[b].accept_nodes)
+    bonus = []
+    for b in range(bs):
+        if "bonus" in values:
+            bonus.append(int(values["bonus"][b]))
+        elif "outputs" in values and values["outputs"][b]:
+            bonus.append(int(values["outputs"][b][-1]))
+        elif "committed_tokens" in values:
+            bonus.append(None)
+        else:
+            bonus.append(int(ref[b].next_root))
+    return SideView(nodes=tuple(tuple(sorted(x)) for x in nodes), bonus=tuple(bonus))

@@ -1,0 +1,158 @@
+"""Pitfall gallery: a common Accept bug next to the correct behaviour, on the same inputs.
+
+Everything shown comes from specviz.pitfalls (the buggy implementations and the reference
+values) and specviz.audit (the one-sentence diagnosis); this page only lays them out.
+"""
+import streamlit as st
+
+from specviz.audit import audit
+from specviz.pitfalls import PITFALLS, BY_KEY, display, side_view
+from specviz.render.tree import forest_dot, tree_dot
+from specviz.scenario import scenario_from_json
+from specviz.ui import common as ui
+from specviz.ui import share_ui
+
+KEY = "pitfalls"
+share_ui.load_shared_state()
+ui.page_setup(KEY, slot=None)
+
+# Which live page (and scenario slot) explores a pitfall's scenario further.
+PAGE_SLOTS = {"greedy": ("pages/greedy.py", "tree"), "batch_kv": ("pages/batch_kv.py", "batch"),
+              "dspark": ("pages/dspark.py", "dspark"), "target_only": ("pages/target_only.py", "target_only"),
+              "chain_sampling": ("pages/chain_sampling.py", "chain")}
+
+extra = share_ui.shared_extra(KEY)
+if extra.get("pitfall") in BY_KEY and st.session_state.get("sv_pitfall_from_link") != extra["pitfall"]:
+    st.session_state["sv_pitfall_from_link"] = extra["pitfall"]
+    ui.set_value("sv_pitfall", extra["pitfall"])
+
+st.title(ui.tr("Pitfall gallery", "常见错误图鉴"))
+st.caption(ui.tr("Each entry runs a small buggy implementation and the SGLang 0.5.23 reference on the same inputs. "
+                 "Pick one, compare the two sides, then read the symptom and the fix.",
+                 "每个条目都在相同输入上运行一个小的错误实现和 SGLang 0.5.23 参考实现。选择一个条目，对比两侧结果，再阅读症状与修正方法。"))
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _pitfall_data(key: str):
+    p = BY_KEY[key]
+    s = p.scenario()
+    bug, ok = p.buggy_outputs(s), p.correct_outputs(s)
+    rep = audit(s, bug)
+    return (s.to_json(indent=None), p.compare(), side_view(s, bug), side_view(s, ok),
+            rep.first_error.sentence() if rep.first_error else "")
+
+
+keys = [p.key for p in PITFALLS]
+pick_col, main_col = st.columns([1, 3.2], gap="large")
+with pick_col:
+    st.markdown(f"**{ui.tr('Choose a pitfall', '选择一个错误')}**")
+    key = ui.widget(st.radio, ui.tr("Pitfall", "错误"), "sv_pitfall", keys[0], options=keys,
+                    format_func=lambda k: f"{keys.index(k) + 1}. {BY_KEY[k].title[ui.lang()]}", label_visibility="collapsed")
+p = BY_KEY[key]
+s_json, rows, bug_view, ok_view, diagnosis = _pitfall_data(key)
+s = scenario_from_json(s_json)
+lang = ui.lang()
+
+with main_col:
+    st.subheader(f"{keys.index(key) + 1}. {p.title[lang]}")
+    if s.description and lang == "en":
+        st.caption(s.title)
+    st.warning(f"**{ui.tr('Symptom', '症状')}** · {p.symptom[lang]}", icon="🐞")
+    st.success(f"**{ui.tr('Fix', '修正')}** · {p.fix[lang]}", icon="🔧")
+
+    # Side by side: the values ...
+    left, right = st.columns(2, gap="large")
+    for col, side, label, is_bug in ((left, bug_view, p.buggy_label[lang], True), (right, ok_view, p.correct_label[lang], False)):
+        with col:
+            st.markdown(f"### {'❌' if is_bug else '✅'} {label}")
+            chips_html = []
+            for r in rows:
+                value = r.buggy if is_bug else r.correct
+                state = ("rejected" if r.differs else "accepted") if is_bug else "accepted"
+                chips_html.append(f'<div class="sv-row"><span class="sv-label">{r.field}</span>'
+                                  f'{ui.chip(value, state, title=f"{r.field} = {value}")}</div>')
+            st.markdown("".join(chips_html), unsafe_allow_html=True)
+
+    # ... and the trees they imply.
+    ref_nodes = ok_view.nodes
+
+    def states_for(view, b):
+        st_ = {}
+        for i in range(s.n):
+            kept, want = i in view.nodes[b], i in ref_nodes[b]
+            if view is ok_view:
+                st_[i] = "accepted" if kept else "discarded"
+            else:
+                st_[i] = "accepted" if kept and want else ("rejected" if kept else ("pending" if want else "discarded"))
+        return st_
+
+    def dot_for(view):
+        trees = []
+        for b in range(len(s.requests)):
+            tree = s.tree(b)
+            last = max(view.nodes[b]) if view.nodes[b] else 0
+            path = [i for i in view.nodes[b]]
+            anchor = path[-1] if path else 0
+            if s.is_tree and view.nodes[b]:
+                depths = tree.depths()
+                anchor = max(view.nodes[b], key=lambda i: (depths[i], i))
+            else:
+                anchor = last
+            bonus = (anchor, s.label(view.bonus[b])) if view.bonus[b] is not None else None
+            trees.append(dict(parents=tree.parents, labels=[s.label(t) for t in tree.tokens],
+                              rows=[b * s.n + i for i in range(s.n)], states=states_for(view, b), bonus=bonus,
+                              bonus_label=ui.term("bonus"), row_word=ui.term("row"),
+                              tooltips={i: f"{s.label(tree.tokens[i])} · {ui.term('row')} {b * s.n + i}" for i in range(s.n)},
+                              cluster=f"{ui.tr('request', '请求')} {b}" if len(s.requests) > 1 else None))
+        if len(trees) == 1:
+            kw = dict(trees[0])
+            kw.pop("cluster")
+            return tree_dot(**kw)
+        return forest_dot(trees)
+
+    left, right = st.columns(2, gap="large")
+    with left:
+        st.graphviz_chart(dot_for(bug_view), width="content")
+        st.caption(ui.tr("Green ✓: rows both sides keep. Red ✗: rows only the buggy code uses. Grey: rows it misses.",
+                         "绿色 ✓：两侧都保留的行。红色 ✗：只有错误实现使用的行。灰色：它漏掉的行。"))
+    with right:
+        correct_dot = dot_for(ok_view)
+        st.graphviz_chart(correct_dot, width="content")
+        st.caption(ui.tr("Green ✓: the root and the accepted drafts (their KV is kept); orange ★: the bonus, the next root.",
+                         "绿色 ✓：root 与被接受的 Draft（保留 KV）；橙色 ★：bonus，即下一轮的根。"))
+
+    if diagnosis:
+        st.info(f"**{ui.tr('What the audit engine says about the buggy side', '审计引擎对错误一侧的判断')}** · {diagnosis}",
+                icon="🔎")
+
+    c1, c2 = st.columns(2)
+    page_file, slot = PAGE_SLOTS.get(p.page, (None, None))
+
+    def open_live():
+        ui.set_scenario(slot, s)
+
+    def open_audit():
+        from specviz.pitfalls import display as _d  # noqa: F401  (keeps the import local to the callback)
+
+        bug = p.buggy_outputs(s)
+        ui.set_scenario("audit", s)
+        lines = []
+        for f, v in bug.items():
+            if f in ("outputs", "committed_tokens", "bonus", "accept_tokens"):
+                lines.append(f"{f} = {display(s, f, v) if len(s.requests) == 1 else display(s, f, v)}")
+            else:
+                lines.append(f"{f} = {v}")
+        st.session_state["sv_audit_text"] = "\n".join(lines)
+        st.session_state["w_sv_audit_text"] = "\n".join(lines)
+
+    if page_file and slot:
+        if c1.button(ui.tr("Explore these inputs on the live page", "在对应页面中探索这些输入"), key="w_pitfall_live",
+                     on_click=open_live, width="stretch"):
+            st.switch_page(page_file)
+    if c2.button(ui.tr("Audit the buggy outputs", "审计错误实现的输出"), key="w_pitfall_audit", on_click=open_audit,
+                 width="stretch"):
+        st.switch_page("pages/audit.py")
+
+    share_ui.share_controls(KEY, extra={"pitfall": key})
+    share_ui.export_controls(s, dot=correct_dot, key="pitfall_export")
+ui.end_page()
