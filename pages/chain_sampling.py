@@ -45,11 +45,23 @@ N = len(req.chain)
 VER = ui.scenario_version(SLOT)
 
 
+def _p_rows(sc_) -> list[list[float]]:
+    """p as given, or derived from target_logits (temperature, top-k, top-p) when the scenario gives logits."""
+    r = sc_.requests[0]
+    return [list(map(float, row)) for row in (r.target_probs if r.target_probs is not None else sc_.target_probs(0).tolist())]
+
+
+p_rows = _p_rows(s)
+
+
 def _update_request(**changes) -> bool:
     """Replace fields of request 0; a bad value shows st.error naming the field, the scenario is kept."""
     def build():
         data = s.model_dump(mode="json")
         data["requests"][0].update(changes)
+        if "target_probs" in changes:
+            for k in ("target_logits", "temperature", "top_k", "top_p"):
+                data["requests"][0].pop(k, None)
         return scenario_from_dict(data)
     return ui.try_update(SLOT, build)
 
@@ -112,15 +124,15 @@ with col_chain:
         if _update_request(chain=new_chain):
             st.rerun()
     b1, b2, _ = st.columns([1, 1, 2])
-    if b1.button(tr("+ draft slot", "+ 增加 Draft"), key="w_chain_add", disabled=N >= 8):
+    if b1.button(tr("+ slot", "+ 位置"), key="w_chain_add", disabled=N >= 8):
         uni = [round(1.0 / len(vocab), 6)] * len(vocab)
-        ok = _update_request(chain=list(req.chain) + [vocab[0]], target_probs=[list(r) for r in req.target_probs] + [uni],
-                             draft_probs=[list(r) for r in req.draft_probs] + [list(req.target_probs[-1])],
+        ok = _update_request(chain=list(req.chain) + [vocab[0]], target_probs=[list(r) for r in p_rows] + [uni],
+                             draft_probs=[list(r) for r in req.draft_probs] + [list(p_rows[-1])],
                              coins=list(req.coins) + [0.5])
         if ok:
             st.rerun()
-    if b2.button(tr("− draft slot", "− 删除 Draft"), key="w_chain_del", disabled=N <= 2):
-        if _update_request(chain=list(req.chain)[:-1], target_probs=[list(r) for r in req.target_probs][:-1],
+    if b2.button(tr("− slot", "− 位置"), key="w_chain_del", disabled=N <= 2):
+        if _update_request(chain=list(req.chain)[:-1], target_probs=[list(r) for r in p_rows][:-1],
                            draft_probs=[list(r) for r in req.draft_probs][:-1], coins=list(req.coins)[:-1]):
             st.rerun()
 
@@ -153,7 +165,7 @@ tp, tq = st.columns(2, gap="large")
 with tp:
     st.markdown(tr("**p = target_probs** `[bs, N, V]` (Target distribution after each row)",
                    "**p = target_probs** `[bs, N, V]`（每行之后的 Target 分布）"))
-    new_p = _table("p", req.target_probs, p_labels)
+    new_p = _table("p", p_rows, p_labels)
 with tq:
     st.markdown(tr("**q = draft_probs** `[bs, N−1, V]` (the distribution the Draft sampled slot s from)",
                    "**q = draft_probs** `[bs, N−1, V]`（Draft 提出位置 s 时所用的分布）"))
@@ -163,7 +175,9 @@ with tq:
 def _normalise():
     cur = ui.scenario(SLOT)
     data = cur.model_dump(mode="json")
-    src_p = st.session_state.get("sv_chain_pending_p") or data["requests"][0]["target_probs"]
+    src_p = st.session_state.get("sv_chain_pending_p") or _p_rows(cur)
+    for k in ("target_logits", "temperature", "top_k", "top_p"):
+        data["requests"][0].pop(k, None)
     src_q = st.session_state.get("sv_chain_pending_q") or data["requests"][0]["draft_probs"]
     data["requests"][0]["target_probs"] = dist.normalise_rows(src_p)
     data["requests"][0]["draft_probs"] = dist.normalise_rows(src_q)
@@ -175,7 +189,7 @@ def _normalise():
         st.session_state["sv_chain_err"] = (exc.field, exc.detail)
 
 
-if new_p != [list(map(float, r)) for r in req.target_probs] or new_q != [list(map(float, r)) for r in req.draft_probs]:
+if new_p != [list(map(float, r)) for r in p_rows] or new_q != [list(map(float, r)) for r in req.draft_probs]:
     st.session_state["sv_chain_pending_p"] = new_p
     st.session_state["sv_chain_pending_q"] = new_q
     if _update_request(target_probs=new_p, draft_probs=new_q):
@@ -183,12 +197,23 @@ if new_p != [list(map(float, r)) for r in req.target_probs] or new_q != [list(ma
         st.session_state.pop("sv_chain_pending_q", None)
         st.rerun()
 st.button(tr("Normalise rows (divide each row by its sum)", "归一化（每行除以其和）"), key="w_chain_norm", on_click=_normalise)
+with st.expander(tr("Edit p and q as text (paste rows: one row per line)", "以文本编辑 p 与 q（每行一个分布）")):
+    tx1, tx2 = st.columns(2)
+    p_text = tx1.text_area("target_probs (p)", dist.rows_to_text(p_rows), key=f"w_chain_ptext::{VER}", height=130)
+    q_text = tx2.text_area("draft_probs (q)", dist.rows_to_text(req.draft_probs), key=f"w_chain_qtext::{VER}", height=130)
+    if st.button(tr("Apply the text", "应用文本"), key="w_chain_apply"):
+        with ui.guard():
+            rows_p = dist.rows_from_text("requests[0].target_probs", p_text, len(vocab))
+            rows_q = dist.rows_from_text("requests[0].draft_probs", q_text, len(vocab))
+            if _update_request(target_probs=rows_p, draft_probs=rows_q):
+                st.rerun()
 
 # ---------------------------------------------------------------------------------------------
 # The run, step by step
 # ---------------------------------------------------------------------------------------------
 s = ui.scenario(SLOT)
 req = s.requests[0]
+p_rows = _p_rows(s)
 run = ui.run(s)
 if run is None:
     st.stop()
@@ -271,7 +296,9 @@ with left:
     ai = frame.arrays["accept_index"].reshape(-1).tolist()
     pr = frame.arrays["predicts"].reshape(-1).tolist()
     ui.chip_row("accept_index", [ui.chip(v, "accepted" if v >= 0 else "pending", f"accept_index[0][{j}] = {v}") for j, v in enumerate(ai)])
-    ui.chip_row("predicts", [ui.chip(vocab[v] if 0 <= v < len(vocab) else v, "pending", f"predicts[{j}] = {v}") for j, v in enumerate(pr)])
+    written = {i for e in seen for (name, i, _) in e.writes if name == "predicts"}
+    ui.chip_row("predicts", [ui.chip(vocab[v], "accepted", f"predicts[{j}] = {v} ({vocab[v]})") if j in written and 0 <= v < len(vocab)
+                             else ui.chip("·", "pending", f"predicts[{j}]: not written (init {v})") for j, v in enumerate(pr)])
 with right:
     if ev is not None and ev.kind in ("residual", "terminal", "commit"):
         res_ev = next(e for e in events if e.kind == "residual")
@@ -279,7 +306,7 @@ with right:
         k = res_ev.node
         full = res_ev.data.get("q") is None
         st.markdown(tr("**Terminal draw at row {k}** ({src})", "**第 {k} 行的终止采样**（{src}）", k=k, src=res_ev.data["source"]))
-        st.plotly_chart(sc.residual_figure(vocab, req.target_probs[k], None if full else req.draft_probs[k],
+        st.plotly_chart(sc.residual_figure(vocab, p_rows[k], None if full else req.draft_probs[k],
                                            coin_final=req.coin_final if ev.kind != "residual" else None,
                                            chosen=term_ev.data["token"] if ev.kind != "residual" else None, bonus_from_p=full,
                                            text={"norm": tr("normalised", "归一化"), "cdf": tr("terminal draw", "终止采样")}),
@@ -315,7 +342,7 @@ st.success(tr("Output this round: **{o}** — accept_index {ai}, accept_lens = {
               nr=vocab[c.next_root]))
 qc = st.columns(3)
 qc[0].button(tr("u[0] = .4 (accept A)", "u[0] = .4（接受）"), key="w_chain_q1", on_click=_set_coin0(0.4))
-qc[1].button(tr("u[0] = .5 (edge: .5·.6 = .3 is not < .3)", "u[0] = .5（边界：.5·.6 = .3 不小于 .3）"), key="w_chain_q2", on_click=_set_coin0(0.5))
+qc[1].button(tr("u[0] = .5 (edge: .3 < .3 fails)", "u[0] = .5（边界：.3 < .3 不成立）"), key="w_chain_q2", on_click=_set_coin0(0.5))
 qc[2].button(tr("u[0] = .7 (reject)", "u[0] = .7（拒绝）"), key="w_chain_q3", on_click=_set_coin0(0.7))
 
 # ---------------------------------------------------------------------------------------------
@@ -326,10 +353,10 @@ slot = 1
 if N > 2:
     slot = st.selectbox(tr("position", "位置"), list(range(1, N)), key="w_chain_decomp_slot", format_func=lambda j: f"slot {j}")
 with ui.guard():
-    accepted, redistributed, total = dist.decomposition(req.target_probs[slot - 1], req.draft_probs[slot - 1])
+    accepted, redistributed, total = dist.decomposition(p_rows[slot - 1], req.draft_probs[slot - 1])
     dcol, tcol = st.columns([3, 2], gap="large")
     with dcol:
-        st.plotly_chart(sc.decomposition_figure(vocab, accepted, redistributed, req.target_probs[slot - 1],
+        st.plotly_chart(sc.decomposition_figure(vocab, accepted, redistributed, p_rows[slot - 1],
                                                 text={"acc": tr("accepted: min(p, q)", "接受分支：min(p, q)"),
                                                       "red": tr("rejected mass, redistributed", "拒绝质量再分配"),
                                                       "p": "p (Target)"}),

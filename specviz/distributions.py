@@ -303,3 +303,36 @@ def random_coins(seed: int, count: int) -> tuple[list[float], float]:
     rng = np.random.default_rng(int(seed))
     vals = np.floor(rng.random(count + 1) * 1000) / 1000  # in [0, .999]
     return [float(v) for v in vals[:count]], float(vals[count])
+
+
+def rows_to_text(table) -> str:
+    """A probability table as text, one row per line (the inverse of ``rows_from_text``)."""
+    return "\n".join(" ".join(f"{float(v):.6g}" for v in row) for row in table)
+
+
+def rows_from_text(field: str, text: str, width: int) -> list[list[float]]:
+    """Parse pasted rows (numbers split by spaces or commas, one row per line) into a table.
+
+    Raises SpecvizError naming ``field[k]`` for the first row that is not ``width`` numbers; the
+    sums are checked later by the scenario, which names the row the same way.
+    """
+    rows = []
+    for k, line in enumerate(ln for ln in text.strip().splitlines() if ln.strip()):
+        parts = [x for x in line.replace(",", " ").replace(";", " ").split() if x]
+        try:
+            vals = [float(x) for x in parts]
+        except ValueError:
+            bad = next(x for x in parts if not _is_number(x))
+            raise SpecvizError(f"{field}[{k}]", f"holds {bad!r}, which is not a number: write the row as {width} numbers") from None
+        if len(vals) != width:
+            raise SpecvizError(f"{field}[{k}]", f"has {len(vals)} values but the vocabulary has {width}: one number per token")
+        rows.append(vals)
+    return rows
+
+
+def _is_number(x: str) -> bool:
+    try:
+        float(x)
+    except ValueError:
+        return False
+    return True

@@ -43,7 +43,10 @@ def cell_grid_figure(row_names: Sequence[str], cells: Sequence[Sequence[str]], s
     # Invisible markers carry the hovers.
     fig.add_scatter(x=xs, y=ys, mode="markers", marker=dict(size=38, opacity=0), hovertext=tips, hoverinfo="text",
                     showlegend=False)
-    for x, label in marks:
+    merged: dict = {}
+    for x, label in marks:  # two boundaries on one column line share one label
+        merged[x] = f"{merged[x]}, {label}" if x in merged else label
+    for x, label in merged.items():
         fig.add_shape(type="line", x0=x, x1=x, y0=-0.1, y1=nrows + 0.1, line=dict(color="black", width=4, dash="dash"))
         fig.add_annotation(x=x, y=-0.12, text=f"<b>{label}</b>", showarrow=False, yanchor="bottom",
                            font=dict(size=PLOT_FONT_SIZE, color="black"))
@@ -59,60 +62,57 @@ def cell_grid_figure(row_names: Sequence[str], cells: Sequence[Sequence[str]], s
 
 
 def match_figure(window: Sequence[str], target: Sequence[str], matches: Sequence[bool], correct_len: int, *,
-                 raw_correct_len: int | None = None, verify_len: int | None = None, upto: int | None = None,
-                 text: dict | None = None) -> go.Figure:
+                 raw_correct_len: int | None = None, verify_len: int | None = None, compared: int | None = None,
+                 show_result: bool = True, text: dict | None = None) -> go.Figure:
     """The DSpark greedy compare: column t holds verify row t (anchor, drafts), the target's
     prediction after row t, and whether draft t+1 equals it.
 
     window [T] tokens (anchor first); target [T] predictions; matches [T-1]: window[t+1] == target[t].
-    correct_len: after the window cap; raw_correct_len: before it. verify_len caps the window (rows
-    >= verify_len are greyed). upto: show only the first ``upto`` compares (animation), None = all.
+    correct_len: after the window cap; raw_correct_len: the leading run before it. verify_len caps the
+    window (rows >= verify_len are greyed). compared: how many compares to reveal (animation; None =
+    all). show_result: mark the bonus and the commit_lens boundary.
     """
     t = {"row": "verify row (input)", "target": "target predicts after it", "draft": "next draft",
-         "match": "match?", "counted": "counted", "ignored": "ignored: after a mismatch",
-         "capped": "beyond verify_len", "commit": "commit_lens", "bonus": "bonus"} | (text or {})
+         "match": "match?", "ignored": "ignored: after a mismatch", "capped": "beyond verify_len",
+         "commit": "commit_lens", "bonus": "bonus"} | (text or {})
     T = len(window)
-    raw = correct_len if raw_correct_len is None else raw_correct_len
     vl = T if verify_len is None else verify_len
-    shown = T - 1 if upto is None else max(0, min(upto, T - 1))
-    rows = [t["row"], t["target"], t["draft"], t["match"]]
-    cells = [[], [], [], []]
-    states = [[], [], [], []]
-    hovers = [[], [], [], []]
+    shown = T - 1 if compared is None else max(0, min(compared, T - 1))
     first_miss = next((i for i, m in enumerate(matches) if not m), None)
+    rows = [t["row"], t["target"], t["draft"], t["match"]]
+    cells, states, hovers = [[], [], [], []], [[], [], [], []], [[], [], [], []]
     for c in range(T):
         outside = c >= vl
         cells[0].append(window[c])
-        states[0].append("discarded" if outside else ("accepted" if c <= correct_len else "pending"))
-        hovers[0].append(f"row {c} ({'anchor' if c == 0 else f'draft {c}'}): {window[c]}" + (f" — {t['capped']}" if outside else ""))
-        done = upto is None or c <= shown
-        is_bonus = c == correct_len and done and (upto is None or shown >= min(raw, T - 1))
+        kept = show_result and c <= correct_len
+        states[0].append("accepted" if kept else ("discarded" if outside or show_result else "pending"))
+        hovers[0].append(f"row {c} ({'anchor' if c == 0 else f'draft {c}'}): {window[c]}" + (f" ({t['capped']})" if outside else ""))
+        is_bonus = show_result and c == correct_len
         cells[1].append(target[c])
         states[1].append("bonus" if is_bonus else ("discarded" if outside else "plain"))
-        hovers[1].append(f"target_predict[{c}] = {target[c]}" + (f" — {t['bonus']}" if is_bonus else ""))
-        if c < T - 1:
-            m = bool(matches[c])
-            cells[2].append(window[c + 1])
-            states[2].append("plain")
-            hovers[2].append(f"draft at row {c + 1}: {window[c + 1]}")
-            if c < shown or upto is None:
-                counted = m and (first_miss is None or c < first_miss)
-                ignored = m and not counted
-                mark = "✔" if counted else ("✔ " + t["ignored"] if ignored else "✘")
-                cells[3].append(mark if not ignored else "✔?")
-                states[3].append("accepted" if counted else ("discarded" if ignored else "rejected"))
-                hovers[3].append(f"{window[c + 1]} == {target[c]} ? {m}" + (f" — {t['ignored']}" if ignored else ""))
-            else:
-                cells[3].append("?")
-                states[3].append("pending")
-                hovers[3].append(f"{window[c + 1]} == {target[c]} ?")
-        else:
+        hovers[1].append(f"target_predict[{c}] = {target[c]}" + (f" ({t['bonus']})" if is_bonus else ""))
+        if c == T - 1:
             for r in (2, 3):
                 cells[r].append("")
                 states[r].append("blank")
                 hovers[r].append("")
+            continue
+        m = bool(matches[c])
+        cells[2].append(window[c + 1])
+        states[2].append("plain")
+        hovers[2].append(f"draft at row {c + 1}: {window[c + 1]}")
+        if c < shown:
+            counted = m and (first_miss is None or c < first_miss)
+            ignored = m and not counted
+            cells[3].append("✔" if counted else ("(✔)" if ignored else "✘"))
+            states[3].append("accepted" if counted else ("discarded" if ignored else "rejected"))
+            hovers[3].append(f"{window[c + 1]} == {target[c]} ? {m}" + (f": {t['ignored']}" if ignored else ""))
+        else:
+            cells[3].append("?")
+            states[3].append("pending")
+            hovers[3].append(f"{window[c + 1]} == {target[c]} ?")
     marks = []
-    if upto is None or shown >= min(raw, T - 1):
+    if show_result:
         marks.append((correct_len + 1, f"{t['commit']} = {correct_len + 1}"))
     if vl < T:
         marks.append((vl, f"verify_len = {vl}"))

@@ -79,25 +79,27 @@ def accept_test_figure(p_tok: float, q_tok: float, coin: float, *, token: str, a
          "x": "coin u (0..1)"} | (text or {})
     a = min(1.0, p_tok / q_tok) if q_tok > 0 else (1.0 if p_tok > 0 else 0.0)
     fig = go.Figure()
-    fig.add_bar(y=[""], x=[a], base=[0], orientation="h", name=t["accept"], marker_color=state_color("accepted"),
-                hovertemplate=f"{t['accept']}<br>[0, {_fmt(a)})<br>min(1, p/q) = min(1, {_fmt(p_tok)}/{_fmt(q_tok)}) = {_fmt(a)}<extra></extra>",
-                text=[f"{t['accept']}  ({_fmt(a)})"] if a > 0.12 else [""], textposition="inside", insidetextanchor="middle",
-                textfont=dict(color="white", size=PLOT_FONT_SIZE))
+    fig.add_bar(y=[0], x=[max(a, 0.002)], base=[0], orientation="h", width=0.8, name=t["accept"], marker_color=state_color("accepted"),
+                hovertemplate=f"{t['accept']}<br>[0, {_fmt(a)})<br>min(1, p/q) = min(1, {_fmt(p_tok)}/{_fmt(q_tok)}) = {_fmt(a)}<extra></extra>")
+    if a > 0.12:
+        fig.add_annotation(x=a / 2, y=0, text=f"<b>{t['accept']}</b>", showarrow=False, font=dict(color="white", size=PLOT_FONT_SIZE))
     if a < 1:
-        fig.add_bar(y=[""], x=[1 - a], base=[a], orientation="h", name=t["reject"], marker_color=state_color("rejected"),
-                    hovertemplate=f"{t['reject']}<br>[{_fmt(a)}, 1)<extra></extra>",
-                    text=[t["reject"]] if 1 - a > 0.12 else [""], textposition="inside", insidetextanchor="middle",
-                    textfont=dict(color="white", size=PLOT_FONT_SIZE))
+        fig.add_bar(y=[0], x=[1 - a], base=[a], orientation="h", width=0.8, name=t["reject"], marker_color=state_color("rejected"),
+                    hovertemplate=f"{t['reject']}<br>[{_fmt(a)}, 1)<extra></extra>")
+        if 1 - a > 0.12:
+            fig.add_annotation(x=(1 + a) / 2, y=0, text=f"<b>{t['reject']}</b>", showarrow=False, font=dict(color="white", size=PLOT_FONT_SIZE))
+    fig.add_annotation(x=a, y=-0.62, text=f"p/q = {_fmt(p_tok)}/{_fmt(q_tok)} = {_fmt(p_tok / q_tok) if q_tok > 0 else '∞'}",
+                       showarrow=False, font=dict(size=PLOT_FONT_SIZE - 2, color="#444444"))
     verdict = "✔" if accepted else "✘"
-    fig.add_scatter(x=[coin], y=[""], mode="markers+text", name=t["coin"],
-                    marker=dict(symbol="triangle-down", size=30, color="black", line=dict(color="white", width=2)),
-                    text=[f"u = {_fmt(coin)}  {verdict}"], textposition="top center", textfont=dict(size=PLOT_FONT_SIZE + 2),
+    fig.add_scatter(x=[coin], y=[0.62], mode="markers", name=t["coin"], showlegend=False,
+                    marker=dict(symbol="triangle-down", size=28, color="black", line=dict(color="white", width=2)),
                     hovertemplate=(f"u = {_fmt(coin)}<br>u·q = {_fmt(coin)} × {_fmt(q_tok)} = {_fmt(coin * q_tok)}"
                                    f"<br>p = {_fmt(p_tok)}<br>u·q &lt; p ? {accepted}<extra></extra>"))
-    fig.update_xaxes(range=[0, 1], title_text=t["x"], showgrid=False, dtick=0.1)
-    fig.update_yaxes(showticklabels=False)
-    fig.update_layout(barmode="overlay", bargap=0.25)
-    return _layout(fig, height=230, title=t["title"] or None)
+    fig.add_annotation(x=coin, y=0.98, text=f"<b>u = {_fmt(coin)}  {verdict}</b>", showarrow=False, font=dict(size=PLOT_FONT_SIZE + 1))
+    fig.update_xaxes(range=[-0.01, 1.01], title_text=t["x"], showgrid=False, dtick=0.1)
+    fig.update_yaxes(range=[-0.85, 1.15], showticklabels=False, showgrid=False, zeroline=False)
+    fig.update_layout(barmode="overlay")
+    return _layout(fig, height=250, title=t["title"] or None, legend=False)
 
 
 def residual_figure(vocab: Sequence[str], p, q, *, coin_final: float | None = None, chosen: int | None = None,
@@ -143,10 +145,10 @@ def residual_figure(vocab: Sequence[str], p, q, *, coin_final: float | None = No
         lo += norm[i]
     if coin_final is not None:
         label = f"{t['coin']} = {_fmt(coin_final)}" + (f" → {vocab[chosen]}" if chosen is not None and 0 <= chosen < V else "")
-        fig.add_scatter(x=[coin_final], y=[t["cdf"]], mode="markers+text", row=2, col=1, showlegend=False,
+        fig.add_scatter(x=[coin_final], y=[t["cdf"]], mode="markers", row=2, col=1, showlegend=False,
                         marker=dict(symbol="triangle-down", size=26, color="black", line=dict(color="white", width=2)),
-                        text=[label], textposition="top center", textfont=dict(size=PLOT_FONT_SIZE),
                         hovertemplate=label + "<extra></extra>")
+        fig.update_xaxes(title_text=f"<b>{label}</b>", row=2, col=1)
     fig.update_xaxes(range=[0, 1], row=2, col=1, dtick=0.1)
     fig.update_yaxes(range=[0, max(1.0, max(p + norm) * 1.18)], row=1, col=1, gridcolor="#eeeeee")
     fig.update_layout(barmode="group")
@@ -224,7 +226,7 @@ def buckets_figure(buckets, labels: Sequence[str], coin: float | None, *, curren
     tested (others pending). current: the sibling under test (thick outline). The coin marker shows u;
     the running-sum bound prob_acc / threshold_acc of each sibling is in its hover.
     """
-    t = {"coin": "coin u", "rest": "no sibling: relu(p − buffer)", "x": "coin u (0..1)", "title": ""} | (text or {})
+    t = {"coin": "coin u", "rest": "every sibling rejected: relu(p − buffer)", "x": "coin u (0..1)", "title": ""} | (text or {})
     verdicts = verdicts or {}
     fig = go.Figure()
     hi_max = 0.0
@@ -236,25 +238,28 @@ def buckets_figure(buckets, labels: Sequence[str], coin: float | None, *, curren
         hover = (f"{labels[j]}: p = {_fmt(bk.p)}<br>prob_acc = {_fmt(bk.prob_acc)}<br>"
                  f"prob_acc / threshold_acc = {_fmt(bk.prob_acc)} / {_fmt(threshold_acc)} = {_fmt(bk.bound)}"
                  f"<br>bucket [{_fmt(bk.lo)}, {_fmt(bk.hi)})" + ("<br>p ≥ threshold_single" if bk.single else ""))
-        fig.add_bar(y=[""], x=[max(width, 0.004)], base=[bk.lo], orientation="h", marker_color=fill, showlegend=False,
-                    marker_line=dict(color="black" if j == current else "white", width=4 if j == current else 2),
-                    text=[f"{labels[j]} [{_fmt(bk.lo)}, {_fmt(bk.hi)})" if width > 0.14 else labels[j]],
-                    textposition="inside", insidetextanchor="middle",
-                    textfont=dict(size=PLOT_FONT_SIZE, color=text_on(fill)), hovertemplate=hover + "<extra></extra>")
+        fig.add_bar(y=[0], x=[max(width, 0.004)], base=[bk.lo], orientation="h", width=0.8, marker_color=fill, showlegend=False,
+                    marker_line=dict(color="black" if j == current else "white", width=5 if j == current else 2),
+                    hovertemplate=hover + "<extra></extra>")
+        if width > 0.03:
+            fig.add_annotation(x=(bk.lo + bk.hi) / 2, y=0, text=f"<b>{labels[j]}</b>", showarrow=False,
+                               font=dict(size=PLOT_FONT_SIZE + 2, color=text_on(fill)))
+            fig.add_annotation(x=(bk.lo + bk.hi) / 2, y=-0.62, text=f"[{_fmt(bk.lo)}, {_fmt(bk.hi)})", showarrow=False,
+                               font=dict(size=PLOT_FONT_SIZE - 3, color="#444444"))
     if hi_max < 1.0:
-        fig.add_bar(y=[""], x=[1.0 - hi_max], base=[hi_max], orientation="h", marker_color=PALE_GREY, showlegend=False,
-                    marker_line=dict(color="white", width=2), text=[t["rest"] if 1 - hi_max > 0.2 else "…"],
-                    textposition="inside", insidetextanchor="middle", textfont=dict(size=PLOT_FONT_SIZE - 2, color="#555555"),
-                    hovertemplate=f"[{_fmt(hi_max)}, 1): {t['rest']}<extra></extra>")
+        fig.add_bar(y=[0], x=[1.0 - hi_max], base=[hi_max], orientation="h", width=0.8, marker_color=PALE_GREY, showlegend=False,
+                    marker_line=dict(color="white", width=2), hovertemplate=f"[{_fmt(hi_max)}, 1): {t['rest']}<extra></extra>")
+        fig.add_annotation(x=(hi_max + 1) / 2, y=-0.62, text=t["rest"] if 1 - hi_max > 0.3 else "…", showarrow=False,
+                           font=dict(size=PLOT_FONT_SIZE - 4, color="#555555"))
     if coin is not None:
-        fig.add_scatter(x=[coin], y=[""], mode="markers+text", showlegend=False,
-                        marker=dict(symbol="triangle-down", size=30, color="black", line=dict(color="white", width=2)),
-                        text=[f"u = {_fmt(coin)}"], textposition="top center", textfont=dict(size=PLOT_FONT_SIZE + 2),
+        fig.add_scatter(x=[coin], y=[0.62], mode="markers", showlegend=False,
+                        marker=dict(symbol="triangle-down", size=26, color="black", line=dict(color="white", width=2)),
                         hovertemplate=f"{t['coin']} = {_fmt(coin)}<extra></extra>")
-    fig.update_xaxes(range=[0, 1], title_text=t["x"], dtick=0.1, showgrid=False)
-    fig.update_yaxes(showticklabels=False)
+        fig.add_annotation(x=coin, y=0.95, text=f"<b>u = {_fmt(coin)}</b>", showarrow=False, font=dict(size=PLOT_FONT_SIZE + 1))
+    fig.update_xaxes(range=[-0.01, 1.01], title_text=t["x"], dtick=0.1, showgrid=False)
+    fig.update_yaxes(range=[-0.85, 1.1], showticklabels=False, showgrid=False, zeroline=False)
     fig.update_layout(barmode="overlay")
-    return _layout(fig, height=230, title=t["title"] or None, legend=False)
+    return _layout(fig, height=250, title=t["title"] or None, legend=False)
 
 
 def buffer_figure(vocab: Sequence[str], p_row, buffer_row, *, dist=None, coin_final: float | None = None,
@@ -293,9 +298,10 @@ def buffer_figure(vocab: Sequence[str], p_row, buffer_row, *, dist=None, coin_fi
             lo += w
         if coin_final is not None:
             label = f"{t['coin']} = {_fmt(coin_final)}" + (f" → {vocab[chosen]}" if chosen is not None and 0 <= chosen < len(vocab) else "")
-            fig.add_scatter(x=[coin_final], y=[t["cdf"]], mode="markers+text", row=2, col=1, showlegend=False,
+            fig.add_scatter(x=[coin_final], y=[t["cdf"]], mode="markers", row=2, col=1, showlegend=False,
                             marker=dict(symbol="triangle-down", size=26, color="black", line=dict(color="white", width=2)),
-                            text=[label], textposition="top center", hovertemplate=label + "<extra></extra>")
+                            hovertemplate=label + "<extra></extra>")
+            fig.update_xaxes(title_text=f"<b>{label}</b>", row=2, col=1)
         fig.update_xaxes(range=[0, 1], row=2, col=1, dtick=0.1)
     fig.update_yaxes(range=[0, 1.1], row=1, col=1, gridcolor="#eeeeee")
     fig.update_layout(barmode="group")

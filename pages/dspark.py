@@ -1,0 +1,310 @@
+"""DSpark chain accept (SEMANTICS.md §8): the draft chain against the target, correct_len as the
+leading run (a later match is ignored), the bonus, commit_lens = correct_len + 1, new_seq_lens,
+the verify-window cap, the fixed-width BuildOutTokens buffer and the KV-inject columns; the
+article's EAGLE tree vs DSpark chain alignment. Widgets only: the maths lives in specviz."""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from specviz import distributions as dist
+from specviz.errors import SpecvizError
+from specviz.frames import replay
+from specviz.render import dspark_charts as dc
+from specviz.render import sampling_charts as sc
+from specviz.scenario import scenario_from_dict
+from specviz.ui import common as ui
+
+SLOT = "dspark"
+PRESETS = ["dspark_chain", "dspark_sampling"]
+tr = ui.tr
+
+ui.page_setup("dspark", slot=None)
+ui.scenario_io(SLOT, presets=PRESETS)
+s = ui.scenario(SLOT)
+
+st.title(tr("DSpark chain: correct_len", "DSpark 链式接受：correct_len"))
+st.markdown(tr(
+    "DSpark verifies a **chain**: the anchor (last round's bonus) and γ drafts, T = γ + 1 rows. On a chain a prefix is "
+    "fixed by its length, so the Accept result is one number, **correct_len** = the leading run of drafts that match "
+    "the Target; **commit_lens = correct_len + 1** rows keep their KV and the same number of tokens are emitted "
+    "(accepted drafts + bonus).",
+    "DSpark 验证的是一条**链**：anchor（上一轮的 bonus）加 γ 个 Draft，共 T = γ + 1 行。链的前缀只用长度就能唯一确定，"
+    "所以 Accept 的结果就是一个数 **correct_len**：与 Target 一致的 Draft 前缀长度；"
+    "**commit_lens = correct_len + 1** 行保留 KV，同时输出同样数量的 token（被接受的 Draft + bonus）。"))
+
+if s.algorithm not in ("dspark_greedy", "dspark_sampling"):
+    st.error(tr("The scenario in this page's slot uses algorithm **{a}**; this page needs dspark_greedy or dspark_sampling.",
+                "本页的场景使用算法 **{a}**，本页需要 dspark_greedy 或 dspark_sampling。", a=s.algorithm))
+    if st.button(tr("Load the DSpark example", "加载 DSpark 示例"), key="w_ds_reset"):
+        ui.set_scenario(SLOT, ui.load_preset("dspark_chain"))
+        st.rerun()
+    st.stop()
+
+VER = ui.scenario_version(SLOT)
+req = s.requests[0]
+vocab = list(s.vocab)
+T = len(req.chain)
+greedy = s.algorithm == "dspark_greedy"
+
+
+def _synced(wkey: str, current):
+    if st.session_state.get(wkey + "::ver") != VER or wkey not in st.session_state:
+        st.session_state[wkey] = current
+        st.session_state[wkey + "::ver"] = VER
+    return wkey
+
+
+def _update(**changes) -> bool:
+    def build():
+        data = ui.scenario(SLOT).model_dump(mode="json")
+        r = data["requests"][0]
+        r.update(changes)
+        if "target_predict" in changes or "target_probs" in changes:
+            for k in ("target_logits", "temperature", "top_k", "top_p"):
+                r.pop(k, None)
+        return scenario_from_dict(data)
+    return ui.try_update(SLOT, build)
+
+
+def _cb(field: str, wkey: str, index: int | None = None, cast=None):
+    def cb():
+        data = ui.scenario(SLOT).model_dump(mode="json")
+        r = data["requests"][0]
+        v = st.session_state[wkey]
+        v = cast(v) if cast else v
+        if field == "target_predict" and r.get("target_predict") is None:
+            r["target_predict"] = [vocab[t] for t in ui.scenario(SLOT).target_predict(0)]
+            for k in ("target_logits", "temperature", "top_k", "top_p"):
+                r.pop(k, None)
+        if index is None:
+            r[field] = v
+        else:
+            r[field][index] = v
+        try:
+            ui.set_scenario(SLOT, scenario_from_dict(data))
+        except SpecvizError as exc:
+            st.session_state["sv_ds_err"] = (exc.field, exc.detail)
+    return cb
+
+
+def _mode():
+    want = st.session_state["w_ds_mode"]
+    ui.set_scenario(SLOT, ui.load_preset("dspark_chain" if want == "greedy" else "dspark_sampling"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs
+# ---------------------------------------------------------------------------------------------
+st.header(tr("1. Inputs", "1. 输入"))
+if "sv_ds_err" in st.session_state:
+    f, d = st.session_state.pop("sv_ds_err")
+    st.error(f"**{f}**: {d}", icon="⚠️")
+k = _synced("w_ds_mode", "greedy" if greedy else "sampling")
+st.radio(tr("Accept rule", "接受规则"), ["greedy", "sampling"], key=k, horizontal=True, on_change=_mode,
+         format_func=lambda m: tr("greedy (compare with target_predict)", "Greedy（与 target_predict 比较）") if m == "greedy"
+         else tr("sampling (reuses the chain rejection sampler, p/q)", "Sampling（复用链式拒绝采样，p/q）"))
+
+c1, c2 = st.columns([3, 1], gap="large")
+with c1:
+    st.markdown(tr("**Draft chain** (anchor first) and, under each row t, the **Target's prediction after row t**",
+                   "**Draft 链**（首位为 anchor），每行 t 下方是 **Target 在第 t 行之后的预测**"))
+    cols = st.columns(T)
+    tp_labels = [vocab[t] for t in s.target_predict(0)] if greedy else None
+    for t in range(T):
+        with cols[t]:
+            if t == 0:
+                st.markdown(f"**t=0 anchor**<br><span style='font-size:1.6rem'>{req.chain[0]}</span>", unsafe_allow_html=True)
+            else:
+                k = _synced(f"w_ds_draft{t}", req.chain[t])
+                st.selectbox(tr("t={t} draft", "t={t} Draft", t=t), vocab, key=k, on_change=_cb("chain", k, t))
+            if greedy:
+                k = _synced(f"w_ds_tp{t}", tp_labels[t])
+                st.selectbox(tr("target after t={t}", "t={t} 之后的 Target", t=t), vocab, key=k, on_change=_cb("target_predict", k, t))
+    b1, b2, _ = st.columns([1, 1, 2])
+    if greedy:
+        if b1.button(tr("+ draft", "+ Draft"), key="w_ds_add", disabled=T >= 10):
+            if _update(chain=list(req.chain) + [vocab[0]], target_predict=list(tp_labels) + [vocab[0]], verify_len=None):
+                st.rerun()
+        if b2.button(tr("− draft", "− Draft"), key="w_ds_del", disabled=T <= 2):
+            if _update(chain=list(req.chain)[:-1], target_predict=list(tp_labels)[:-1], verify_len=None):
+                st.rerun()
+with c2:
+    k = _synced("w_ds_prefix", int(req.seq_len))
+    st.number_input(tr("prefix_lens (tokens already in KV)", "prefix_lens（已在 KV 中的 token 数）"), 0, 10**6, key=k,
+                    on_change=_cb("seq_len", k, cast=int))
+    k = _synced("w_ds_vlen", int(req.verify_len) if req.verify_len is not None else T)
+    st.slider(tr("verify_len (window cap; T = no cap)", "verify_len（验证窗口上限；T 表示不裁剪）"), 1, T, key=k,
+              on_change=_cb("verify_len", k, cast=lambda v: None if int(v) >= T else int(v)))
+
+if not greedy:
+    p_rows = [list(map(float, r)) for r in (req.target_probs if req.target_probs is not None else s.target_probs(0).tolist())]
+    pc, qc, uc = st.columns([2, 2, 1.3], gap="medium")
+    with pc:
+        st.markdown("**p = target_probs** `[bs, T, V]`")
+        dfp = st.data_editor(pd.DataFrame(p_rows, columns=vocab, index=[f"t={i}: {req.chain[i]}" for i in range(T)]),
+                             key=f"w_ds_p::{VER}", width="stretch")
+    with qc:
+        st.markdown("**q = draft_probs** `[bs, γ, V]`")
+        dfq = st.data_editor(pd.DataFrame([list(map(float, r)) for r in req.draft_probs], columns=vocab,
+                                          index=[f"t={i + 1}: {req.chain[i + 1]}" for i in range(T - 1)]),
+                             key=f"w_ds_q::{VER}", width="stretch")
+    with uc:
+        for i in range(T - 1):
+            k = _synced(f"w_ds_coin{i}", float(req.coins[i]))
+            st.slider(f"u[{i}]", 0.0, 0.999, step=0.001, key=k, format="%.3f", on_change=_cb("coins", k, i, float))
+        k = _synced("w_ds_coin_final", float(req.coin_final))
+        st.slider("u_final", 0.0, 0.999, step=0.001, key=k, format="%.3f", on_change=_cb("coin_final", k, cast=float))
+    new_p = [[float(v) for v in r] for r in dfp.to_numpy().tolist()]
+    new_q = [[float(v) for v in r] for r in dfq.to_numpy().tolist()]
+    if new_p != p_rows or new_q != [list(map(float, r)) for r in req.draft_probs]:
+        if _update(target_probs=new_p, draft_probs=new_q):
+            st.rerun()
+    if st.button(tr("Normalise rows", "归一化"), key="w_ds_norm"):
+        if _update(target_probs=dist.normalise_rows(new_p), draft_probs=dist.normalise_rows(new_q)):
+            st.rerun()
+
+# ---------------------------------------------------------------------------------------------
+# The accept, step by step
+# ---------------------------------------------------------------------------------------------
+s = ui.scenario(SLOT)
+req = s.requests[0]
+T = len(req.chain)
+run = ui.run(s)
+if run is None:
+    st.stop()
+for w in run.warnings:
+    st.warning(w)
+ui.backend_badge(s)
+res = run.result
+correct_len = int(res["correct_len"][0])
+raw_len = int(res["raw_correct_len"][0])
+bonus = vocab[int(res["bonus"][0])]
+commit_lens = int(res["commit_lens"][0])
+vlen = int(run.inputs["verify_lens"][0])
+
+st.header(tr("2. Step through the Accept", "2. 逐步执行 Accept"))
+frames = replay(run.trace)
+events = run.trace.events
+cur = ui.step_controls("dspark", len(frames), start=len(frames) - 1)
+seen = events[:cur]
+ev = frames[cur].event
+done = any(e.kind == "commit" for e in seen)
+
+
+def _narrate(e) -> str:
+    if e is None:
+        return tr("Start: the window R + drafts has been verified; now count the leading matches.",
+                  "开始：窗口（anchor + Draft）已完成 Verify；现在数前缀匹配。")
+    d = e.data
+    if e.kind == "compare":
+        if d.get("note"):
+            return tr("Row {r}: draft {t} vs target {x}: {m} — but it comes after a mismatch, so it is **ignored**.",
+                      "第 {r} 行：Draft {t} 对比 Target {x}：{m}——但它位于分歧之后，因此被**忽略**。",
+                      r=d["target_row"], t=vocab[d["token"]], x=vocab[d["target"]], m="✔" if d["match"] else "✘")
+        return tr("Row {r}: is draft {t} (row {n}) equal to the target's prediction {x}? **{m}**",
+                  "第 {r} 行：Draft {t}（第 {n} 行）是否等于 Target 预测 {x}？**{m}**",
+                  r=d["target_row"], n=e.node, t=vocab[d["token"]], x=vocab[d["target"]],
+                  m=tr("yes: counted", "是：计入") if d["counted"] else tr("no: the run stops", "否：停止计数"))
+    if e.kind == "terminal":
+        return tr("bonus = target_predict[{r}] = **{t}**.", "bonus = target_predict[{r}] = **{t}**。", r=d["row"], t=vocab[d["token"]])
+    if e.kind == "commit":
+        return tr("correct_len = {k} (the leading run); commit_lens = correct_len + 1 = {a}.",
+                  "correct_len = {k}（前缀匹配长度）；commit_lens = correct_len + 1 = {a}。", k=d["k"], a=d["accept_len"])
+    if e.kind == "accept_test":
+        return tr("Slot {s}: u·q = {uq:.4f} vs p = {p:.3f} → **{v}**.", "位置 {s}：u·q = {uq:.4f} 对比 p = {p:.3f} → **{v}**。",
+                  s=e.node, uq=d["u_times_q"], p=d["p"], v=ui.term("accepted") if d["accepted"] else ui.term("rejected"))
+    if e.kind == "terminal":
+        return tr("u_final lands on **{t}**.", "u_final 落在 **{t}**。", t=vocab[d["token"]])
+    return {"start": tr("The anchor row is always kept.", "anchor 行总会保留。"),
+            "visit": tr("Look at slot {s}.", "查看位置 {s}。", s=e.node),
+            "accept": tr("Accepted.", "接受。"), "reject": tr("Rejected: the chain stops.", "拒绝：链停止。"),
+            "depth_limit": tr("Every draft accepted: the bonus comes from plain p.", "全部 Draft 被接受：bonus 从 p 采样。"),
+            "residual": tr("Terminal distribution: {s}.", "终止分布：{s}。", s=d.get("source", "")),
+            "warning": "⚠️ " + d.get("message", "")}.get(e.kind, e.kind)
+
+
+st.info(f"**{tr('Step', '步骤')} {cur}/{len(frames) - 1}** — " + _narrate(ev))
+if greedy:
+    tp_ids = s.target_predict(0)
+    window = list(req.chain)
+    matches = [req.chain[t + 1] == vocab[tp_ids[t]] for t in range(T - 1)]
+    compared = sum(1 for e in seen if e.kind == "compare")
+    st.plotly_chart(dc.match_figure(window, [vocab[x] for x in tp_ids], matches, correct_len, raw_correct_len=raw_len,
+                                    verify_len=vlen if vlen < T else None, compared=compared, show_result=done,
+                                    text={"row": tr("verify row (input)", "Verify 输入行"), "target": tr("Target predicts after it", "Target 在其后的预测"),
+                                          "draft": tr("next draft", "下一个 Draft"), "match": tr("match?", "匹配？"),
+                                          "ignored": tr("ignored: after a mismatch", "分歧之后：忽略")}),
+                    width="stretch", key="ds_match")
+    ignored = [t + 1 for t in range(T - 1) if matches[t] and t >= raw_len + 1]
+    if ignored:
+        st.caption(tr("Draft(s) at row {r} match the target but come after the first mismatch: (✔) ignored — the leading run stops at the first ✘.",
+                      "第 {r} 行的 Draft 虽与 Target 一致，但位于第一次分歧之后：(✔) 被忽略——前缀计数在第一个 ✘ 处停止。",
+                      r=", ".join(map(str, ignored))))
+else:
+    states = ["accepted"] + ["pending"] * (T - 1)
+    for e in seen:
+        if e.kind in ("visit", "accept_test"):
+            states[e.node] = "current"
+        elif e.kind == "accept":
+            states[e.node] = "accepted"
+        elif e.kind == "reject":
+            states[e.node] = "rejected"
+    st.graphviz_chart(sc.chain_dot(list(req.chain), states, bonus=bonus if done else None, bonus_caption=ui.term("bonus"),
+                                   slot_names=["anchor"] + [f"t={j}" for j in range(1, T)]), width="stretch")
+    rows = [{"t": e.node, "draft": vocab[e.data["token"]], "p": e.data["p"], "q": e.data["q"], "u": e.data["coin"],
+             "u·q": e.data["u_times_q"], tr("verdict", "结果"): "✔" if e.data["accepted"] else "✘"}
+            for e in events if e.kind == "accept_test"]
+    if rows:
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+
+st.header(tr("3. Lengths, the out-token buffer and the KV commit", "3. 长度、输出 buffer 与 KV 提交"))
+m = st.columns(5)
+m[0].metric("correct_len", correct_len, delta=(f"−{raw_len - correct_len} (cap)" if raw_len != correct_len else None), delta_color="off")
+m[1].metric("bonus", bonus)
+m[2].metric("commit_lens", commit_lens, help="correct_len + 1")
+m[3].metric("new_seq_lens", int(res["new_seq_lens"][0]), help=f"prefix {req.seq_len} + commit_lens {commit_lens}")
+m[4].metric("cap_trim_lens", int(res["cap_trim_lens"][0]), help=tr("drafts trimmed by the verify window", "被验证窗口裁掉的 Draft 数"))
+if raw_len != correct_len:
+    st.warning(tr("The verify window holds only verify_len = {v} rows: the leading run {r} is capped to min({r}, {v} − 1) = {c}, "
+                  "and the bonus is re-read at the capped length.",
+                  "验证窗口只有 verify_len = {v} 行：前缀长度 {r} 被裁剪为 min({r}, {v} − 1) = {c}，bonus 在裁剪后的位置重新读取。",
+                  v=vlen, r=raw_len, c=correct_len))
+out = [vocab[int(x)] if int(x) < len(vocab) and (j < commit_lens or j < T - 1) else str(int(x))
+       for j, x in enumerate(res["out_tokens"][0])]
+drafts = list(req.chain[1:])
+oc, kc = st.columns(2, gap="large")
+with oc:
+    st.markdown(tr("**BuildOutTokens**: `out [bs, T]` = drafts, then 0; the bonus is scattered into column correct_len. "
+                   "Only the first commit_lens entries are output; the rest are stale (grey).",
+                   "**BuildOutTokens**：`out [bs, T]` 先放 Draft，再放 0；bonus scatter 到第 correct_len 列。"
+                   "只有前 commit_lens 格是有效输出，其余为旧值（灰色）。"))
+    st.plotly_chart(dc.out_tokens_figure(drafts, out, correct_len,
+                                         text={"before": tr("drafts, then 0", "Draft，末位 0"), "after": tr("after the bonus scatter", "scatter bonus 之后"),
+                                               "stale": tr("stale", "旧值")}),
+                    width="stretch", key="ds_out")
+with kc:
+    st.markdown(tr("**KV inject**: verify row c keeps its KV (location prefix + c) iff c < commit_lens; the bonus {b} has no KV yet.",
+                   "**KV 注入**：当 c < commit_lens 时第 c 行保留 KV（位置 prefix + c）；bonus {b} 此时还没有 KV。", b=bonus))
+    st.plotly_chart(dc.kv_columns_figure(list(req.chain), [int(x) for x in res["kv_columns"][0]],
+                                         text={"row": tr("verify row", "Verify 行"), "loc": tr("KV location", "KV 位置")}),
+                    width="stretch", key="ds_kv")
+st.success(tr("Output this round: **{o}**; next anchor **{b}** at position {p}.", "本轮输出：**{o}**；下一轮 anchor 为 **{b}**，位置 {p}。",
+              o=" ".join(out[:commit_lens]), b=bonus, p=int(res["new_seq_lens"][0])))
+
+st.header(tr("4. EAGLE tree vs DSpark chain", "4. EAGLE Tree 与 DSpark Chain 对照"))
+st.table(pd.DataFrame({
+    "": [tr("topology", "拓扑"), tr("how the path is found", "如何确定路径"), tr("Accept result", "Accept 结果"),
+         tr("tokens emitted", "输出 token 数"), tr("rows whose KV is kept", "保留 KV 的行"), tr("the +1", "+1 的含义")],
+    "EAGLE Tree": [tr("tree (topk > 1)", "树（topk > 1）"), tr("Target-guided traversal: first child → next sibling", "Target 引导的遍历：first child → next sibling"),
+                   "accept_index [bs, W]", "accept_lens = num_correct_drafts + 1", tr("rows in accept_index", "accept_index 中的行"),
+                   tr("one terminal Target token (bonus)", "一个末尾 Target token（bonus）")],
+    "DSpark Chain": [tr("linear chain", "线性链"), tr("prefix verification: the leading run", "前缀验证：连续匹配的前缀"),
+                     "correct_len [bs]", "commit_lens = correct_len + 1", tr("columns 0 .. commit_lens − 1", "第 0 .. commit_lens − 1 列"),
+                     tr("one terminal Target token (bonus)", "一个末尾 Target token（bonus）")],
+}).set_index(""))
+st.caption(tr("A tree must say which rows were chosen (accept_index); on a chain the length alone recovers them.",
+              "树需要告诉后续模块具体选中了哪些行（accept_index）；链只需长度即可还原这些行。"))
+
+ui.raw_tensors(ui.shaped(dict(run.inputs) | dict(run.result)))
+ui.end_page()

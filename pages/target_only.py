@@ -1,0 +1,399 @@
+"""Target-only tree sampling (SEMANTICS.md §6): p per node, the two thresholds, the coins; the sibling
+scan animated as buckets on a 0..1 coin bar, the work buffer (``draft_probs``) filling with rejected
+siblings' target mass, the terminal draw from relu(p − buffer), and a Monte Carlo run that is exact
+at thresholds 1 and biased below. Widgets only: the maths lives in specviz."""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from specviz import distributions as dist
+from specviz.engine import scenario_inputs
+from specviz.errors import SpecvizError
+from specviz.frames import replay
+from specviz.render import sampling_charts as sc
+from specviz.scenario import scenario_from_dict, scenario_from_json
+from specviz.ui import common as ui
+
+SLOT = "target_only"
+PRESETS = ["target_only_sampling", "target_only_rejected_sibling", "thresholds_below_1", "semantics_disagree"]
+tr = ui.tr
+
+ui.page_setup("target_only", slot=None)
+ui.scenario_io(SLOT, presets=PRESETS)
+s = ui.scenario(SLOT)
+
+st.title(tr("Target-only tree sampling", "Target-only Tree Sampling（仅用 Target 分布的树采样）"))
+st.markdown(tr(
+    "The walk scans each level's siblings (first child → next sibling) and adds up their **target** mass: "
+    "sibling *j* is accepted when **coin < prob_acc / threshold_acc** (or p ≥ threshold_single). One coin per level, "
+    "so the siblings split the 0..1 coin bar into buckets. A rejected sibling's p goes into the work buffer "
+    "`draft_probs`; if every sibling fails, the terminal token comes from **relu(p − buffer)**. No q anywhere.",
+    "遍历沿 first child → next sibling 扫描每层的兄弟节点，并累加它们的 **Target** 概率质量："
+    "当 **coin < prob_acc / threshold_acc**（或 p ≥ threshold_single）时接受第 *j* 个兄弟。每层只用一个随机数，"
+    "所以兄弟节点把 0..1 区间切成若干桶。被拒绝的兄弟把其 p 写入工作缓冲区 `draft_probs`；"
+    "若全部被拒，终止 token 从 **relu(p − buffer)** 采样。全程不使用 q。"))
+
+if s.algorithm != "target_only":
+    st.error(tr("The scenario in this page's slot uses algorithm **{a}**; this page needs **target_only**.",
+                "本页的场景使用算法 **{a}**，本页需要 **target_only**。", a=s.algorithm))
+    if st.button(tr("Load the running example with p", "加载带 p 的教学例子"), key="w_to_reset"):
+        ui.set_scenario(SLOT, ui.load_preset("target_only_sampling"))
+        st.rerun()
+    st.stop()
+
+req = s.requests[0]
+vocab = list(s.vocab)
+tree = s.tree(0)
+n = len(tree.parents)
+VER = ui.scenario_version(SLOT)
+p_rows = [list(map(float, r)) for r in (req.target_probs if req.target_probs is not None else s.target_probs(0).tolist())]
+labels = [vocab[t] for t in tree.tokens]
+children = [tree.children(i) for i in range(n)]
+
+
+def _update(top: dict | None = None, **changes) -> bool:
+    """Replace scenario fields (top-level ``top``, request-0 ``changes``); bad input -> st.error naming the field."""
+    def build():
+        data = ui.scenario(SLOT).model_dump(mode="json")
+        data.update(top or {})
+        r = data["requests"][0]
+        r.update(changes)
+        if "target_probs" in changes:
+            for k in ("target_logits", "temperature", "top_k", "top_p"):
+                r.pop(k, None)
+        return scenario_from_dict(data)
+    return ui.try_update(SLOT, build)
+
+
+def _synced(wkey: str, current):
+    if st.session_state.get(wkey + "::ver") != VER or wkey not in st.session_state:
+        st.session_state[wkey] = current
+        st.session_state[wkey + "::ver"] = VER
+    return wkey
+
+
+def _cb_set(path: tuple, wkey: str):
+    """on_change: write the widget's value into the scenario (top-level field or requests[0] field[index])."""
+    def cb():
+        data = ui.scenario(SLOT).model_dump(mode="json")
+        value = st.session_state[wkey]
+        if path[0] == "top":
+            data[path[1]] = value
+        elif len(path) == 2:
+            data["requests"][0][path[1]] = value
+        else:
+            data["requests"][0][path[1]][path[2]] = float(value)
+        try:
+            ui.set_scenario(SLOT, scenario_from_dict(data))
+        except SpecvizError as exc:
+            st.session_state["sv_to_err"] = (exc.field, exc.detail)
+    return cb
+
+
+def _randomise():
+    cur = ui.scenario(SLOT)
+    coins, final = dist.random_coins(int(st.session_state.get("w_to_seed", 0)), len(cur.requests[0].coins))
+    data = cur.model_dump(mode="json")
+    data["requests"][0].update(coins=coins, coin_final=final)
+    ui.set_scenario(SLOT, scenario_from_dict(data))
+
+
+def _normalise():
+    data = ui.scenario(SLOT).model_dump(mode="json")
+    src = st.session_state.get("sv_to_pending_p") or p_rows
+    data["requests"][0]["target_probs"] = dist.normalise_rows(src)
+    for k in ("target_logits", "temperature", "top_k", "top_p"):
+        data["requests"][0].pop(k, None)
+    st.session_state.pop("sv_to_pending_p", None)
+    try:
+        ui.set_scenario(SLOT, scenario_from_dict(data))
+    except SpecvizError as exc:
+        st.session_state["sv_to_err"] = (exc.field, exc.detail)
+
+
+def _use_builder_tree():
+    """Take the Tree builder's tree (slot "tree"); keep p rows / coins of nodes that still exist, uniform rows for new ones."""
+    try:
+        other = ui.scenario("tree")
+        t = other.tree(0)
+        cur = ui.scenario(SLOT)
+        data = cur.model_dump(mode="json")
+        data["vocab"] = list(other.vocab)
+        V = len(other.vocab)
+        old = cur.requests[0]
+        old_p = old.target_probs or cur.target_probs(0).tolist()
+        same_vocab = list(cur.vocab) == list(other.vocab)
+        uni = [1.0 / V] * V
+        rows = [list(old_p[i]) if (same_vocab and i < len(old_p)) else uni for i in range(len(t.parents))]
+        coins = [old.coins[i] if i < len(old.coins) else 0.5 for i in range(len(t.parents))]
+        data["requests"] = [{"tree": {"parents": list(t.parents), "tokens": [other.vocab[x] for x in t.tokens]},
+                             "seq_len": other.requests[0].seq_len, "target_probs": rows, "coins": coins,
+                             "coin_final": old.coin_final}]
+        data["name"] = "from_tree_builder"
+        data["num_speculative_tokens"] = None
+        ui.set_scenario(SLOT, scenario_from_dict(data))
+    except SpecvizError as exc:
+        st.session_state["sv_to_err"] = (exc.field, exc.detail)
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs
+# ---------------------------------------------------------------------------------------------
+st.header(tr("1. Inputs", "1. 输入"))
+if "sv_to_err" in st.session_state:
+    f, d = st.session_state.pop("sv_to_err")
+    st.error(f"**{f}**: {d}", icon="⚠️")
+c_thr, c_coins = st.columns([1, 1], gap="large")
+with c_thr:
+    st.markdown(tr("**Thresholds** (server args; 1 = exact sampling)", "**阈值**（服务器参数；1 = 精确采样）"))
+    k = _synced("w_to_tacc", float(s.threshold_acc))
+    st.slider("threshold_acc", 0.05, 1.0, step=0.05, key=k, on_change=_cb_set(("top", "threshold_acc"), k))
+    k = _synced("w_to_tsingle", float(s.threshold_single))
+    st.slider("threshold_single", 0.0, 1.0, step=0.05, key=k, on_change=_cb_set(("top", "threshold_single"), k))
+    k = _synced("w_to_sem", s.semantics)
+    st.radio(tr("semantics", "语义版本"), ["0.5.23", "earlier"], key=k, horizontal=True, on_change=_cb_set(("top", "semantics"), k),
+             help=tr("0.5.23: accept iff p > 0 and (coin < prob_acc/t_acc or p ≥ t_single); earlier releases use <= and no p > 0 guard.",
+                     "0.5.23：当 p > 0 且 (coin < prob_acc/t_acc 或 p ≥ t_single) 时接受；更早版本用 <=，且没有 p > 0 保护。"))
+    st.button(tr("Use the tree from the Tree builder", "使用“构建验证树”页面的树"), key="w_to_usetree", on_click=_use_builder_tree)
+with c_coins:
+    inner = [i for i in range(n) if children[i]]
+    st.markdown(tr("**Coins**: u[i] is used for the children of node i (after node i is accepted); u_final for the terminal draw",
+                   "**随机数**：u[i] 用于节点 i 被接受后扫描其子节点；u_final 用于终止采样"))
+    with st.container(height=330 if len(inner) > 4 else "content", border=False):
+        for i in inner:
+            k = _synced(f"w_to_coin{i}", float(req.coins[i]))
+            st.slider(tr("u[{i}] — children of node {i} ({t})", "u[{i}] — 节点 {i}（{t}）的子节点", i=i, t=labels[i]), 0.0, 0.999,
+                      step=0.001, key=k, format="%.3f", on_change=_cb_set(("req", "coins", i), k))
+    k = _synced("w_to_coin_final", float(req.coin_final))
+    st.slider("u_final", 0.0, 0.999, step=0.001, key=k, format="%.3f", on_change=_cb_set(("req", "coin_final"), k))
+    r1, r2 = st.columns(2)
+    r1.number_input(tr("seed", "种子"), 0, 10**6, 0, key="w_to_seed")
+    r2.button(tr("🎲 randomise coins", "🎲 随机生成"), key="w_to_rand", on_click=_randomise, width="stretch")
+
+st.markdown(tr("**p = target_probs** `[bs, n, V]`: row i is the Target distribution after node i",
+               "**p = target_probs** `[bs, n, V]`：第 i 行是节点 i 之后的 Target 分布"))
+row_labels = [tr("node {i}: after {t}", "节点 {i}：{t} 之后", i=i, t=labels[i]) for i in range(n)]
+df = pd.DataFrame(p_rows, columns=vocab, index=row_labels)
+edited = st.data_editor(df, key=f"w_to_p::{VER}", width="stretch", height=min(420, 40 + 36 * n),
+                        column_config={c: st.column_config.NumberColumn(c, step=0.01, format="%.3f") for c in vocab})
+new_p = [[float(v) for v in row] for row in edited.to_numpy().tolist()]
+if new_p != p_rows:
+    st.session_state["sv_to_pending_p"] = new_p
+    if _update(target_probs=new_p):
+        st.session_state.pop("sv_to_pending_p", None)
+        st.rerun()
+st.button(tr("Normalise rows (divide each row by its sum)", "归一化（每行除以其和）"), key="w_to_norm", on_click=_normalise)
+
+# ---------------------------------------------------------------------------------------------
+# The walk
+# ---------------------------------------------------------------------------------------------
+s = ui.scenario(SLOT)
+req = s.requests[0]
+run = ui.run(s)
+if run is None:
+    st.stop()
+for w in run.warnings:
+    st.warning(w)
+ui.backend_badge(s)
+
+st.header(tr("2. Step through the sibling scan", "2. 逐步查看兄弟节点扫描"))
+frames = replay(run.trace)
+events = run.trace.events
+cur = ui.step_controls("target_only", len(frames), start=len(frames) - 1)
+frame = frames[cur]
+seen = events[:cur]
+ev = frame.event
+
+states = ["accepted"] + ["pending"] * (n - 1)
+bonus = None
+parent = 0  # the node whose children are being scanned
+current_child = None
+for e in seen:
+    if e.kind in ("visit", "accept_test"):
+        states[e.node] = "current"
+        current_child = e.node
+        parent = tree.parents[e.node]
+    elif e.kind == "accept":
+        states[e.node] = "accepted"
+        parent = e.node
+        current_child = None
+    elif e.kind == "reject":
+        states[e.node] = "rejected"
+        current_child = None
+    elif e.kind in ("residual", "terminal"):
+        parent = e.node
+        if e.kind == "terminal":
+            bonus = (e.node, vocab[e.data["token"]])
+    elif e.kind == "commit":
+        states = [st_ if st_ in ("accepted", "rejected") else "discarded" for st_ in states]
+captions = ["" if i == 0 else f"p={p_rows[tree.parents[i]][tree.tokens[i]]:.3g}" for i in range(n)]
+hovers = [f"node {i} ({labels[i]}), row {i}" + ("" if i == 0 else f": p(row {tree.parents[i]})[{labels[i]}] = "
+                                              f"{p_rows[tree.parents[i]][tree.tokens[i]]:.4g}, coin u[{tree.parents[i]}] = {req.coins[tree.parents[i]]:.4g}")
+          for i in range(n)]
+
+
+def _narrate(e) -> str:
+    if e is None:
+        return tr("Start: nothing is decided yet. The root's children are scanned first with coin u[0].",
+                  "开始：尚未判定。先用随机数 u[0] 扫描 root 的子节点。")
+    d = e.data
+    if e.kind == "start":
+        return tr("accept_index[0] = row {r} (the root); level 1 uses coin u[0] = {c:.3f}.",
+                  "accept_index[0] = 第 {r} 行（root）；第 1 层使用随机数 u[0] = {c:.3f}。", r=d["row"], c=d["coin"])
+    if e.kind == "visit":
+        return tr("Visit node {i} (**{t}**), a child of node {p}.", "访问节点 {i}（**{t}**），它是节点 {p} 的子节点。",
+                  i=e.node, t=labels[e.node], p=tree.parents[e.node])
+    if e.kind == "accept_test":
+        extra = tr(" — p ≥ threshold_single fires", " — 触发 p ≥ threshold_single") if d["single_fired"] else ""
+        return tr("prob_acc = {a:.3f}; coin {c:.3f} < prob_acc / threshold_acc = {b:.3f}? → **{v}**{x}",
+                  "prob_acc = {a:.3f}；coin {c:.3f} < prob_acc / threshold_acc = {b:.3f}？→ **{v}**{x}",
+                  a=d["prob_acc"], c=d["coin"], b=d["bound"], x=extra,
+                  v=ui.term("accepted") if d["accepted"] else ui.term("rejected"))
+    if e.kind == "reject":
+        return tr("Rejected: its target mass p = {p:.3f} is written into the work buffer draft_probs[row {r}][{t}].",
+                  "拒绝：其 Target 质量 p = {p:.3f} 写入工作缓冲区 draft_probs[第 {r} 行][{t}]。",
+                  p=d["p"], r=tree.parents[e.node], t=vocab[d["token"]])
+    if e.kind == "next_sibling":
+        return (tr("Move to the next sibling, node {i}.", "移到下一个兄弟节点 {i}。", i=e.node) if e.node is not None
+                else tr("No sibling left.", "没有剩余兄弟节点。"))
+    if e.kind == "no_child":
+        return tr("Node {i} has no (more) children to try: the walk stops.", "节点 {i} 没有（更多）可尝试的子节点：遍历停止。", i=e.node)
+    if e.kind == "accept":
+        return tr("Accepted: predicts[row {p}] = {t}, accept_index[{k}] = row {r}; the next level uses coin u[{i}] = {c:.3f} and a fresh prob_acc.",
+                  "接受：predicts[第 {p} 行] = {t}，accept_index[{k}] = 第 {r} 行；下一层使用随机数 u[{i}] = {c:.3f}，prob_acc 清零。",
+                  p=tree.parents[e.node], t=vocab[d["token"]], k=d["k"], r=d["row"], i=e.node, c=d["next_coin"])
+    if e.kind == "depth_limit":
+        return tr("W − 1 = {k} drafts accepted: the depth limit; the bonus comes from plain p.",
+                  "已接受 W − 1 = {k} 个 Draft：达到深度上限；bonus 直接从 p 采样。", k=d["k"])
+    if e.kind == "residual":
+        return tr("Terminal distribution at node {i}: {src}.", "节点 {i} 处的终止分布：{src}。", i=e.node, src=d["source"])
+    if e.kind == "terminal":
+        return tr("u_final = {c:.3f} lands on **{t}**: predicts[row {r}] = {t} (the {b}).",
+                  "u_final = {c:.3f} 落在 **{t}**：predicts[第 {r} 行] = {t}（{b}）。",
+                  c=d["coin"], t=vocab[d["token"]], r=d["row"], b=ui.term("bonus"))
+    if e.kind == "commit":
+        return tr("accept_token_num = {k}; accept_lens = {a}.", "accept_token_num = {k}；accept_lens = {a}。", k=d["k"], a=d["accept_len"])
+    if e.kind == "warning":
+        return "⚠️ " + d["message"]
+    return e.kind
+
+
+st.info(f"**{tr('Step', '步骤')} {cur}/{len(frames) - 1}** — " + _narrate(ev))
+left, right = st.columns([2, 3], gap="large")
+with left:
+    st.graphviz_chart(sc.sampling_tree_dot(list(tree.parents), labels, states, hovers=hovers, captions=captions, bonus=bonus,
+                                           bonus_caption=ui.term("bonus")), width="stretch")
+    ai = frame.arrays["accept_index"].reshape(-1).tolist()
+    pr = frame.arrays["predicts"].reshape(-1).tolist()
+    ui.chip_row("accept_index", [ui.chip(v, "accepted" if v >= 0 else "pending", f"accept_index[0][{j}] = {v}") for j, v in enumerate(ai)])
+    written = {i for e in seen for (name, i, _) in e.writes if name == "predicts"}
+    ui.chip_row("predicts", [ui.chip(vocab[v], "accepted", f"predicts[{j}] = {v} ({vocab[v]})") if j in written and 0 <= v < len(vocab)
+                             else ui.chip("·", "pending", f"predicts[{j}]: not written (init {v})") for j, v in enumerate(pr)])
+with right:
+    sibs = children[parent]
+    if sibs and not (ev is not None and ev.kind in ("residual", "terminal", "commit")):
+        buckets = dist.sibling_buckets(p_rows[parent], [tree.tokens[c] for c in sibs], sibs, threshold_single=s.threshold_single,
+                                       threshold_acc=s.threshold_acc, semantics=s.semantics)
+        verdicts = {}
+        for e in seen:
+            if e.kind in ("accept", "reject") and e.node in sibs:
+                verdicts[sibs.index(e.node)] = "accepted" if e.kind == "accept" else "rejected"
+        st.markdown(tr("**Level scan under node {p} ({t})** — coin u[{p}] against the buckets",
+                       "**节点 {p}（{t}）下的一层扫描** — 随机数 u[{p}] 对照各个桶", p=parent, t=labels[parent]))
+        st.plotly_chart(sc.buckets_figure(buckets, [f"{c}: {labels[c]}" for c in sibs], float(req.coins[parent]),
+                                          current=sibs.index(current_child) if current_child in sibs else None,
+                                          verdicts=verdicts, threshold_acc=s.threshold_acc,
+                                          text={"rest": tr("no sibling: relu(p − buffer)", "全部拒绝：relu(p − buffer)"),
+                                                "x": tr("coin u (0..1)", "随机数 u（0..1）")}),
+                        width="stretch", key="to_buckets")
+    buf_row = frame.arrays["draft_probs"].reshape(n, -1)[parent]
+    res_ev = next((e for e in seen if e.kind == "residual"), None)
+    term_ev = next((e for e in seen if e.kind == "terminal"), None)
+    st.markdown(tr("**Row {p}: p, the work buffer, relu(p − buffer)**", "**第 {p} 行：p、工作缓冲区、relu(p − buffer)**", p=parent))
+    st.plotly_chart(sc.buffer_figure(vocab, p_rows[parent], buf_row, dist=res_ev.data["dist"] if res_ev else None,
+                                     coin_final=req.coin_final if term_ev else None,
+                                     chosen=term_ev.data["token"] if term_ev else None,
+                                     text={"p": tr("p (Target row)", "p（Target 行）"), "buf": tr("work buffer draft_probs", "工作缓冲区 draft_probs"),
+                                           "cdf": tr("terminal draw", "终止采样")}),
+                    width="stretch", key="to_buffer")
+
+c = run.commit
+st.success(tr("Output this round: **{o}** — accept_index {ai}, accept_lens = {al}; next root **{nr}**.",
+              "本轮输出：**{o}** — accept_index {ai}，accept_lens = {al}；下一轮 root 为 **{nr}**。",
+              o=" ".join(vocab[t] for t in c.output_tokens), ai=run.result["accept_index"][0].tolist(), al=c.accept_len,
+              nr=vocab[c.next_root]))
+
+# ---------------------------------------------------------------------------------------------
+# Monte Carlo
+# ---------------------------------------------------------------------------------------------
+st.header(tr("3. Monte Carlo: exact at thresholds 1, biased below", "3. Monte Carlo：阈值为 1 时精确，低于 1 时有偏"))
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _monte_carlo(text: str, backend: str, trials: int, seed: int):
+    from specviz.backends import get_backend
+
+    sc_ = scenario_from_json(text)
+    t = sc_.tree(0)
+    inputs = {k: v for k, v in scenario_inputs(sc_).items() if not k.startswith("uniform_samples")}
+    inputs["num_speculative_tokens"] = sc_.width
+    return dist.target_only_monte_carlo(get_backend(backend).sample_many, inputs, num_trials=trials, seed=seed,
+                                        root_children_tokens=[t.tokens[c] for c in t.children(0)],
+                                        threshold_single=sc_.threshold_single, threshold_acc=sc_.threshold_acc,
+                                        semantics=sc_.semantics)
+
+
+m1, m2, _ = st.columns([1, 1, 2])
+trials = m1.select_slider(tr("trials N", "试验次数 N"), [1000, 4000, 10000, 40000], value=4000, key="w_to_mc_n")
+mc_seed = m2.number_input(tr("seed", "种子"), 0, 10**6, 1, key="w_to_mc_seed")
+with ui.guard():
+    mc = _monte_carlo(s.to_json(indent=None), ui.backend(), int(trials), int(mc_seed))
+    exact = s.threshold_acc >= 1.0 and s.threshold_single >= 1.0
+    hc, mcol = st.columns([3, 1], gap="large")
+    with hc:
+        st.plotly_chart(sc.monte_carlo_figure(vocab, mc.empirical, mc.target, expected=None if exact else mc.expected, counts=mc.counts,
+                                              text={"emp": tr("Monte Carlo (first emitted token)", "Monte Carlo（首个输出 token）"),
+                                                    "p": tr("p (Target, root row)", "p（Target，root 行）"),
+                                                    "exp": tr("exact for these thresholds", "此阈值下的精确分布")}),
+                        width="stretch", key="to_mc")
+    with mcol:
+        st.metric(tr("TV distance to p", "与 p 的 TV 距离"), f"{mc.tv_to_target:.4f}")
+        st.metric(tr("exact TV (closed form)", "精确 TV（闭式解）"), f"{dist.total_variation(mc.expected, mc.target):.4f}")
+        st.caption(tr("{n} trials on {b}.", "{b} 上 {n} 次试验。", n=mc.num_trials, b=ui.backend_label(ui.backend())))
+    if exact:
+        st.info(tr("Thresholds are 1: the scan is an inverse-CDF draw over the siblings, and the rest of the mass comes from "
+                   "relu(p − buffer), so the first token follows p exactly.",
+                   "阈值为 1：扫描相当于在兄弟节点上做逆 CDF 采样，其余质量来自 relu(p − buffer)，因此首个 token 精确服从 p。"))
+    else:
+        st.warning(tr("threshold_acc = {a:g}, threshold_single = {s:g}: the buckets are stretched, Draft tokens win more often, "
+                      "and the output is biased away from p.",
+                      "threshold_acc = {a:g}，threshold_single = {s:g}：桶被拉长，Draft token 更容易被接受，输出偏离 p。",
+                      a=s.threshold_acc, s=s.threshold_single))
+
+# ---------------------------------------------------------------------------------------------
+# Not classic rejection sampling
+# ---------------------------------------------------------------------------------------------
+st.header(tr("4. Why this is not classic p/q rejection", "4. 为什么这不是 classic p/q rejection"))
+a, b = st.columns(2, gap="large")
+with a:
+    st.subheader(tr("Classic (chain) rejection sampling", "Classic（链式）拒绝采样"))
+    st.markdown(tr(
+        "- needs **q**, the distribution the Draft sampled from\n- accept x with **min(1, p/q)**: test u·q < p\n"
+        "- one coin per slot\n- on rejection draw from **max(p − q, 0)**\n- exact for any valid q",
+        "- 需要 **q**：Draft 提出候选时使用的分布\n- 以 **min(1, p/q)** 接受 x：检验 u·q < p\n"
+        "- 每个位置一个随机数\n- 拒绝后从 **max(p − q, 0)** 采样\n- 对任何合法的 q 都精确"))
+with b:
+    st.subheader(tr("Target-only tree sampling", "Target-only Tree Sampling"))
+    st.markdown(tr(
+        "- never sees q: `draft_probs` enters as **zeros** and is a work buffer\n"
+        "- accept by the **running sum of target mass**: coin < prob_acc / threshold_acc\n"
+        "- one coin per level, shared by the siblings\n- on failure draw from **relu(p − buffer)**, buffer = rejected siblings' p\n"
+        "- exact only at thresholds 1; the buffer is **not q**",
+        "- 从不使用 q：`draft_probs` 以**全零**传入，只是工作缓冲区\n"
+        "- 按 **Target mass 的累加和** 接受：coin < prob_acc / threshold_acc\n"
+        "- 每层一个随机数，由兄弟节点共享\n- 全部失败时从 **relu(p − buffer)** 采样，buffer = 被拒兄弟的 p\n"
+        "- 只有阈值为 1 时精确；buffer **不是 q**"))
+
+ui.raw_tensors(ui.shaped(dict(run.inputs) | dict(run.result)))
+ui.end_page()

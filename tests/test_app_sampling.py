@@ -1,0 +1,196 @@
+"""AppTest (streamlit.testing.v1) for the sampling pages: chain rejection sampling, target-only tree
+sampling and the DSpark chain.
+
+Hand-derived expectations (SEMANTICS.md §0.4-§0.6):
+- p/q example: the Draft proposed A with q(A) = .6, p(A) = .3. u[0] = .4: .4 × .6 = .24 < .3 ->
+  accepted; full acceptance, so the bonus is drawn from p' = (.2 .5 .3) with u_final = .25: the
+  running sum passes .25 at B -> output "A B". u[0] = .7: .42 >= .3 -> rejected; the residual
+  (0 .1 .2) normalised (0 1/3 2/3) with u_final = .25 -> threshold .075 -> B -> output "B".
+- target-only running tree: u[0] = .4 < .5 accepts A, u[1] = .55 < .6 accepts C, bonus X ->
+  "A C X". u[0] = .6: A's bucket is [0, .5), B's [.5, .8) -> B accepted, B has no child,
+  terminal from B's plain row with u_final = .5 -> X -> "B X".
+- DSpark: drafts A B C against target A B X Y -> correct_len 2. Making the target after row 2
+  equal C extends the run to 3 (bonus Y). Making the target after row 1 X instead breaks the run
+  at 1, and a later match (row 2 made to match) is ignored.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAIN = str(ROOT / "pages" / "chain_sampling.py")
+TARGET_ONLY = str(ROOT / "pages" / "target_only.py")
+DSPARK = str(ROOT / "pages" / "dspark.py")
+TIMEOUT = 60
+
+
+def _run(path: str, lang: str = "en") -> AppTest:
+    at = AppTest.from_file(path, default_timeout=TIMEOUT)
+    at.session_state["sv_lang"] = lang
+    at.run()
+    _clean(at)
+    return at
+
+
+def _clean(at: AppTest) -> None:
+    assert not at.exception, [e.message for e in at.exception]
+
+
+def _output(at: AppTest) -> str:
+    msgs = [s.value for s in at.success if s.value.startswith(("Output this round", "本轮输出"))]
+    assert msgs, [s.value for s in at.success]
+    return msgs[0]
+
+
+def _metric(at: AppTest, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+@pytest.mark.parametrize("path", [CHAIN, TARGET_ONLY, DSPARK], ids=["chain", "target_only", "dspark"])
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_page_runs(path, lang):
+    at = _run(path, lang)
+    assert not at.error, [e.value for e in at.error]
+    assert at.get("plotly_chart"), "the page draws its charts"
+
+
+# ---------------------------------------------------------------------------------------------
+# Chain rejection sampling
+# ---------------------------------------------------------------------------------------------
+
+def test_chain_coin_across_p_over_q_flips_the_verdict():
+    at = _run(CHAIN)
+    assert "**B**" in _output(at)  # preset u[0] = .7: rejected, correction B
+    at.slider(key="w_chain_coin0").set_value(0.4).run()
+    _clean(at)
+    assert "**A B**" in _output(at)  # .24 < .3: accepted, bonus B from p'
+    at.slider(key="w_chain_coin0").set_value(0.5).run()  # .5 × .6 = .3 is not < .3: the test is strict
+    _clean(at)
+    assert "**B**" in _output(at)
+    coins = json.loads(at.session_state["sv_scn::chain"])["requests"][0]["coins"]
+    assert coins == [0.5]
+
+
+def test_chain_quick_buttons_and_randomise_update_the_coins():
+    at = _run(CHAIN)
+    at.button(key="w_chain_q1").click().run()
+    _clean(at)
+    assert "**A B**" in _output(at)
+    assert at.slider(key="w_chain_coin0").value == pytest.approx(0.4)
+    at.number_input(key="w_chain_seed").set_value(7).run()
+    at.button(key="w_chain_rand").click().run()
+    _clean(at)
+    req = json.loads(at.session_state["sv_scn::chain"])["requests"][0]
+    assert at.slider(key="w_chain_coin0").value == pytest.approx(req["coins"][0])
+    assert at.slider(key="w_chain_coin_final").value == pytest.approx(req["coin_final"])
+
+
+def test_chain_bad_p_row_names_the_field_and_keeps_other_edits():
+    at = _run(CHAIN)
+    at.slider(key="w_chain_coin0").set_value(0.4).run()
+    before = at.session_state["sv_scn::chain"]
+    ver = at.session_state["sv_ver::chain"]
+    at.text_area(key=f"w_chain_ptext::{ver}").set_value("0.3 0.4 0.3 0\n0.2 0.5 0.5 0")
+    at.button(key="w_chain_apply").click().run()
+    _clean(at)
+    errors = [e.value for e in at.error]
+    assert any("requests[0].target_probs[1]" in e and "sums to 1.2" in e for e in errors), errors
+    assert at.session_state["sv_scn::chain"] == before  # the scenario (and the coin edit) is kept
+    assert at.slider(key="w_chain_coin0").value == pytest.approx(0.4)
+    at.text_area(key=f"w_chain_ptext::{ver}").set_value("0.3 0.4 0.3 0\n0.2 zero 0.3 0")
+    at.button(key="w_chain_apply").click().run()
+    assert any("requests[0].target_probs[1]" in e.value for e in at.error)
+
+
+def test_chain_step_controls_walk_the_trace():
+    at = _run(CHAIN)
+    at.button(key="w_first::chain").click().run()
+    assert at.info[0].value.startswith("**Step 0/")
+    at.button(key="w_next::chain").click().run()
+    at.button(key="w_next::chain").click().run()
+    at.button(key="w_next::chain").click().run()
+    _clean(at)
+    assert "Step 3/" in at.info[0].value and "Test u·q < p" in at.info[0].value
+
+
+def test_chain_monte_carlo_matches_p():
+    at = _run(CHAIN)
+    tv = float(_metric(at, "TV distance to p"))
+    assert tv < 0.05  # 4000 trials, draft token drawn from q: the output is p
+
+
+# ---------------------------------------------------------------------------------------------
+# Target-only tree sampling
+# ---------------------------------------------------------------------------------------------
+
+def test_target_only_coin_moves_the_accept_to_the_sibling():
+    at = _run(TARGET_ONLY)
+    assert "**A C X**" in _output(at)
+    at.slider(key="w_to_coin0").set_value(0.6).run()
+    _clean(at)
+    out = _output(at)
+    assert "**B X**" in out and "[0, 2, -1]" in out
+
+
+def test_target_only_thresholds_bias_the_monte_carlo():
+    at = _run(TARGET_ONLY)
+    assert float(_metric(at, "exact TV (closed form)")) == pytest.approx(0.0, abs=1e-6)
+    at.slider(key="w_to_tacc").set_value(0.5).run()
+    _clean(at)
+    assert float(_metric(at, "exact TV (closed form)")) == pytest.approx(0.5, abs=1e-6)  # A always wins at t_acc = .5
+    assert float(_metric(at, "TV distance to p")) > 0.4
+    assert any("biased" in w.value for w in at.warning)
+
+
+def test_target_only_steps_fill_the_buffer():
+    at = _run(TARGET_ONLY)
+    at.slider(key="w_to_coin0").set_value(0.9).run()  # A and B both rejected: buffer (.5 .3), terminal X
+    _clean(at)
+    assert "**X**" in _output(at)
+    at.button(key="w_first::target_only").click().run()
+    texts = []
+    for _ in range(6):
+        at.button(key="w_next::target_only").click().run()
+        texts.append(at.info[0].value)
+    _clean(at)
+    assert any("work buffer draft_probs[row 0][A]" in t for t in texts), texts
+
+
+# ---------------------------------------------------------------------------------------------
+# DSpark
+# ---------------------------------------------------------------------------------------------
+
+def test_dspark_target_prediction_changes_correct_len():
+    at = _run(DSPARK)
+    assert _metric(at, "correct_len") == "2" and _metric(at, "bonus") == "X"
+    at.selectbox(key="w_ds_tp2").set_value("C").run()
+    _clean(at)
+    assert _metric(at, "correct_len") == "3" and _metric(at, "bonus") == "Y"
+    assert _metric(at, "commit_lens") == "4" and _metric(at, "new_seq_lens") == "14"
+
+
+def test_dspark_later_match_is_ignored():
+    at = _run(DSPARK)
+    at.selectbox(key="w_ds_tp1").set_value("X").run()
+    at.selectbox(key="w_ds_tp2").set_value("C").run()
+    _clean(at)
+    assert _metric(at, "correct_len") == "1" and _metric(at, "bonus") == "X"
+    assert any("ignored" in c.value for c in at.caption)
+
+
+def test_dspark_verify_window_cap():
+    at = _run(DSPARK)
+    at.slider(key="w_ds_vlen").set_value(2).run()
+    _clean(at)
+    assert _metric(at, "correct_len") == "1" and _metric(at, "cap_trim_lens") == "1" and _metric(at, "bonus") == "B"
+
+
+def test_dspark_sampling_mode():
+    at = _run(DSPARK)
+    at.radio(key="w_ds_mode").set_value("sampling").run()
+    _clean(at)
+    assert _metric(at, "correct_len") == "1" and _metric(at, "bonus") == "B"  # u[0] = .4 accepts A; u_final = .5 -> B

@@ -1,0 +1,91 @@
+"""Browser tests (Playwright on Debian's chromium) for the sampling pages: chain rejection sampling,
+target-only tree sampling and the DSpark chain. Each page loads without an exception, its step
+buttons advance the animation, and a projector-sized screenshot is saved under
+artifacts/screenshots/ for a person to look at.
+
+Fixtures (``app_server``, ``open_page``, ``screenshot_dir``, the chromium launch arguments) come
+from tests/conftest.py.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+pytest.importorskip("playwright")
+from playwright.sync_api import expect  # noqa: E402
+
+from tests.conftest import wait_for_app  # noqa: E402
+
+
+
+def _charts_drawn(page, graphviz: bool = True) -> None:
+    """Wait until the page's charts have been drawn (plotly's SVG; the graphviz SVG when the page has one)."""
+    page.locator('[data-testid="stPlotlyChart"] .main-svg').first.wait_for(timeout=30_000)
+    if graphviz:
+        page.locator('[data-testid="stGraphVizChart"] svg').first.wait_for(timeout=30_000)
+    page.wait_for_timeout(500)
+
+
+def _no_exception(page) -> None:
+    assert page.locator('[data-testid="stException"]').count() == 0, page.locator('[data-testid="stException"]').first.inner_text()
+
+
+def _step_text(page) -> str:
+    return page.locator('[data-testid="stAlertContentInfo"]').first.inner_text()
+
+
+def _press(page, label: str) -> None:
+    page.get_by_role("button", name=label, exact=True).first.click()
+    wait_for_app(page)
+
+
+def _walk_steps(page) -> None:
+    """⏮ goes to step 0, ▶ advances: the step caption changes with each press."""
+    _press(page, "⏮")
+    first = _step_text(page)
+    assert re.search(r"\b0/\d+", first), first
+    _press(page, "▶")
+    second = _step_text(page)
+    assert second != first and re.search(r"\b1/\d+", second), second
+    _press(page, "▶")
+    third = _step_text(page)
+    assert re.search(r"\b2/\d+", third), third
+
+
+def test_chain_sampling_page(page, open_page, screenshot_dir):
+    open_page(page, "chain_sampling")
+    _no_exception(page)
+    expect(page.get_by_text("Chain rejection sampling", exact=False).first).to_be_visible()
+    _charts_drawn(page)
+    page.screenshot(path=str(screenshot_dir / "chain_sampling_final.png"))
+    _walk_steps(page)
+    _press(page, "▶")
+    _press(page, "▶")
+    _charts_drawn(page)
+    page.screenshot(path=str(screenshot_dir / "chain_sampling_step4.png"))
+    _no_exception(page)
+
+
+def test_target_only_page(page, open_page, screenshot_dir):
+    open_page(page, "target_only")
+    _no_exception(page)
+    _charts_drawn(page)
+    page.screenshot(path=str(screenshot_dir / "target_only_final.png"))
+    _walk_steps(page)
+    _press(page, "▶")
+    _charts_drawn(page)
+    page.screenshot(path=str(screenshot_dir / "target_only_step3.png"))
+    _no_exception(page)
+
+
+def test_dspark_page(page, open_page, screenshot_dir):
+    open_page(page, "dspark")
+    _no_exception(page)
+    expect(page.get_by_text("correct_len", exact=False).first).to_be_visible()
+    _charts_drawn(page, graphviz=False)
+    page.screenshot(path=str(screenshot_dir / "dspark_final.png"))
+    _walk_steps(page)
+    _charts_drawn(page, graphviz=False)
+    page.screenshot(path=str(screenshot_dir / "dspark_step2.png"))
+    _no_exception(page)
