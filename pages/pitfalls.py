@@ -24,7 +24,8 @@ PAGE_SLOTS = {"greedy": ("pages/greedy.py", "tree"), "batch_kv": ("pages/batch_k
 extra = share_ui.shared_extra(KEY)
 if extra.get("pitfall") in BY_KEY and st.session_state.get("sv_pitfall_from_link") != extra["pitfall"]:
     st.session_state["sv_pitfall_from_link"] = extra["pitfall"]
-    ui.set_value("sv_pitfall", extra["pitfall"])
+    st.session_state["sv_pitfall"] = extra["pitfall"]
+    st.session_state.pop(f"w_pitfall::{ui.lang()}", None)
 
 st.title(ui.tr("Pitfall gallery", "常见错误图鉴"))
 st.caption(ui.tr("Each entry runs a small buggy implementation and the SGLang 0.5.23 reference on the same inputs. "
@@ -46,8 +47,18 @@ keys = [p.key for p in PITFALLS]
 pick_col, main_col = st.columns([1, 3.2], gap="large")
 with pick_col:
     st.markdown(f"**{ui.tr('Choose a pitfall', '选择一个错误')}**")
-    key = ui.widget(st.radio, ui.tr("Pitfall", "错误"), "sv_pitfall", keys[0], options=keys,
-                    format_func=lambda k: f"{keys.index(k) + 1}. {BY_KEY[k].title[ui.lang()]}", label_visibility="collapsed")
+    current = ui.persist_key("sv_pitfall", keys[0])
+    current = current if current in BY_KEY else keys[0]
+    wkey = f"w_pitfall::{ui.lang()}"  # the option texts change with the language: one widget per language
+
+    def _pick():
+        st.session_state["sv_pitfall"] = st.session_state[wkey]
+
+    key = st.radio(ui.tr("Pitfall", "错误"), keys, index=keys.index(current), key=wkey, on_change=_pick,
+                   format_func=lambda k, _l=ui.lang(): f"{keys.index(k) + 1}. {BY_KEY[k].title[_l]}", label_visibility="collapsed")
+    if key != current:  # a link or another page changed the choice: follow the session value
+        key = current
+        st.session_state[wkey] = current
 p = BY_KEY[key]
 s_json, rows, bug_view, ok_view, diagnosis = _pitfall_data(key)
 s = scenario_from_json(s_json)
