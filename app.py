@@ -17,29 +17,37 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-# (file, English title, Chinese title, icon), in teaching order.
+# (file names, English title, Chinese title, icon), in teaching order; the first file that exists is used.
 PAGES = [
-    ("pages/overview.py", "Overview", "概览", ":material/home:"),
-    ("pages/tree_builder.py", "Tree builder", "构建验证树", ":material/account_tree:"),
-    ("pages/greedy.py", "Greedy accept", "贪心接受", ":material/check_circle:"),
-    ("pages/chain_rejection.py", "Chain rejection sampling", "链式拒绝采样", ":material/casino:"),
-    ("pages/target_only.py", "Target-only tree sampling", "仅目标模型的树采样", ":material/forest:"),
-    ("pages/dspark.py", "DSpark chain", "DSpark 链", ":material/linear_scale:"),
-    ("pages/batch_kv.py", "Batch and KV commit", "批处理与 KV 提交", ":material/view_list:"),
+    (("overview.py",), "Overview", "概览", ":material/home:"),
+    (("tree_builder.py",), "Tree builder", "构建验证树", ":material/account_tree:"),
+    (("greedy.py",), "Greedy accept", "贪心接受", ":material/check_circle:"),
+    (("chain_sampling.py", "chain_rejection.py"), "Chain rejection sampling", "链式拒绝采样", ":material/casino:"),
+    (("target_only.py", "target_only_sampling.py", "tree_sampling.py"), "Target-only tree sampling", "仅目标模型的树采样",
+     ":material/forest:"),
+    (("dspark.py", "dspark_chain.py"), "DSpark chain", "DSpark 链", ":material/linear_scale:"),
+    (("batch_kv.py",), "Batch and KV commit", "批处理与 KV 提交", ":material/view_list:"),
 ]
+
+
+def page_file(names):
+    """The first of ``names`` that exists in pages/, or None."""
+    return next((HERE / "pages" / f for f in names if (HERE / "pages" / f).exists()), None)
 
 
 def main() -> None:
     st.set_page_config(page_title="specviz: the Accept stage", page_icon=":material/check_circle:", layout="wide")
     zh = st.session_state.get("sv_lang", "en") == "zh"
-    listed = {p for p, *_ in PAGES}
-    pages = [st.Page(str(HERE / f), title=(t_zh if zh else t_en), icon=icon, default=(i == 0))
-             for i, (f, t_en, t_zh, icon) in enumerate(PAGES) if (HERE / f).exists()]
+    pages, listed = [], set()
+    for names, t_en, t_zh, icon in PAGES:
+        f = page_file(names)
+        if f is not None:
+            listed.add(f.name)
+            pages.append(st.Page(str(f), title=(t_zh if zh else t_en), icon=icon, default=not pages))
     # Any further page file (e.g. one added later) is listed too, after the known ones.
     for f in sorted((HERE / "pages").glob("[!_]*.py")):
-        rel = f"pages/{f.name}"
-        if rel not in listed:
-            pages.append(st.Page(str(f), title=f.stem.replace("_", " ").capitalize()))
+        if f.name not in listed:
+            pages.append(st.Page(str(f), title=f.stem.replace("_", " ").capitalize(), default=not pages))
     if not pages:
         st.error("No page files found in pages/.")
         return

@@ -101,7 +101,7 @@ for b, (tree, c) in enumerate(zip(trees, run.commits)):
                      "tooltips": tips, "bonus": (c.accept_nodes[-1], s.label(c.next_root)), "bonus_label": ui.term("bonus"),
                      "row_word": ui.term("row"), "cluster": ui.tr("request {b} · seq_len {sl}", "请求 {b} · seq_len {sl}", b=b,
                                                                    sl=c.seq_len)})
-st.graphviz_chart(forest_dot(trees_kw), width="stretch")
+st.graphviz_chart(forest_dot(trees_kw), width="content")
 ui.legend()
 
 left, right = st.columns([1.3, 1], gap="large")
@@ -114,7 +114,7 @@ with left:
     for b, c in enumerate(run.commits):
         for i in range(n):
             states[b * n + i] = "accepted" if i in c.accept_nodes else "discarded"
-    st.dataframe(highlight_rows(table, states), hide_index=True, width="stretch", height=min(800, 38 * (bs * n + 1) + 4))
+    st.table(highlight_rows(table, states).hide(axis="index"))
 with right:
     st.subheader("accept_index  [bs, W]")
     for b in range(bs):
@@ -148,8 +148,8 @@ if wrong:
         st.markdown(ui.tr("**Request {b}**: outputs {o}; rows kept {k}", "**请求 {b}**：输出 {o}；保留的行 {k}", b=b,
                           o=" ".join(s.label(t) for t in c.output_tokens), k=" ".join(s.label(t) for t in c.committed_tokens)))
         df = kv_wrong_way(c, labels[b], s.label, words)
-        st.dataframe(df.style.apply(lambda col: ["color: #D55E00; font-weight: 600" if v != "—" else "" for v in col],
-                                    subset=[words["problem"]]), hide_index=True, width="stretch")
+        st.table(df.style.apply(lambda col: ["color: #D55E00; font-weight: 600" if v != "—" else "" for v in col],
+                                subset=[words["problem"]]).hide(axis="index"))
     st.error(ui.tr("Keyed by outputs, every request loses its root's KV and asks for the bonus's KV, which no verify row "
                    "computed. The next round would attend to a cache with a hole and a shifted entry.",
                    "按输出 token 提交时，每个请求都会丢掉根的 KV，并去要 bonus 的 KV——没有任何验证行计算过它。"

@@ -153,24 +153,24 @@ with live_col:
                      title=f"target_predict[{b * n + i}] = {tp_labels[i]}") for i in range(n)]
     ui.chip_row("target_predict", chips)
     atn = int(frame.arrays["accept_token_num"].reshape(-1)[b])
-    c1, c2, c3 = st.columns(3)
-    c1.metric(ui.tr("num_correct_drafts (so far)", "num_correct_drafts（目前）"), walk.num_accepted)
-    c2.metric("accept_lens = k + 1", walk.num_accepted + 1)
-    c3.metric("accept_token_num", atn if walk.done else "—", help=ui.tr("written when the request commits",
-                                                                         "在请求提交时写入"))
+    ui.chip_row("num_correct_drafts", [ui.chip(walk.num_accepted, "accepted" if walk.num_accepted else "pending",
+                                              title=ui.tr("drafts accepted so far", "目前已接受的草稿数"))])
+    ui.chip_row("accept_lens", [ui.chip(walk.num_accepted + 1, "accepted", title="num_correct_drafts + 1 (the bonus)")])
+    ui.chip_row("accept_token_num", [ui.chip(atn if walk.done else "—", "accepted" if walk.done else "pending",
+                                            title=ui.tr("written when the request commits", "在请求提交时写入"))])
 
 # -- after the walk -------------------------------------------------------------------------------
 commit = run.commits[b]
 st.subheader(ui.tr("After the walk: one decision, three consumers", "遍历之后：一个决定，三处使用"))
-words = {"row": ui.tr("verify input row", "验证输入行"), "input": ui.tr("input token", "输入 token"),
-         "output": ui.tr("its prediction = output", "它的预测 = 输出"), "kv": ui.tr("KV materialised this round", "本轮写入的 KV"),
+words = {"row": ui.tr("verify row", "验证行"), "input": ui.tr("input", "输入"),
+         "output": ui.tr("prediction = output", "预测 = 输出"), "kv": ui.tr("KV this round", "本轮 KV"),
          "pos": ui.tr("position", "位置"), "discarded": ui.term("discarded")}
 positions = [commit.seq_len + d for d in tree.depths()]
 table = shift_table(n, labels, [b * n + i for i in range(n)], run.result["predicts"].reshape(-1), commit.accept_nodes, positions,
                     words, label_of=s.label)
-t_col, g_col2 = st.columns([1.2, 1], gap="large")
+t_col, g_col2 = st.columns([1.1, 1], gap="large")
 with t_col:
-    st.dataframe(highlight_rows(table, path_states(n, commit.accept_nodes)), hide_index=True, width="stretch")
+    st.table(highlight_rows(table, path_states(n, commit.accept_nodes)).hide(axis="index"))
     st.caption(ui.tr("The one-position shift: input row R emits A, row A emits C, row C emits the bonus X. "
                      "Only the rows that were fed through the model this round (R, A, C) have KV.",
                      "错开一个位置：输入行 R 产生 A，A 行产生 C，C 行产生 bonus X。"
@@ -199,10 +199,8 @@ with g_col2:
                          "accept_index 的第 {slots} 个位置是 -1（填充）。直接 gather predicts[accept_index] 会在那里读到 "
                          "predicts[-1]（{raw}）：那不是 token。SGLang 只使用前 accept_lens 个。",
                          slots=commit.pad_slots, raw=commit.raw_gather))
-    m1, m2, m3 = st.columns(3)
-    m1.metric("num_correct_drafts", commit.num_correct_drafts)
-    m2.metric("accept_lens", commit.accept_len)
-    m3.metric("new_seq_len", commit.new_seq_len, help=f"{commit.seq_len} + {commit.accept_len}")
+    st.markdown(f"`num_correct_drafts = {commit.num_correct_drafts}` · `accept_lens = {commit.accept_len}` · "
+                f"`new_seq_len = {commit.seq_len} + {commit.accept_len} = {commit.new_seq_len}`")
 
 arrays = {k: v for k, v in run.inputs.items()}
 ui.raw_tensors({**ui.shaped(arrays),

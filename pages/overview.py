@@ -56,7 +56,7 @@ if commit is not None:
     with left:
         st.graphviz_chart(tree_dot(tree.parents, labels, states=states, tooltips=tips, row_word=ui.term("row"),
                                    bonus=(commit.accept_nodes[-1], s.label(commit.next_root)), bonus_label=ui.term("bonus")),
-                          width="stretch")
+                          width="content")
     with right:
         ui.chip_row("accept_index", [ui.chip(r, "accepted" if r >= 0 else "pending")
                                      for r in run.result["accept_index"].reshape(len(s.requests), -1)[0]])
@@ -85,11 +85,11 @@ LINKS = [
     ("pages/greedy.py", ui.tr("Greedy accept", "贪心接受"), ":material/check_circle:",
      ui.tr("Step through the walk; accept_index, predicts and the one-position shift.",
            "逐步观看遍历；accept_index、predicts 与错开一个位置。")),
-    ("pages/chain_rejection.py", ui.tr("Chain rejection sampling", "链式拒绝采样"), ":material/casino:",
+    (("pages/chain_sampling.py", "pages/chain_rejection.py"), ui.tr("Chain rejection sampling", "链式拒绝采样"), ":material/casino:",
      ui.tr("u·q < p, the residual max(p − q, 0), and why the output follows p.", "u·q < p、残差 max(p − q, 0)，以及为何输出服从 p。")),
-    ("pages/target_only.py", ui.tr("Target-only tree sampling", "仅目标模型的树采样"), ":material/forest:",
+    (("pages/target_only.py", "pages/target_only_sampling.py", "pages/tree_sampling.py"), ui.tr("Target-only tree sampling", "仅目标模型的树采样"), ":material/forest:",
      ui.tr("The sibling scan with running sums and the work buffer (not q).", "带累积和与工作缓冲（不是 q）的兄弟扫描。")),
-    ("pages/dspark.py", ui.tr("DSpark chain", "DSpark 链"), ":material/linear_scale:",
+    (("pages/dspark.py", "pages/dspark_chain.py"), ui.tr("DSpark chain", "DSpark 链"), ":material/linear_scale:",
      ui.tr("correct_len, commit_lens = correct_len + 1, the output buffer.", "correct_len、commit_lens = correct_len + 1、输出缓冲。")),
     ("pages/batch_kv.py", ui.tr("Batch and KV commit", "批处理与 KV 提交"), ":material/view_list:",
      ui.tr("Rows b·n+i, -1 padding, KV committed by rows (and the wrong way, by output tokens).",
@@ -97,7 +97,11 @@ LINKS = [
 ]
 cols = st.columns(2)
 k = 0
-for path, label, icon, what in LINKS:
+for paths, label, icon, what in LINKS:
+    paths = (paths,) if isinstance(paths, str) else paths
+    path = next((p for p in paths if (ui.ROOT / p).exists()), None)
+    if path is None:
+        continue
     with cols[k % 2]:
         if ui.page_link(path, label, icon=icon):
             st.caption(what)

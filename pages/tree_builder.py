@@ -6,7 +6,7 @@ positions and the tree mask update together; the selected node is highlighted in
 import streamlit as st
 
 from specviz.errors import SpecvizError
-from specviz.render.mask import mask_heatmap
+from specviz.render.mask import mask_heatmap, mask_storage_text
 from specviz.render.tables import retrieve_table, selected_style
 from specviz.render.tree import tree_dot
 from specviz.ui import common as ui
@@ -127,18 +127,19 @@ with left:
                         format_func=lambda i: f"{i} · {labels[i]}  ({ui.term('row')} {i})" if i < n else str(i))
         ui.widget(st.selectbox, ui.tr("Token (for a new node or relabel)", "token（用于新节点或改标签）"), "sv_tok::tree",
                   s.vocab[0], options=s.vocab)
-        c = st.columns(3)
-        c[0].button(ui.tr("➕ Add child", "➕ 添加子节点"), on_click=on_add_child, width="stretch", key="w_add_child")
-        c[1].button(ui.tr("➕ Add sibling", "➕ 添加兄弟节点"), on_click=on_add_sibling, width="stretch", key="w_add_sibling",
-                    disabled=sel == 0)
-        c[2].button(ui.tr("✏️ Relabel", "✏️ 修改 token"), on_click=on_relabel, width="stretch", key="w_relabel")
-        c = st.columns(3)
-        c[0].button(ui.tr("🗑 Delete subtree", "🗑 删除子树"), on_click=on_delete, width="stretch", key="w_delete",
-                    disabled=sel == 0)
-        c[1].button(ui.tr("⬆ Earlier sibling", "⬆ 兄弟前移"), on_click=on_move(-1), width="stretch", key="w_up",
-                    disabled=sel == 0)
-        c[2].button(ui.tr("⬇ Later sibling", "⬇ 兄弟后移"), on_click=on_move(1), width="stretch", key="w_down",
-                    disabled=sel == 0)
+        c = st.columns(2)
+        c[0].button(ui.tr("Add child", "添加子节点"), icon=":material/add:", on_click=on_add_child, width="stretch",
+                    key="w_add_child")
+        c[1].button(ui.tr("Add sibling", "添加兄弟节点"), icon=":material/add:", on_click=on_add_sibling, width="stretch",
+                    key="w_add_sibling", disabled=sel == 0)
+        c[0].button(ui.tr("Relabel token", "修改 token"), icon=":material/edit:", on_click=on_relabel, width="stretch",
+                    key="w_relabel")
+        c[1].button(ui.tr("Delete subtree", "删除子树"), icon=":material/delete:", on_click=on_delete, width="stretch",
+                    key="w_delete", disabled=sel == 0)
+        c[0].button(ui.tr("Earlier sibling", "兄弟前移"), icon=":material/arrow_upward:", on_click=on_move(-1), width="stretch",
+                    key="w_up", disabled=sel == 0)
+        c[1].button(ui.tr("Later sibling", "兄弟后移"), icon=":material/arrow_downward:", on_click=on_move(1), width="stretch",
+                    key="w_down", disabled=sel == 0)
         err = st.session_state.pop(_err_key(), None)
         if err is not None:
             ui.show_error(err)
@@ -208,7 +209,7 @@ with right:
         links = ui.widget(st.toggle, ui.tr("Show first-child / next-sibling links (SGLang's retrieve_* arrays)",
                                            "显示第一个子节点 / 下一个兄弟节点链接（SGLang 的 retrieve_* 数组）"),
                           "sv_links::tree", True)
-        dot = tree_dot(tree.parents, labels, states={}, selected=sel, links=links, tooltips=tips,
+        dot = tree_dot(tree.parents, labels, states={i: "plain" for i in range(n)}, selected=sel, links=links, tooltips=tips,
                        row_word=ui.term("row"), link_words=(ui.tr("first child", "第一个子节点"), ui.tr("next sibling", "下一个兄弟")))
         st.graphviz_chart(dot, width="stretch")
         st.caption(ui.tr("Blue: retrieve_next_token (first child). Dashed vermillion: retrieve_next_sibling. "
@@ -218,37 +219,42 @@ with right:
 
 if views is not None:
     build = views["build"]
-    t_col, m_col = st.columns([1.2, 1], gap="large")
-    with t_col:
-        st.subheader(ui.tr("retrieve_* links and positions", "retrieve_* 链接与 positions"))
-        table = retrieve_table(tree, labels, build.retrieve_index[0], build.retrieve_next_token[0],
-                               build.retrieve_next_sibling[0], build.positions[:n],
-                               cols={"node": ui.term("node"), "token": ui.term("token"), "parent": ui.tr("parent", "父节点"),
-                                     "depth": ui.tr("depth", "深度")})
+    st.subheader(ui.tr("retrieve_* links and positions", "retrieve_* 链接与 positions"))
+    table = retrieve_table(tree, labels, build.retrieve_index[0], build.retrieve_next_token[0],
+                           build.retrieve_next_sibling[0], build.positions[:n],
+                           cols={"node": ui.term("node"), "token": ui.term("token"), "parent": ui.tr("parent", "父节点"),
+                                 "depth": ui.tr("depth", "深度")})
 
-        def on_pick():
-            rows = st.session_state[f"w_rt::{ver}"].selection.rows
-            if rows:
-                ui.set_value(SEL, int(rows[0]))
+    def on_pick():
+        rows = st.session_state[f"w_rt::{ver}"].selection.rows
+        if rows:
+            ui.set_value(SEL, int(rows[0]))
 
-        st.dataframe(selected_style(table, sel), hide_index=True, width="stretch", key=f"w_rt::{ver}",
-                     on_select=on_pick, selection_mode="single-row")
-        st.caption(ui.tr("positions = seq_len ({sl}) + depth. Click a row to select its node.",
-                         "positions = seq_len（{sl}）+ 深度。点击一行即可选中该节点。", sl=s.requests[b].seq_len))
+    st.dataframe(selected_style(table, sel), hide_index=True, width="stretch", key=f"w_rt::{ver}", on_select=on_pick,
+                 selection_mode="single-row", height="auto" if n <= 10 else 480)
+    st.caption(ui.tr("positions = seq_len ({sl}) + depth. Click a row to select its node.",
+                     "positions = seq_len（{sl}）+ 深度。点击一行即可选中该节点。", sl=s.requests[b].seq_len))
+
+    st.subheader(ui.tr("Tree mask", "树注意力掩码"))
+    modes = ["full_mask", "qlen_only", "qlen_only_bitpacking"]
+    st.radio("tree_mask_mode", modes, index=modes.index(s.tree_mask_mode), horizontal=True, key=f"w_mode::{ver}",
+             on_change=on_mode)
+    if views["reason"] and views["eagle"] is not None:
+        st.info(views["reason"])
+    m_col, s_col = st.columns([1, 1], gap="large")
     with m_col:
-        st.subheader(ui.tr("Tree mask", "树注意力掩码"))
-        modes = ["full_mask", "qlen_only", "qlen_only_bitpacking"]
-        st.radio("tree_mask_mode", modes, index=modes.index(s.tree_mask_mode), horizontal=True, key=f"w_mode::{ver}",
-                 on_change=on_mode)
-        if views["reason"] and views["eagle"] is not None:
-            st.info(views["reason"])
         st.plotly_chart(mask_heatmap(views["matrix"], labels, selected=sel,
                                      words=(ui.tr("attends to", "可见"), ui.tr("masked", "屏蔽"), ui.term("row"), ui.tr("column", "列"))),
                         width="stretch", key="w_mask_fig")
-        st.caption(ui.tr("Row i may attend to column j (✓): itself and its ancestors. full_mask also stores the prefix "
-                         "columns (all True); qlen_only stores only the n×n tree part; bitpacking packs each row into one integer.",
-                         "第 i 行可以看到第 j 列（✓）：自身及其祖先。full_mask 还存储前缀列（全为 True）；"
-                         "qlen_only 只存 n×n 的树部分；bitpacking 把每一行打包成一个整数。"))
+    with s_col:
+        st.markdown(ui.tr("Row i may attend to column j (✓): itself and its ancestors. How **{m}** stores it:",
+                          "第 i 行可以看到第 j 列（✓）：自身及其祖先。**{m}** 的存储方式：", m=s.tree_mask_mode))
+        st.code(mask_storage_text(views["matrix"], s.tree_mask_mode, int(s.requests[b].seq_len), sel,
+                                  stored=views["build"].tree_mask if views["inputs"] else None), language="text")
+        st.caption(ui.tr("full_mask: per request, n rows of (seq_len + n) booleans, prefix columns all True. "
+                         "qlen_only: only the n×n tree part. qlen_only_bitpacking: one integer per row, bit j = column j.",
+                         "full_mask：每个请求 n 行、每行 (seq_len + n) 个布尔值，前缀列全为 True。"
+                         "qlen_only：只存 n×n 的树部分。qlen_only_bitpacking：每行一个整数，第 j 位 = 第 j 列。"))
 
     if views["inputs"]:
         inp = views["inputs"]

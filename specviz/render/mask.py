@@ -38,3 +38,27 @@ def mask_heatmap(matrix, labels, *, selected=None, title: str = "", words=("atte
         yaxis={"autorange": "reversed", "tickfont": {"size": PLOT_FONT_SIZE if n <= 16 else 11}, "scaleanchor": "x"},
         plot_bgcolor="white", hoverlabel={"font": {"size": PLOT_FONT_SIZE}})
     return fig
+
+
+def mask_storage_text(matrix, mode: str, seq_len: int, selected=None, stored=None) -> str:
+    """How ``mode`` stores one request's mask, one line per row (the selected row marked ▶).
+
+    full_mask: the prefix columns (all True) then the n tree columns; qlen_only: the n tree
+    columns; qlen_only_bitpacking: one integer per row, bit j = column j (``stored``, the
+    TreeBuild's tree_mask, gives the integers build_tree wrote; else they are read off the matrix).
+    """
+    m = np.asarray(matrix, dtype=bool)
+    n = m.shape[0]
+    out = []
+    for i in range(n):
+        bits = "".join("1" if v else "0" for v in m[i])
+        mark = "▶" if i == selected else " "
+        if mode == "qlen_only_bitpacking":
+            value = int(stored[i]) if stored is not None else int(sum(1 << j for j in range(n) if m[i, j]))
+            out.append(f"{mark} row {i:>2}: {value:>6} = 0b{bits[::-1]}")
+        elif mode == "qlen_only":
+            out.append(f"{mark} row {i:>2}: {bits}")
+        else:
+            prefix = "1" * min(seq_len, 6) + ("…" if seq_len > 6 else "")
+            out.append(f"{mark} row {i:>2}: [{prefix} ×{seq_len}] {bits}")
+    return "\n".join(out)

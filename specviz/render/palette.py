@@ -43,6 +43,7 @@ PALETTE = {
     "selected": REDDISH_PURPLE,
     "root": BLUISH_GREEN,
     "highlight": YELLOW,
+    "plain": WHITE,
     "text": BLACK,
     "muted_text": "#777777",
     "edge": "#444444",

@@ -50,6 +50,7 @@ ensure_triton_env()
 import numpy as np  # noqa: E402
 import streamlit as st  # noqa: E402
 
+from streamlit.errors import StreamlitAPIException  # noqa: E402
 from streamlit.runtime.scriptrunner_utils.exceptions import ScriptControlException  # noqa: E402
 
 from specviz.errors import BackendUnavailable, SpecvizError  # noqa: E402
@@ -142,7 +143,7 @@ def widget(fn, label: str, key: str, default, **kwargs):
     """
     persist_key(key, default)
     wkey = "w_" + key
-    if wkey not in st.session_state:
+    if wkey not in st.session_state or st.session_state.pop("sv_dirty::" + key, False):
         st.session_state[wkey] = st.session_state[key]
 
     def _copy():
@@ -156,7 +157,10 @@ def set_value(key: str, value) -> None:
     """Set a persistent value and the widget showing it (call from a callback or before rendering)."""
     st.session_state[key] = value
     if "w_" + key in st.session_state:
-        st.session_state["w_" + key] = value
+        try:
+            st.session_state["w_" + key] = value
+        except StreamlitAPIException:  # the widget is already drawn in this run: refill it on the next
+            st.session_state["sv_dirty::" + key] = True
 
 
 # -------------------------------------------------------------------------------------------
@@ -510,8 +514,8 @@ def step_controls(key: str, num_frames: int, start: int = 0) -> int:
     cols[1].button("◀", key=f"w_back::{key}", on_click=go(lambda: step(key) - 1), help=tr("back", "上一步"), width="stretch")
     cols[2].button("▶", key=f"w_next::{key}", on_click=go(lambda: step(key) + 1), help=tr("next", "下一步"), width="stretch")
     cols[3].button("⏭", key=f"w_last::{key}", on_click=go(last), help=tr("last step", "最后一步"), width="stretch")
-    cols[4].button(tr("⏸ pause", "⏸ 暂停") if playing else tr("⏵ play", "⏵ 播放"), key=f"w_play::{key}", on_click=toggle,
-                   width="stretch")
+    cols[4].button(tr("pause", "暂停") if playing else tr("play", "播放"), key=f"w_play::{key}", on_click=toggle,
+                   icon=":material/pause:" if playing else ":material/play_arrow:", width="stretch")
     with cols[5]:
         widget(st.select_slider, tr("speed (steps/s)", "速度（步/秒）"), f"sv_speed::{key}", 1.0, options=list(SPEEDS),
                label_visibility="collapsed", format_func=lambda v: f"{v:g} {tr('steps/s', '步/秒')}")
@@ -555,8 +559,10 @@ html, body, [data-testid="stAppViewContainer"] { font-size: 19px; }
 .sv-chip { display: inline-block; min-width: 2.4em; padding: .15em .5em; margin: .1em; border-radius: .35em;
            text-align: center; font-weight: 600; font-family: ui-monospace, monospace; border: 2px solid transparent; }
 .sv-row { display: flex; flex-wrap: wrap; align-items: center; gap: .2em; margin: .2em 0 .6em 0; }
-.sv-label { font-weight: 600; margin-right: .6em; min-width: 11em; }
+.sv-label { font-weight: 600; margin-right: .6em; min-width: 9em; }
 .sv-grey { color: #777; text-decoration: line-through; }
+.sv-big { font-size: 1.25rem; }
+[data-testid="stTable"] table { font-size: 1.0rem; }
 </style>
 """
 

@@ -1,0 +1,121 @@
+"""Browser tests (Playwright on Debian's chromium) for the core pages: overview, tree builder,
+greedy accept, batch & KV commit, against ``streamlit run app.py`` (fixture ``app_server``).
+
+Each page loads without an exception and its tree SVG renders; on the greedy page the step
+buttons advance the walk and the displayed accept_index fills in as the running example says
+(§0: [-1, -1, -1] -> [0, -1, -1] -> ... -> [0, 1, 3]). A projector-sized screenshot of every
+page is saved under artifacts/screenshots/ for a person to look at.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+pytest.importorskip("playwright")
+from playwright.sync_api import expect  # noqa: E402
+
+from tests.conftest import wait_for_app  # noqa: E402
+
+
+def _no_exception(page) -> None:
+    exc = page.locator('[data-testid="stException"]')
+    assert exc.count() == 0, exc.first.inner_text()
+
+
+def _tree_svg(page, k: int = 0):
+    svg = page.locator('[data-testid="stGraphVizChart"] svg').nth(k)
+    svg.wait_for(timeout=30_000)
+    return svg
+
+
+def _press(page, label: str) -> None:
+    page.get_by_role("button", name=label, exact=True).first.click()
+    wait_for_app(page)
+
+
+def _accept_index_text(page) -> str:
+    """The live accept_index line of the greedy page: `accept_index[0] = [...]`."""
+    return page.get_by_text(re.compile(r"accept_index\[0\] = \[")).first.inner_text()
+
+
+def test_overview_page(page, open_page, screenshot_dir):
+    open_page(page, "")
+    _no_exception(page)
+    expect(page.get_by_text("The Accept stage of speculative decoding").first).to_be_visible()
+    loop = _tree_svg(page, 0)
+    expect(loop).to_contain_text("Target Verify")
+    tree = _tree_svg(page, 1)
+    expect(tree.locator("g.node")).to_have_count(6)  # R A B C D + the bonus X
+    expect(page.get_by_text("Greedy accept").first).to_be_visible()  # a page link
+    page.screenshot(path=str(screenshot_dir / "overview.png"))
+
+
+def test_tree_builder_page(page, open_page, screenshot_dir):
+    open_page(page, "tree_builder")
+    _no_exception(page)
+    svg = _tree_svg(page)
+    expect(svg.locator("g.node")).to_have_count(5)
+    expect(svg).to_contain_text("first child")
+    page.locator('[data-testid="stPlotlyChart"]').first.wait_for(timeout=30_000)
+    page.screenshot(path=str(screenshot_dir / "tree_builder.png"))
+    # Add a child under the selected node (A): the tree grows to 6 nodes.
+    page.get_by_role("button", name=re.compile("Add child")).first.click()
+    wait_for_app(page)
+    _no_exception(page)
+    expect(_tree_svg(page).locator("g.node")).to_have_count(6)
+    page.screenshot(path=str(screenshot_dir / "tree_builder_added_child.png"))
+
+
+def test_greedy_steps_fill_accept_index(page, open_page, screenshot_dir):
+    open_page(page, "greedy")
+    _no_exception(page)
+    _tree_svg(page)
+    _press(page, "⏮")
+    assert _accept_index_text(page).endswith("[-1, -1, -1]")
+    page.screenshot(path=str(screenshot_dir / "greedy_step0.png"))
+    _press(page, "▶")  # start: the root row goes in first
+    assert _accept_index_text(page).endswith("[0, -1, -1]")
+    for _ in range(3):  # visit A, compare, accept A
+        _press(page, "▶")
+    assert _accept_index_text(page).endswith("[0, 1, -1]")
+    page.screenshot(path=str(screenshot_dir / "greedy_step4.png"))
+    _press(page, "⏭")
+    assert _accept_index_text(page).endswith("[0, 1, 3]")
+    expect(page.get_by_text(re.compile(r"Step \d+/\d+ · accept_token_num = 2"))).to_be_visible()
+    page.screenshot(path=str(screenshot_dir / "greedy_final.png"))
+    _press(page, "◀")
+    assert _accept_index_text(page).endswith("[0, 1, 3]")  # the terminal step writes no accept_index slot
+    _no_exception(page)
+
+
+def test_greedy_play_advances(page, open_page):
+    open_page(page, "greedy")
+    _press(page, "⏮")
+    page.get_by_role("button", name=re.compile("play")).first.click()
+    expect(page.get_by_text(re.compile(r"accept_index\[0\] = \[0, 1, 3\]"))).to_be_visible(timeout=40_000)
+    _no_exception(page)
+
+
+def test_batch_kv_page(page, open_page, screenshot_dir):
+    open_page(page, "batch_kv")
+    _no_exception(page)
+    svg = _tree_svg(page)
+    expect(svg.locator("g.node")).to_have_count(12)  # two requests of 5 nodes + their bonus nodes
+    expect(page.get_by_text("accept_index = [[0, 1, 3], [5, 6, 9]]")).to_be_visible()
+    page.screenshot(path=str(screenshot_dir / "batch_kv.png"))
+    page.get_by_text("Show the wrong way").click()
+    wait_for_app(page)
+    expect(page.get_by_text(re.compile("Keyed by outputs")).first).to_be_visible()
+    page.screenshot(path=str(screenshot_dir / "batch_kv_wrong_way.png"))
+
+
+def test_language_switch_survives_page_change(page, open_page, screenshot_dir):
+    open_page(page, "greedy")
+    page.get_by_text("简体中文").click()
+    wait_for_app(page)
+    expect(page.get_by_role("heading", name="贪心接受").first).to_be_visible()
+    page.get_by_role("link", name="构建验证树").first.click()
+    wait_for_app(page)
+    expect(page.get_by_role("heading", name="构建验证树").first).to_be_visible()
+    page.screenshot(path=str(screenshot_dir / "tree_builder_zh.png"))
