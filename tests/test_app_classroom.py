@@ -1,0 +1,231 @@
+"""AppTest for the classroom pages: pitfalls, audit, quiz, tour. They run without exception,
+key interactions change what is shown, both languages work, and reruns stay fast."""
+import json
+import statistics
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from specviz.pitfalls import PITFALLS
+from specviz.scenario import scenario_from_dict, scenario_from_json
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = ROOT / "pages"
+TIMEOUT = 60
+
+
+def page(name: str) -> AppTest:
+    at = AppTest.from_file(str(PAGES / f"{name}.py"), default_timeout=TIMEOUT)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def texts(at) -> str:
+    return "\n".join([m.value for m in at.markdown] + [e.value for e in at.error] + [e.value for e in at.success]
+                     + [e.value for e in at.info] + [e.value for e in at.warning])
+
+
+def big_tree_scenario() -> dict:
+    """64 nodes, a complete binary tree (depth 6); the target follows the first child: k = 6."""
+    n = 64
+    parents = [-1] + [(i - 1) // 2 for i in range(1, n)]
+    vocab = [f"t{k}" for k in range(8)] + ["X", "R"]
+    tokens = ["R"] + [vocab[i % 8] for i in range(1, n)]
+    kids = {i: [c for c in range(n) if parents[c] == i] for i in range(n)}
+    predict = [tokens[kids[i][0]] if kids[i] else "X" for i in range(n)]
+    return {"name": "big_tree", "algorithm": "greedy", "vocab": vocab,
+            "requests": [{"tree": {"parents": parents, "tokens": tokens}, "seq_len": 10, "target_predict": predict}]}
+
+
+# -- pitfalls -------------------------------------------------------------------------------------
+
+def test_pitfalls_every_entry_renders_two_sides():
+    at = page("pitfalls")
+    seen = set()
+    for p in PITFALLS:
+        at.radio(key="w_pitfall::en").set_value(p.key).run()
+        assert not at.exception, (p.key, [e.value for e in at.exception])
+        body = texts(at)
+        assert p.symptom["en"] in body and p.fix["en"] in body
+        charts = at.get("graphviz_chart")
+        assert len(charts) == 2, p.key
+        seen.add(charts[0].proto.spec)
+        assert charts[0].proto.spec != charts[1].proto.spec, f"{p.key}: buggy and correct trees look the same"
+    assert len(seen) >= 6
+
+
+def test_pitfalls_chinese():
+    at = page("pitfalls")
+    at.radio(key="w_sv_lang").set_value("zh").run()
+    assert not at.exception
+    assert "常见错误图鉴" in [t.value for t in at.title][0]
+    assert PITFALLS[0].symptom["zh"] in texts(at)
+
+
+def test_pitfall_audit_button_fills_the_audit_page():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.run()
+    at.switch_page("pages/pitfalls.py").run()
+    at.radio(key="w_pitfall::en").set_value("local_node_ids").run()
+    at.button(key="w_pitfall_audit").click().run()
+    assert not at.exception
+    assert "accept_index" in at.session_state["sv_audit_text"]
+    at.switch_page("pages/audit.py").run()
+    assert not at.exception
+    assert any("accept_index[1][0]" in e.value for e in at.error), [e.value for e in at.error]
+
+
+# -- audit ----------------------------------------------------------------------------------------
+
+def test_audit_verdicts_change_with_the_pasted_outputs():
+    at = page("audit")
+    assert any("Paste some outputs" in i.value for i in at.info)
+    at.button(key="w_audit_ex_ok").click().run()
+    assert any("Correct" in s.value for s in at.success)
+    at.button(key="w_audit_ex_bad").click().run()
+    assert any("accept_index[0][0]" in e.value for e in at.error)
+    assert "root's row 0 comes first" in texts(at)
+    # The wrong node (the root, node 0) is outlined in the tree and its row coloured in the shift table.
+    dot = at.get("graphviz_chart")[0].proto.spec
+    assert "penwidth=\"6\"" in dot or "penwidth=6" in dot
+    at.text_area(key="w_sv_audit_text").set_value("predicts = tensor([0, 2, 0, 0, 0], dtype=torch.int32)").run()
+    assert "bonus X is written at the last accepted row" in texts(at)
+
+
+def test_audit_malformed_paste_is_an_error_not_a_traceback():
+    at = page("audit")
+    for bad in ("accept_index = [0, 1", "nonsense", "foo = [1]", "predicts = [1, 2]", "accept_index = [0, ..., 3]"):
+        at.text_area(key="w_sv_audit_text").set_value(bad).run()
+        assert not at.exception, bad
+        assert at.error, bad
+
+
+def test_audit_json_inputs_edit():
+    at = page("audit")
+    data = json.loads(at.session_state["sv_scn::audit"])
+    data["requests"][0]["target_predict"] = ["X", "X", "X", "X", "X"]
+    key = next(t.key for t in at.text_area if t.key.startswith("w_audit_json"))
+    at.text_area(key=key).set_value(json.dumps(data)).run()
+    at.button(key="w_audit_apply").click().run()
+    assert not at.exception
+    assert scenario_from_json(at.session_state["sv_scn::audit"]).requests[0].target_predict[0] == "X"
+    at.text_area(key="w_sv_audit_text").set_value("accept_index = [0, -1, -1]").run()
+    assert any("Correct" in s.value for s in at.success)
+    key = next(t.key for t in at.text_area if t.key.startswith("w_audit_json"))
+    at.text_area(key=key).set_value("{\"name\": 3}").run()
+    assert not at.exception and at.error
+
+
+def test_audit_dspark_preset():
+    at = page("audit")
+    key = next(s.key for s in at.selectbox if s.key.startswith("w_audit_preset"))
+    at.selectbox(key=key).set_value("dspark_chain").run()
+    at.text_area(key="w_sv_audit_text").set_value("correct_len = 3").run()
+    assert not at.exception
+    assert any("correct_len[0]" in e.value for e in at.error)
+
+
+# -- quiz -------------------------------------------------------------------------------------------
+
+def test_quiz_check_and_reveal():
+    at = page("quiz")
+    at.text_input(key="w_sv_quiz_answer").set_value("1, 3").run()
+    at.button(key="w_quiz_check").click().run()
+    assert any("accept_index[0][0]" in e.value for e in at.error)
+    assert "root's row 0 comes first" in texts(at)
+    at.text_input(key="w_sv_quiz_answer").set_value("[0, 1, 3]").run()
+    at.button(key="w_quiz_check").click().run()
+    assert any("Right" in s.value for s in at.success)
+    assert at.metric[0].value == "1 / 2"
+    at.radio(key="w_sv_quiz_field").set_value("outputs").run()
+    at.text_input(key="w_sv_quiz_answer").set_value("R A C").run()
+    at.button(key="w_quiz_check").click().run()
+    assert "shifted by one position" in texts(at)
+    assert not at.table
+    at.button(key="w_quiz_reveal").click().run()
+    assert at.table and "[A, C, X]" in at.table[0].value.to_string()
+
+
+def test_quiz_random_and_dspark_questions():
+    at = page("quiz")
+    before = at.session_state["sv_scn::quiz"]
+    at.button(key="w_quiz_random").click().run()
+    assert not at.exception and at.session_state["sv_scn::quiz"] != before
+    key = next(s.key for s in at.selectbox if s.key.startswith("w_quiz_preset"))
+    at.selectbox(key=key).set_value("dspark_chain").run()
+    assert [r for r in at.radio if r.key == "w_sv_quiz_field"][0].options == ["correct_len", "outputs", "committed_rows"]
+    at.radio(key="w_sv_quiz_field").set_value("correct_len").run()
+    at.text_input(key="w_sv_quiz_answer").set_value("2").run()
+    at.button(key="w_quiz_check").click().run()
+    assert any("Right" in s.value for s in at.success)
+
+
+# -- tour -------------------------------------------------------------------------------------------
+
+def test_tour_walks_six_stops_in_both_languages():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.run()
+    at.switch_page("pages/tour.py").run()
+    headers = [at.header[0].value]
+    for _ in range(5):
+        at.button(key="w_tour_next").click().run()
+        assert not at.exception
+        headers.append(at.header[0].value)
+    assert len(set(headers)) == 6 and headers[-1].startswith("6")
+    at.radio(key="w_sv_lang").set_value("zh").run()
+    assert at.header[0].value.startswith("六")
+    at.button(key="w_tour_back").click().run()
+    assert at.header[0].value.startswith("五")
+
+
+def test_tour_prompt_checks_follow_the_live_scenario():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.run()
+    at.switch_page("pages/tour.py").run()
+    at.button(key="w_tour_next").click().run()
+    at.button(key="w_tour_next").click().run()  # stop 3: greedy
+    assert "⬜ Make the target predict D after A" in texts(at)
+    data = json.loads(at.session_state["sv_scn::tree"]) if "sv_scn::tree" in at.session_state else None
+    s = scenario_from_json(data and json.dumps(data)) if data else None
+    base = json.loads((ROOT / "scenarios" / "running_example.json").read_text()) if s is None else data
+    base["requests"][0]["target_predict"] = ["A", "D", "X", "X", "X"]
+    at.session_state["sv_scn::tree"] = scenario_from_dict(base).to_json()
+    at.run()
+    assert "✅ Make the target predict D after A" in texts(at)
+
+
+# -- timing ---------------------------------------------------------------------------------------
+
+def _median_rerun(at, runs=7) -> float:
+    ts = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        at.run()
+        ts.append(time.perf_counter() - t)
+    assert not at.exception
+    return statistics.median(ts)
+
+
+def test_rerun_times(capsys):
+    """Median rerun time per page for the running example, and the audit page on a 64-node tree."""
+    figures = {}
+    for name in ("pitfalls", "audit", "quiz", "tour"):
+        at = page(name)
+        if name == "audit":
+            at.button(key="w_audit_ex_bad").click().run()
+        figures[name] = _median_rerun(at)
+    at = page("audit")
+    at.session_state["sv_scn::audit"] = scenario_from_dict(big_tree_scenario()).to_json()
+    at.run()
+    at.button(key="w_audit_ex_bad").click().run()
+    assert any("accept_index" in e.value for e in at.error)
+    figures["audit (64-node tree)"] = _median_rerun(at)
+    at = page("quiz")
+    at.session_state["sv_scn::quiz"] = scenario_from_dict(big_tree_scenario()).to_json()
+    figures["quiz (64-node tree)"] = _median_rerun(at)
+    with capsys.disabled():
+        print("\nmedian rerun (ms): " + ", ".join(f"{k} {v * 1000:.0f}" for k, v in figures.items()))
+    assert all(v < 1.5 for v in figures.values()), figures  # generous: CI machines are slow; the report has the real figures
