@@ -17,6 +17,14 @@ from specviz.ui import common as ui
 SLOT = "chain"
 PRESETS = ["pq_example"]
 tr = ui.tr
+RENDER = sc
+
+@st.cache_resource(show_spinner=False, max_entries=256)
+def _fig(name: str, *args, **kwargs):
+    """A renderer's plotly figure, built once per distinct input and shared (never mutated after building):
+    building a figure costs tens of ms, which a rerun with unchanged inputs should not pay again."""
+    return getattr(RENDER, name)(*args, **kwargs)
+
 
 ui.page_setup("chain_sampling", slot=None)
 ui.scenario_io(SLOT, presets=PRESETS)
@@ -147,6 +155,14 @@ with col_coins:
     r1, r2 = st.columns([1, 1])
     r1.number_input(tr("seed", "种子"), 0, 10**6, 0, key="w_chain_seed")
     r2.button(tr("🎲 randomise coins", "🎲 随机生成"), key="w_chain_rand", on_click=_randomise, width="stretch")
+    st.caption(tr("Try u[0]:", "试试 u[0]："))
+    qc = st.columns(3)
+    qc[0].button(tr(".4 accept", ".4 接受"), key="w_chain_q1", on_click=_set_coin0(0.4), width="stretch",
+                 help=tr(".4 × .6 = .24 < .3", ".4 × .6 = .24 < .3"))
+    qc[1].button(tr(".5 edge", ".5 边界"), key="w_chain_q2", on_click=_set_coin0(0.5), width="stretch",
+                 help=tr(".5 × .6 = .3 is not < .3: the test is strict", ".5 × .6 = .3 不小于 .3：严格不等式"))
+    qc[2].button(tr(".7 reject", ".7 拒绝"), key="w_chain_q3", on_click=_set_coin0(0.7), width="stretch",
+                 help=tr(".7 × .6 = .42 ≥ .3", ".7 × .6 = .42 ≥ .3"))
     if "sv_chain_err" in st.session_state:
         f, d = st.session_state.pop("sv_chain_err")
         st.error(f"**{f}**: {d}", icon="⚠️")
@@ -292,7 +308,7 @@ left, right = st.columns([2, 3], gap="large")
 with left:
     st.graphviz_chart(sc.chain_dot(list(req.chain), states, bonus=bonus, hovers=hovers,
                                    slot_names=["root"] + [tr("slot {s}", "位置 {s}", s=j) for j in range(1, N)],
-                                   bonus_caption=ui.term("bonus")), width="stretch")
+                                   bonus_caption=ui.term("bonus")), width="content")
     ai = frame.arrays["accept_index"].reshape(-1).tolist()
     pr = frame.arrays["predicts"].reshape(-1).tolist()
     ui.chip_row("accept_index", [ui.chip(v, "accepted" if v >= 0 else "pending", f"accept_index[0][{j}] = {v}") for j, v in enumerate(ai)])
@@ -306,7 +322,7 @@ with right:
         k = res_ev.node
         full = res_ev.data.get("q") is None
         st.markdown(tr("**Terminal draw at row {k}** ({src})", "**第 {k} 行的终止采样**（{src}）", k=k, src=res_ev.data["source"]))
-        st.plotly_chart(sc.residual_figure(vocab, p_rows[k], None if full else req.draft_probs[k],
+        st.plotly_chart(_fig("residual_figure", vocab, p_rows[k], None if full else req.draft_probs[k],
                                            coin_final=req.coin_final if ev.kind != "residual" else None,
                                            chosen=term_ev.data["token"] if ev.kind != "residual" else None, bonus_from_p=full,
                                            text={"norm": tr("normalised", "归一化"), "cdf": tr("terminal draw", "终止采样")}),
@@ -315,7 +331,7 @@ with right:
         d = test_of[focus_slot]
         verdict_known = any(e.kind in ("accept", "reject") and e.node == focus_slot for e in seen) or ev.kind == "accept_test"
         st.markdown(tr("**Slot {s}: is {t} accepted?**", "**位置 {s}：{t} 是否被接受？**", s=focus_slot, t=req.chain[focus_slot]))
-        st.plotly_chart(sc.accept_test_figure(d["p"], d["q"], d["coin"], token=req.chain[focus_slot],
+        st.plotly_chart(_fig("accept_test_figure", d["p"], d["q"], d["coin"], token=req.chain[focus_slot],
                                               accepted=d["accepted"] if verdict_known else d["accepted"],
                                               text={"accept": tr("accept: u < p/q", "接受：u < p/q"), "reject": tr("reject", "拒绝"),
                                                     "x": tr("coin u (0..1)", "随机数 u（0..1）")}),
@@ -340,10 +356,6 @@ st.success(tr("Output this round: **{o}** — accept_index {ai}, accept_lens = {
               "本轮输出：**{o}** — accept_index {ai}，accept_lens = {al}；下一轮 root 为 **{nr}**。",
               o=" ".join(vocab[t] for t in c.output_tokens), ai=run.result["accept_index"][0].tolist(), al=c.accept_len,
               nr=vocab[c.next_root]))
-qc = st.columns(3)
-qc[0].button(tr("u[0] = .4 (accept A)", "u[0] = .4（接受）"), key="w_chain_q1", on_click=_set_coin0(0.4))
-qc[1].button(tr("u[0] = .5 (edge: .3 < .3 fails)", "u[0] = .5（边界：.3 < .3 不成立）"), key="w_chain_q2", on_click=_set_coin0(0.5))
-qc[2].button(tr("u[0] = .7 (reject)", "u[0] = .7（拒绝）"), key="w_chain_q3", on_click=_set_coin0(0.7))
 
 # ---------------------------------------------------------------------------------------------
 # The mass check
@@ -356,7 +368,7 @@ with ui.guard():
     accepted, redistributed, total = dist.decomposition(p_rows[slot - 1], req.draft_probs[slot - 1])
     dcol, tcol = st.columns([3, 2], gap="large")
     with dcol:
-        st.plotly_chart(sc.decomposition_figure(vocab, accepted, redistributed, p_rows[slot - 1],
+        st.plotly_chart(_fig("decomposition_figure", vocab, accepted, redistributed, p_rows[slot - 1],
                                                 text={"acc": tr("accepted: min(p, q)", "接受分支：min(p, q)"),
                                                       "red": tr("rejected mass, redistributed", "拒绝质量再分配"),
                                                       "p": "p (Target)"}),
@@ -399,7 +411,7 @@ with ui.guard():
     mc = _monte_carlo(s.to_json(indent=None), ui.backend(), int(trials), int(mc_seed), bool(from_q))
     hc, mcol = st.columns([3, 1], gap="large")
     with hc:
-        st.plotly_chart(sc.monte_carlo_figure(vocab, mc.empirical, mc.target, expected=None if from_q else mc.expected, counts=mc.counts,
+        st.plotly_chart(_fig("monte_carlo_figure", vocab, mc.empirical, mc.target, expected=None if from_q else mc.expected, counts=mc.counts,
                                               text={"emp": tr("Monte Carlo (first emitted token)", "Monte Carlo（首个输出 token）"),
                                                     "p": "p (Target, row 0)", "exp": tr("exact for a fixed draft token", "固定 Draft token 时的精确分布")}),
                         width="stretch", key="chain_mc")

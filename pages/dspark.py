@@ -18,6 +18,14 @@ from specviz.ui import common as ui
 SLOT = "dspark"
 PRESETS = ["dspark_chain", "dspark_sampling"]
 tr = ui.tr
+RENDER = dc
+
+@st.cache_resource(show_spinner=False, max_entries=256)
+def _fig(name: str, *args, **kwargs):
+    """A renderer's plotly figure, built once per distinct input and shared (never mutated after building):
+    building a figure costs tens of ms, which a rerun with unchanged inputs should not pay again."""
+    return getattr(RENDER, name)(*args, **kwargs)
+
 
 ui.page_setup("dspark", slot=None)
 ui.scenario_io(SLOT, presets=PRESETS)
@@ -230,7 +238,7 @@ if greedy:
     window = list(req.chain)
     matches = [req.chain[t + 1] == vocab[tp_ids[t]] for t in range(T - 1)]
     compared = sum(1 for e in seen if e.kind == "compare")
-    st.plotly_chart(dc.match_figure(window, [vocab[x] for x in tp_ids], matches, correct_len, raw_correct_len=raw_len,
+    st.plotly_chart(_fig("match_figure", window, [vocab[x] for x in tp_ids], matches, correct_len, raw_correct_len=raw_len,
                                     verify_len=vlen if vlen < T else None, compared=compared, show_result=done,
                                     text={"row": tr("verify row (input)", "Verify 输入行"), "target": tr("Target predicts after it", "Target 在其后的预测"),
                                           "draft": tr("next draft", "下一个 Draft"), "match": tr("match?", "匹配？"),
@@ -279,14 +287,14 @@ with oc:
                    "Only the first commit_lens entries are output; the rest are stale (grey).",
                    "**BuildOutTokens**：`out [bs, T]` 先放 Draft，再放 0；bonus scatter 到第 correct_len 列。"
                    "只有前 commit_lens 格是有效输出，其余为旧值（灰色）。"))
-    st.plotly_chart(dc.out_tokens_figure(drafts, out, correct_len,
+    st.plotly_chart(_fig("out_tokens_figure", drafts, out, correct_len,
                                          text={"before": tr("drafts, then 0", "Draft，末位 0"), "after": tr("after the bonus scatter", "scatter bonus 之后"),
                                                "stale": tr("stale", "旧值")}),
                     width="stretch", key="ds_out")
 with kc:
     st.markdown(tr("**KV inject**: verify row c keeps its KV (location prefix + c) iff c < commit_lens; the bonus {b} has no KV yet.",
                    "**KV 注入**：当 c < commit_lens 时第 c 行保留 KV（位置 prefix + c）；bonus {b} 此时还没有 KV。", b=bonus))
-    st.plotly_chart(dc.kv_columns_figure(list(req.chain), [int(x) for x in res["kv_columns"][0]],
+    st.plotly_chart(_fig("kv_columns_figure", list(req.chain), [int(x) for x in res["kv_columns"][0]],
                                          text={"row": tr("verify row", "Verify 行"), "loc": tr("KV location", "KV 位置")}),
                     width="stretch", key="ds_kv")
 st.success(tr("Output this round: **{o}**; next anchor **{b}** at position {p}.", "本轮输出：**{o}**；下一轮 anchor 为 **{b}**，位置 {p}。",

@@ -18,6 +18,14 @@ from specviz.ui import common as ui
 SLOT = "target_only"
 PRESETS = ["target_only_sampling", "target_only_rejected_sibling", "thresholds_below_1", "semantics_disagree"]
 tr = ui.tr
+RENDER = sc
+
+@st.cache_resource(show_spinner=False, max_entries=256)
+def _fig(name: str, *args, **kwargs):
+    """A renderer's plotly figure, built once per distinct input and shared (never mutated after building):
+    building a figure costs tens of ms, which a rerun with unchanged inputs should not pay again."""
+    return getattr(RENDER, name)(*args, **kwargs)
+
 
 ui.page_setup("target_only", slot=None)
 ui.scenario_io(SLOT, presets=PRESETS)
@@ -301,7 +309,7 @@ with right:
                 verdicts[sibs.index(e.node)] = "accepted" if e.kind == "accept" else "rejected"
         st.markdown(tr("**Level scan under node {p} ({t})** — coin u[{p}] against the buckets",
                        "**节点 {p}（{t}）下的一层扫描** — 随机数 u[{p}] 对照各个桶", p=parent, t=labels[parent]))
-        st.plotly_chart(sc.buckets_figure(buckets, [f"{c}: {labels[c]}" for c in sibs], float(req.coins[parent]),
+        st.plotly_chart(_fig("buckets_figure", buckets, [f"{c}: {labels[c]}" for c in sibs], float(req.coins[parent]),
                                           current=sibs.index(current_child) if current_child in sibs else None,
                                           verdicts=verdicts, threshold_acc=s.threshold_acc,
                                           text={"rest": tr("no sibling: relu(p − buffer)", "全部拒绝：relu(p − buffer)"),
@@ -311,7 +319,7 @@ with right:
     res_ev = next((e for e in seen if e.kind == "residual"), None)
     term_ev = next((e for e in seen if e.kind == "terminal"), None)
     st.markdown(tr("**Row {p}: p, the work buffer, relu(p − buffer)**", "**第 {p} 行：p、工作缓冲区、relu(p − buffer)**", p=parent))
-    st.plotly_chart(sc.buffer_figure(vocab, p_rows[parent], buf_row, dist=res_ev.data["dist"] if res_ev else None,
+    st.plotly_chart(_fig("buffer_figure", vocab, p_rows[parent], buf_row, dist=res_ev.data["dist"] if res_ev else None,
                                      coin_final=req.coin_final if term_ev else None,
                                      chosen=term_ev.data["token"] if term_ev else None,
                                      text={"p": tr("p (Target row)", "p（Target 行）"), "buf": tr("work buffer draft_probs", "工作缓冲区 draft_probs"),
@@ -352,7 +360,7 @@ with ui.guard():
     exact = s.threshold_acc >= 1.0 and s.threshold_single >= 1.0
     hc, mcol = st.columns([3, 1], gap="large")
     with hc:
-        st.plotly_chart(sc.monte_carlo_figure(vocab, mc.empirical, mc.target, expected=None if exact else mc.expected, counts=mc.counts,
+        st.plotly_chart(_fig("monte_carlo_figure", vocab, mc.empirical, mc.target, expected=None if exact else mc.expected, counts=mc.counts,
                                               text={"emp": tr("Monte Carlo (first emitted token)", "Monte Carlo（首个输出 token）"),
                                                     "p": tr("p (Target, root row)", "p（Target，root 行）"),
                                                     "exp": tr("exact for these thresholds", "此阈值下的精确分布")}),

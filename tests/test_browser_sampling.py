@@ -27,6 +27,24 @@ def _charts_drawn(page, graphviz: bool = True) -> None:
     page.wait_for_timeout(500)
 
 
+def _goto(page, open_page, title: str) -> None:
+    """Open the app's root and click the page in the sidebar navigation, as a student would.
+
+    (A deep link such as /chain_sampling is not used: with a pages/ folder next to app.py,
+    Streamlit 1.67 serves a deep link as a stand-alone page, without app.py's router and layout.)
+    """
+    open_page(page, "")
+    page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name=title, exact=True).click()
+    wait_for_app(page)
+
+
+def _shot_from(page, path, heading: str) -> None:
+    """Scroll the heading to the top of the main area and take the screenshot (the lower half of a page)."""
+    page.get_by_role("heading", name=heading).first.evaluate("e => e.scrollIntoView({block: 'start'})")
+    page.wait_for_timeout(600)
+    page.screenshot(path=str(path))
+
+
 def _no_exception(page) -> None:
     assert page.locator('[data-testid="stException"]').count() == 0, page.locator('[data-testid="stException"]').first.inner_text()
 
@@ -54,11 +72,12 @@ def _walk_steps(page) -> None:
 
 
 def test_chain_sampling_page(page, open_page, screenshot_dir):
-    open_page(page, "chain_sampling")
+    _goto(page, open_page, "Chain rejection sampling")
     _no_exception(page)
     expect(page.get_by_text("Chain rejection sampling", exact=False).first).to_be_visible()
     _charts_drawn(page)
     page.screenshot(path=str(screenshot_dir / "chain_sampling_final.png"))
+    _shot_from(page, screenshot_dir / "chain_sampling_mass_check_monte_carlo.png", "3. Why the output is distributed as p")
     _walk_steps(page)
     _press(page, "▶")
     _press(page, "▶")
@@ -68,10 +87,11 @@ def test_chain_sampling_page(page, open_page, screenshot_dir):
 
 
 def test_target_only_page(page, open_page, screenshot_dir):
-    open_page(page, "target_only")
+    _goto(page, open_page, "Target-only tree sampling")
     _no_exception(page)
     _charts_drawn(page)
     page.screenshot(path=str(screenshot_dir / "target_only_final.png"))
+    _shot_from(page, screenshot_dir / "target_only_monte_carlo.png", "3. Monte Carlo: exact at thresholds 1, biased below")
     _walk_steps(page)
     _press(page, "▶")
     _charts_drawn(page)
@@ -80,11 +100,12 @@ def test_target_only_page(page, open_page, screenshot_dir):
 
 
 def test_dspark_page(page, open_page, screenshot_dir):
-    open_page(page, "dspark")
+    _goto(page, open_page, "DSpark chain")
     _no_exception(page)
     expect(page.get_by_text("correct_len", exact=False).first).to_be_visible()
     _charts_drawn(page, graphviz=False)
     page.screenshot(path=str(screenshot_dir / "dspark_final.png"))
+    _shot_from(page, screenshot_dir / "dspark_buffers_alignment.png", "3. Lengths, the out-token buffer and the KV commit")
     _walk_steps(page)
     _charts_drawn(page, graphviz=False)
     page.screenshot(path=str(screenshot_dir / "dspark_step2.png"))

@@ -23,8 +23,10 @@ def cell_grid_figure(row_names: Sequence[str], cells: Sequence[Sequence[str]], s
     """
     nrows = len(row_names)
     ncols = max((len(r) for r in cells), default=0)
-    fig = go.Figure()
-    xs, ys, texts, tips = [], [], [], []
+    # Shapes and annotations are collected as plain dicts and set once: adding them one by one
+    # re-validates the whole layout each time, which is slow for a grid.
+    shapes, notes = [], []
+    xs, ys, tips = [], [], []
     for r in range(nrows):
         for c in range(len(cells[r])):
             st = states[r][c]
@@ -32,29 +34,31 @@ def cell_grid_figure(row_names: Sequence[str], cells: Sequence[Sequence[str]], s
                 continue
             fill = WHITE if st == "plain" else state_color(st)
             line = "#BBBBBB" if st in ("discarded", "plain") else "#444444"
-            fig.add_shape(type="rect", x0=c + 0.04, x1=c + 0.96, y0=r + 0.08, y1=r + 0.92, fillcolor=fill,
-                          line=dict(color=line, width=2, dash="dot" if st == "discarded" else "solid"), layer="below")
+            shapes.append(dict(type="rect", x0=c + 0.04, x1=c + 0.96, y0=r + 0.08, y1=r + 0.92, fillcolor=fill, layer="below",
+                               line=dict(color=line, width=2, dash="dot" if st == "discarded" else "solid")))
             xs.append(c + 0.5)
             ys.append(r + 0.5)
-            texts.append(f"<b>{cells[r][c]}</b>" if st != "discarded" else f"<s>{cells[r][c]}</s>")
             tips.append(hovers[r][c] if hovers else cells[r][c])
-            fig.add_annotation(x=c + 0.5, y=r + 0.5, text=texts[-1], showarrow=False,
-                               font=dict(size=PLOT_FONT_SIZE + 2, color="#777777" if st == "discarded" else text_on(fill)))
-    # Invisible markers carry the hovers.
-    fig.add_scatter(x=xs, y=ys, mode="markers", marker=dict(size=38, opacity=0), hovertext=tips, hoverinfo="text",
-                    showlegend=False)
+            text = f"<b>{cells[r][c]}</b>" if st != "discarded" else str(cells[r][c])  # greyed, not struck through
+            notes.append(dict(x=c + 0.5, y=r + 0.5, text=text, showarrow=False,
+                              font=dict(size=PLOT_FONT_SIZE + 2, color="#777777" if st == "discarded" else text_on(fill))))
     merged: dict = {}
     for x, label in marks:  # two boundaries on one column line share one label
         merged[x] = f"{merged[x]}, {label}" if x in merged else label
     for x, label in merged.items():
-        fig.add_shape(type="line", x0=x, x1=x, y0=-0.1, y1=nrows + 0.1, line=dict(color="black", width=4, dash="dash"))
-        fig.add_annotation(x=x, y=-0.12, text=f"<b>{label}</b>", showarrow=False, yanchor="bottom",
-                           font=dict(size=PLOT_FONT_SIZE, color="black"))
+        shapes.append(dict(type="line", x0=x, x1=x, y0=-0.1, y1=nrows + 0.1, line=dict(color="black", width=4, dash="dash")))
+        notes.append(dict(x=x, y=-0.12, text=f"<b>{label}</b>", showarrow=False, yanchor="bottom",
+                          font=dict(size=PLOT_FONT_SIZE, color="black")))
+    # Invisible markers carry the hovers.
+    fig = go.Figure(data=[dict(type="scatter", x=xs, y=ys, mode="markers", marker=dict(size=38, opacity=0), hovertext=tips,
+                               hoverinfo="text", showlegend=False)],
+                    layout=dict(shapes=shapes, annotations=notes))
     fig.update_xaxes(range=[-0.05, ncols + 0.05], showgrid=False, zeroline=False,
                      tickvals=[c + 0.5 for c in range(ncols)], ticktext=list(col_names) if col_names else [str(c) for c in range(ncols)],
-                     side="top", tickfont=dict(size=PLOT_FONT_SIZE - 2))
+                     side="top", tickfont=dict(size=PLOT_FONT_SIZE - 2, color="#444444"))
     fig.update_yaxes(range=[nrows + 0.05, -0.45 if marks else -0.05], showgrid=False, zeroline=False,
-                     tickvals=[r + 0.5 for r in range(nrows)], ticktext=list(row_names))
+                     tickvals=[r + 0.5 for r in range(nrows)], ticktext=list(row_names),
+                     tickfont=dict(size=PLOT_FONT_SIZE, color="black"))
     fig.update_layout(height=90 + cell_height * nrows + (30 if marks else 0), margin=dict(l=10, r=10, t=70 if title else 40, b=10),
                       font=dict(family=FONT_FAMILY, size=PLOT_FONT_SIZE), plot_bgcolor="white", paper_bgcolor="white",
                       title=dict(text=title, x=0.0) if title else None, hoverlabel=dict(font_size=PLOT_FONT_SIZE))
