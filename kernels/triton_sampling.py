@@ -1,0 +1,80 @@
+"""Launchers: target_probs_from_logits and fill_bonus_tokens on Triton kernels; eagle_sample as glue
+over the Triton kernels (the same driver as the torch backend's, ``torch_sampling.eagle_sample_with``)."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from specviz.errors import SpecvizError
+from specviz.reference.sampling import GREEDY_TEMPERATURE
+from specviz.validate import float_array, int_array
+
+from .torch_common import F32, INT32, INT64, as_tensor
+from .torch_sampling import check_logits_args, eagle_sample_with, per_row_values
+from .triton_common import pow2, triton_device
+from .triton_dspark_kernels import fill_bonus_tokens_kernel
+from .triton_sampling_kernels import target_probs_kernel
+from . import triton_verify
+
+
+def target_probs_from_logits(logits, *, temperature, top_k=None, top_p=None, validate=True) -> torch.Tensor:
+    """logits [rows, V] -> target_probs [rows, V] float32: softmax(logits / T), top-k, then top-p renorm."""
+    device = triton_device(logits, temperature, top_k, top_p)
+    if validate:
+        float_array("logits", logits, 2)
+    lg = as_tensor("logits", logits, F32, device)
+    rows, V = lg.shape
+    temp = per_row_values("temperature", temperature, rows, "required", device, validate)
+    tk = per_row_values("top_k", top_k, rows, "optional", device, validate)
+    tpp = per_row_values("top_p", top_p, rows, "optional", device, validate)
+    if validate:
+        check_logits_args(logits, temp, tk, tpp)
+    greedy = temp < GREEDY_TEMPERATURE
+    temp32 = torch.where(greedy, torch.ones_like(temp), temp).to(F32).contiguous()
+    has_k = top_k is not None or bool(greedy.any())
+    has_p = top_p is not None
+    tk32 = torch.where(greedy, torch.ones_like(tk), torch.nan_to_num(tk, nan=0.0)).to(F32).contiguous()
+    tp32 = torch.nan_to_num(tpp, nan=1.0).to(F32).contiguous()
+    probs = torch.empty((rows, V), dtype=F32, device=device)
+    if rows:
+        target_probs_kernel[(rows,)](lg, temp32, tk32, tp32, probs, V, HAS_TOP_K=has_k, HAS_TOP_P=has_p,
+                                     BLOCK_V=min(4096, pow2(V, 16)), num_warps=4 if V <= 4096 else 8)
+    return probs
+
+
+def fill_bonus_tokens(accept_tokens, accept_lens, *, stride, validate=True) -> torch.Tensor:
+    """bonus[b] = accept_tokens_flat[b*stride + accept_lens[b] - 1] (int32). stride = W = S+1, not n."""
+    device = triton_device(accept_tokens, accept_lens)
+    if validate:
+        at = int_array("accept_tokens", accept_tokens).reshape(-1)
+        al = int_array("accept_lens", accept_lens, 1)
+        if isinstance(stride, bool) or not isinstance(stride, (int, np.integer)) or stride < 1:
+            raise SpecvizError("stride", f"is {stride!r}: it must be a whole number >= 1 (accept_index.shape[1])")
+        if np.any(al < 1) or np.any(al > stride):
+            raise SpecvizError("accept_lens", f"holds {int(al.min()) if al.min() < 1 else int(al.max())}: each length lies in [1, stride = {stride}]")
+        if at.size < al.shape[0] * stride:
+            raise SpecvizError("accept_tokens", f"has {at.size} entries; {al.shape[0]} requests x stride {stride} need {al.shape[0] * stride}")
+    at = as_tensor("accept_tokens", accept_tokens, INT64, device).reshape(-1)
+    al = as_tensor("accept_lens", accept_lens, INT64, device)
+    bs = al.shape[0]
+    bonus = torch.empty(bs, dtype=INT32, device=device)
+    if bs:
+        fill_bonus_tokens_kernel[(max(1, -(-bs // 256)),)](at, al, bonus, bs, int(stride), BLOCK=256)
+    return bonus
+
+
+class _TritonOps:
+    """The Triton functions eagle_sample composes."""
+
+    device_for = staticmethod(lambda *xs: triton_device(*xs))
+    verify_tree_greedy = staticmethod(triton_verify.verify_tree_greedy)
+    tree_sampling_target_only = staticmethod(triton_verify.tree_sampling_target_only)
+    chain_rejection_sampling = staticmethod(triton_verify.chain_rejection_sampling)
+    target_probs_from_logits = staticmethod(target_probs_from_logits)
+    fill_bonus_tokens = staticmethod(fill_bonus_tokens)
+
+
+def eagle_sample(candidates, retrieve_index, retrieve_next_token, retrieve_next_sibling, logits, **kwargs):
+    """The EAGLE verify driver over the Triton kernels (argmax / probabilities, accept, bonus)."""
+    return eagle_sample_with(_TritonOps, candidates, retrieve_index, retrieve_next_token, retrieve_next_sibling, logits,
+                             **kwargs)

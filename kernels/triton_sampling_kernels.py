@@ -1,0 +1,118 @@
+"""Triton kernel for target probabilities: softmax(logits / T), top-k renorm, top-p renorm (SEMANTICS.md §5.2).
+
+One program per row. Sorting is avoided: both pivots are found by bisection over the bit
+pattern of a non-negative float32 (monotone in its value), the way FlashInfer's renorm kernels
+search for a pivot. Each probe is one pass over the row:
+
+* top-k pivot = the largest x with count(probs >= x) >= k, i.e. the k-th largest probability;
+* top-p pivot = the smallest x with sum(probs <= x) >= 1 - top_p, i.e. the first ascending
+  probability whose cumulative sum reaches 1 - top_p (ties kept either way).
+
+Probabilities are recomputed from the logits in every pass instead of stored, so the kernel
+writes the output row once.
+"""
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _probs_block(logits_row_ptr, v, m, inv_temp_ok, temperature, row_max, row_sum, pivot_k, sum_k, pivot_p, sum_p):
+    """Probabilities of one block after softmax and the renorms that are switched on (pivot < 0: off)."""
+    x = tl.load(logits_row_ptr + v, mask=m, other=float("-inf"))
+    e = tl.exp(x / temperature - row_max)
+    prob = tl.where(m, e / row_sum, 0.0)
+    prob = tl.where(pivot_k >= 0.0, tl.where(prob >= pivot_k, prob, 0.0) / sum_k, prob)
+    prob = tl.where(pivot_p >= 0.0, tl.where(prob >= pivot_p, prob, 0.0) / sum_p, prob)
+    return prob
+
+
+@triton.jit
+def target_probs_kernel(logits_ptr, temperature_ptr, top_k_ptr, top_p_ptr, probs_ptr, V,
+                        HAS_TOP_K: tl.constexpr, HAS_TOP_P: tl.constexpr, BLOCK_V: tl.constexpr):
+    """Row r = program_id(0). temperature [rows] f32 (greedy rows already at 1 with top_k 1);
+    top_k [rows] f32 (0 = off); top_p [rows] f32 (1 = off); logits / probs [rows, V] f32."""
+    r = tl.program_id(0).to(tl.int64)
+    row = logits_ptr + r * V
+    offs = tl.arange(0, BLOCK_V)
+    temperature = tl.load(temperature_ptr + r)
+    nblocks = tl.cdiv(V, BLOCK_V)
+    row_max = tl.full([], float("-inf"), tl.float32)
+    for j in range(0, nblocks):
+        v = j * BLOCK_V + offs
+        x = tl.load(row + v, mask=v < V, other=float("-inf"))
+        row_max = tl.maximum(row_max, tl.max(x / temperature, axis=0))
+    row_sum = tl.zeros([], tl.float32)
+    for j in range(0, nblocks):
+        v = j * BLOCK_V + offs
+        m = v < V
+        x = tl.load(row + v, mask=m, other=float("-inf"))
+        row_sum += tl.sum(tl.where(m, tl.exp(x / temperature - row_max), 0.0), axis=0)
+    off = tl.full([], -1.0, tl.float32)
+    one = tl.full([], 1.0, tl.float32)
+    pivot_k = off
+    sum_k = one
+    pivot_p = off
+    sum_p = one
+    if HAS_TOP_K:
+        k = tl.load(top_k_ptr + r).to(tl.int32)
+        if (k >= 1) & (k < V):
+            lo = tl.zeros([], tl.int32)  # count(probs >= 0.0) = V >= k
+            hi = tl.full([], 0x7F800000, tl.int32)  # +inf: count = 0 < k
+            while hi - lo > 1:
+                mid = lo + (hi - lo) // 2
+                cnt = tl.zeros([], tl.int32)
+                for j in range(0, nblocks):
+                    v = j * BLOCK_V + offs
+                    m = v < V
+                    prob = _probs_block(row, v, m, 1, temperature, row_max, row_sum, off, one, off, one)
+                    cnt += tl.sum((m & (prob.to(tl.int32, bitcast=True) >= mid)).to(tl.int32), axis=0)
+                take = cnt >= k
+                lo = tl.where(take, mid, lo)
+                hi = tl.where(take, hi, mid)
+            pivot_k = lo.to(tl.float32, bitcast=True)
+            sum_k = tl.zeros([], tl.float32)
+            for j in range(0, nblocks):
+                v = j * BLOCK_V + offs
+                m = v < V
+                prob = _probs_block(row, v, m, 1, temperature, row_max, row_sum, off, one, off, one)
+                sum_k += tl.sum(tl.where(prob >= pivot_k, prob, 0.0), axis=0)
+    if HAS_TOP_P:
+        top_p = tl.load(top_p_ptr + r)
+        if top_p < 1.0:
+            need = 1.0 - top_p
+            lo = tl.full([], -1, tl.int32)  # sum(probs <= "below 0") = 0 < need
+            hi = tl.full([], 0x7F800000, tl.int32)
+            total = tl.zeros([], tl.float32)
+            pmax = tl.zeros([], tl.float32)
+            for j in range(0, nblocks):
+                v = j * BLOCK_V + offs
+                m = v < V
+                prob = _probs_block(row, v, m, 1, temperature, row_max, row_sum, pivot_k, sum_k, off, one)
+                total += tl.sum(prob, axis=0)
+                pmax = tl.maximum(pmax, tl.max(prob, axis=0))
+            if total >= need:
+                while hi - lo > 1:
+                    mid = lo + (hi - lo) // 2
+                    below = tl.zeros([], tl.float32)
+                    for j in range(0, nblocks):
+                        v = j * BLOCK_V + offs
+                        m = v < V
+                        prob = _probs_block(row, v, m, 1, temperature, row_max, row_sum, pivot_k, sum_k, off, one)
+                        below += tl.sum(tl.where(m & (prob.to(tl.int32, bitcast=True) <= mid), prob, 0.0), axis=0)
+                    reach = below >= need
+                    hi = tl.where(reach, mid, hi)
+                    lo = tl.where(reach, lo, mid)
+                pivot_p = hi.to(tl.float32, bitcast=True)
+            else:  # rounding left the total short of 1 - top_p: keep the largest only (the reference's fallback)
+                pivot_p = pmax
+            sum_p = tl.zeros([], tl.float32)
+            for j in range(0, nblocks):
+                v = j * BLOCK_V + offs
+                m = v < V
+                prob = _probs_block(row, v, m, 1, temperature, row_max, row_sum, pivot_k, sum_k, off, one)
+                sum_p += tl.sum(tl.where(prob >= pivot_p, prob, 0.0), axis=0)
+    for j in range(0, nblocks):
+        v = j * BLOCK_V + offs
+        m = v < V
+        prob = _probs_block(row, v, m, 1, temperature, row_max, row_sum, pivot_k, sum_k, pivot_p, sum_p)
+        tl.store(probs_ptr + r * V + v, prob, mask=m)

@@ -1,0 +1,57 @@
+"""Launcher of the Triton tree build (kernel in ``triton_tree_kernels.py``)."""
+from __future__ import annotations
+
+import torch
+
+from specviz.reference.tree import TREE_MASK_MODES, check_build_args
+from specviz.results import TreeBuild
+
+from .torch_common import INT64, as_tensor
+from .torch_tree import MASK_DTYPES
+from .triton_common import pow2, triton_device
+from .triton_tree_kernels import build_tree_kernel
+
+SIGNED_VIEW = {torch.uint8: torch.int8, torch.uint16: torch.int16, torch.uint32: torch.int32}
+
+
+def build_tree(parent_list, selected_index, verified_seq_len, *, topk, depth, num_draft_tokens,
+               tree_mask_mode="full_mask", seq_lens_sum=None, validate=True) -> TreeBuild:
+    """Build every request's verify tree (SEMANTICS.md §3), one Triton program per request.
+
+    parent_list [bs, topk*(depth-1)+1], selected_index [bs, n-1], verified_seq_len [bs] (int64).
+    ``seq_lens_sum`` (FULL_MASK only) saves the device-to-host read of sum(verified_seq_len), as
+    SGLang's caller passes it; ``validate=False`` skips the numpy-side checks (benchmarks).
+    """
+    device = triton_device(parent_list, selected_index, verified_seq_len)
+    if validate:
+        check_build_args(parent_list, selected_index, verified_seq_len, topk, depth, num_draft_tokens, tree_mask_mode)
+    mode = TREE_MASK_MODES.index(tree_mask_mode)
+    topk, depth, n = int(topk), int(depth), int(num_draft_tokens)
+    pl = as_tensor("parent_list", parent_list, INT64, device)
+    si = as_tensor("selected_index", selected_index, INT64, device)
+    sl = as_tensor("verified_seq_len", verified_seq_len, INT64, device)
+    bs = sl.shape[0]
+    if pl.dim() != 2 or pl.shape[1] == 0:
+        pl = torch.zeros((bs, 1), dtype=INT64, device=device)  # depth 1: never read
+    out = torch.empty((3 * bs * n + bs * n,), dtype=INT64, device=device)
+    ri, nt, ns = (out[j * bs * n:(j + 1) * bs * n].view(bs, n) for j in range(3))
+    positions = out[3 * bs * n:]
+    if mode == 0:
+        total = n * (int(sl.sum()) if seq_lens_sum is None else int(seq_lens_sum)) + bs * n * n
+        mask = torch.ones(total, dtype=torch.bool, device=device)  # prefix cells pre-filled True (SGLang's wrapper)
+        seq_prefix = torch.cumsum(sl, 0) - sl
+        kernel_mask = mask
+    elif mode == 1:
+        mask = torch.empty(bs * n * n, dtype=torch.bool, device=device)  # every cell is written
+        seq_prefix = sl
+        kernel_mask = mask
+    else:
+        dtype = next(d for bits, d in MASK_DTYPES if n <= bits)
+        mask = torch.empty(bs * n, dtype=dtype, device=device)
+        seq_prefix = sl
+        kernel_mask = mask.view(SIGNED_VIEW[dtype])
+    build_tree_kernel[(bs,)](pl, si, sl, seq_prefix, kernel_mask, positions, ri, nt, ns,
+                             pl.stride(0), topk, depth, n, MASK_MODE=mode, BLOCK_N=pow2(n),
+                             num_warps=1 if n <= 16 else 4)
+    return TreeBuild(tree_mask=mask, positions=positions, retrieve_index=ri, retrieve_next_token=nt,
+                     retrieve_next_sibling=ns)

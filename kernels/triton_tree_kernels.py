@@ -1,0 +1,76 @@
+"""Triton kernel for the tree build (SEMANTICS.md §2-§3): one program per request, its lanes the nodes.
+
+SGLang's Triton builder walks nodes one at a time and searches ``selected_index`` linearly for
+every parent (O(n^2) dependent loads per request, plus an O(n * depth * n) mask walk). Here the
+whole request is a handful of [n, n] register tiles:
+
+* parent of node i: match its parent candidate against every selected candidate at once;
+* first child of p = the lowest i whose parent is p; next sibling of i = the next higher node with
+  i's parent (the closed form of SGLang's reverse-order push-front loop);
+* ancestors: ``depth`` rounds of "step every node to its parent" (a one-hot gather in registers),
+  each marking one mask column per row, as the kernel's bounded walk does.
+"""
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def build_tree_kernel(parent_list_ptr, selected_index_ptr, seq_lens_ptr, seq_prefix_ptr,
+                      tree_mask_ptr, positions_ptr, retrieve_index_ptr, next_token_ptr, next_sibling_ptr,
+                      parent_list_stride, topk, depth, n,
+                      MASK_MODE: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Request b = program_id(0).
+
+    parent_list [bs, *] i64 (row stride parent_list_stride), selected_index [bs, n-1] i64,
+    seq_lens / seq_prefix (exclusive prefix sum) [bs] i64; outputs positions [bs*n] i64,
+    retrieve_* [bs, n] i64, tree_mask: MASK_MODE 0 = FULL_MASK bool (prefix cells left as
+    pre-filled), 1 = QLEN_ONLY bool, 2 = QLEN_ONLY_BITPACKING (a signed view of the uint buffer).
+    """
+    b = tl.program_id(0).to(tl.int64)
+    i = tl.arange(0, BLOCK_N)
+    valid = i < n
+    draft = valid & (i >= 1)
+    sel = tl.load(selected_index_ptr + b * (n - 1) + i - 1, mask=draft, other=-1)  # candidate held by node i
+    slot = sel // topk
+    parent_cand = tl.load(parent_list_ptr + b * parent_list_stride + slot, mask=draft & (slot > 0), other=-1)
+    # parent node = the node whose candidate equals parent_cand (candidates are distinct)
+    same_cand = (sel[None, :] == parent_cand[:, None]) & draft[None, :] & (slot[:, None] > 0)
+    holder = tl.max(tl.where(same_cand, i[None, :], -1), axis=1)
+    par = tl.where(slot == 0, 0, tl.where(holder >= 1, holder, -2))  # -2: parent not selected (§3.4)
+    par = tl.where(draft, par, -1)
+
+    big = BLOCK_N + 1
+    # first child: lowest i with parent p  (rows p, columns i)
+    is_child = (par[None, :] == i[:, None]) & draft[None, :]
+    first = tl.min(tl.where(is_child, i[None, :], big), axis=1)
+    # next sibling: lowest j > i with the same valid parent (rows i, columns j)
+    sib = (par[:, None] == par[None, :]) & (i[None, :] > i[:, None]) & (par[:, None] >= 0) & draft[None, :]
+    nxt = tl.min(tl.where(sib, i[None, :], big), axis=1)
+    row0 = b * n
+    tl.store(next_token_ptr + row0 + i, tl.where(first < big, first, -1).to(tl.int64), mask=valid)
+    tl.store(next_sibling_ptr + row0 + i, tl.where(nxt < big, nxt, -1).to(tl.int64), mask=valid)
+    tl.store(retrieve_index_ptr + row0 + i, row0 + i, mask=valid)
+
+    # Ancestor walk: at most `depth` steps up, each marks the current node's column.
+    cur = i
+    steps = tl.zeros([BLOCK_N], dtype=tl.int32)
+    anc = (i[None, :] == 0) & valid[:, None]
+    for _ in range(depth):
+        alive = cur > 0
+        anc = anc | ((cur[:, None] == i[None, :]) & alive[:, None])
+        steps += alive.to(tl.int32)
+        up = tl.sum(tl.where(cur[:, None] == i[None, :], par[None, :], 0), axis=1)  # par[cur] (one-hot gather)
+        cur = tl.where(alive, up, cur)
+    seq_len = tl.load(seq_lens_ptr + b)
+    tl.store(positions_ptr + row0 + i, seq_len + steps, mask=valid)
+    cell_ok = valid[:, None] & valid[None, :]
+    if MASK_MODE == 0:
+        seq_prefix = tl.load(seq_prefix_ptr + b)
+        start = n * n * b + n * seq_prefix + i * (seq_len + n) + seq_len  # [BLOCK_N] row starts
+        tl.store(tree_mask_ptr + start[:, None] + i[None, :], anc, mask=cell_ok)
+    elif MASK_MODE == 1:
+        tl.store(tree_mask_ptr + b * n * n + i[:, None] * n + i[None, :], anc, mask=cell_ok)
+    else:
+        bits = tl.where(anc & cell_ok, tl.full([BLOCK_N, BLOCK_N], 1, tl.int64) << i[None, :].to(tl.int64), 0)
+        value = tl.sum(bits, axis=1)
+        tl.store(tree_mask_ptr + row0 + i, value.to(tree_mask_ptr.dtype.element_ty), mask=valid)

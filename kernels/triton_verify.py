@@ -1,0 +1,117 @@
+"""Launchers of the Triton accept kernels (kernels in ``triton_verify_kernels.py``).
+
+Same signatures and results as the numpy reference (spec/API.md) plus ``validate=True``: the
+checks run on numpy copies (a sync on a GPU); benchmarks pass ``validate=False``. Each call is
+one allocation and one kernel launch (the kernels write their own initial values).
+"""
+from __future__ import annotations
+
+import torch
+
+from specviz.results import TreeSampleResult, VerifyResult
+
+from .torch_common import F32, INT32, INT64, as_tensor
+from .torch_verify import check_chain_inputs, check_greedy_inputs, check_tree_sampling_args
+from .triton_common import pow2, sampler_warps, triton_device, vocab_blocks
+from .triton_verify_kernels import (chain_rejection_sampling_kernel, tree_sampling_target_only_kernel,
+                                    verify_tree_greedy_kernel)
+
+
+def _outputs(bs: int, n: int, W: int, device):
+    """predicts [bs*n], accept_index [bs, W], accept_token_num [bs] as views of one int32 allocation."""
+    out = torch.empty(bs * n + bs * W + bs, dtype=INT32, device=device)
+    return out[: bs * n], out[bs * n: bs * n + bs * W].view(bs, W), out[bs * n + bs * W:]
+
+
+def verify_tree_greedy(candidates, retrieve_index, retrieve_next_token, retrieve_next_sibling, target_predict, *,
+                       num_speculative_tokens, predicts_init=0, validate=True) -> VerifyResult:
+    """Greedy tree verification (SEMANTICS.md §4), one Triton program per request."""
+    device = triton_device(candidates, retrieve_index, target_predict)
+    if validate:
+        check_greedy_inputs(candidates, retrieve_index, retrieve_next_token, retrieve_next_sibling, target_predict,
+                            num_speculative_tokens, predicts_init)
+    cand = as_tensor("candidates", candidates, INT64, device)
+    ri = as_tensor("retrieve_index", retrieve_index, INT64, device)
+    nt = as_tensor("retrieve_next_token", retrieve_next_token, INT64, device)
+    ns = as_tensor("retrieve_next_sibling", retrieve_next_sibling, INT64, device)
+    tp = as_tensor("target_predict", target_predict, INT64, device)
+    bs, n = cand.shape
+    W = int(num_speculative_tokens)
+    predicts, accept_index, accept_token_num = _outputs(bs, n, W, device)
+    verify_tree_greedy_kernel[(bs,)](predicts, accept_index, accept_token_num, cand, ri, nt, ns, tp,
+                                     n, W, int(predicts_init), BLOCK_N=pow2(n), BLOCK_W=pow2(W), num_warps=1)
+    return VerifyResult(predicts=predicts, accept_index=accept_index, accept_token_num=accept_token_num)
+
+
+def tree_sampling_launch(cand, ri, nt, ns, u, uf, p, *, W, threshold_single, threshold_acc, new):
+    """Launch on prepared tensors (p may have a batch stride of 0). Returns (predicts, accept_index, k, buf)."""
+    bs, n = cand.shape
+    V = p.shape[2]
+    assert p.stride(2) == 1
+    predicts, accept_index, accept_token_num = _outputs(bs, n, W, cand.device)
+    buf = torch.zeros((bs, n, V), dtype=F32, device=cand.device)  # SGLang's work buffer: zero on entry
+    block_v, num_vblocks = vocab_blocks(V)
+    tree_sampling_target_only_kernel[(bs,)](
+        predicts, accept_index, accept_token_num, buf, cand, ri, nt, ns, u, uf, p,
+        n, W, V, p.stride(0), p.stride(1), float(threshold_single), max(float(threshold_acc), 1e-9),
+        NEW_SEMANTICS=new, BLOCK_N=pow2(n), BLOCK_W=pow2(W), BLOCK_V=block_v, NUM_VBLOCKS=num_vblocks,
+        num_warps=sampler_warps(V))
+    return predicts, accept_index, accept_token_num, buf
+
+
+def tree_sampling_target_only(candidates, retrieve_index, retrieve_next_token, retrieve_next_sibling, uniform_samples,
+                              uniform_samples_for_final_sampling, target_probs, *, num_speculative_tokens,
+                              threshold_single=1.0, threshold_acc=1.0, semantics="0.5.23",
+                              validate=True) -> TreeSampleResult:
+    """Target-only tree sampling (SEMANTICS.md §6), one Triton program per request.
+
+    Returns predicts, accept_index, accept_token_num and the work buffer draft_probs [bs, n, V].
+    """
+    device = triton_device(candidates, target_probs, uniform_samples)
+    if validate:
+        check_tree_sampling_args(candidates, retrieve_index, retrieve_next_token, retrieve_next_sibling, uniform_samples,
+                                 uniform_samples_for_final_sampling, target_probs, num_speculative_tokens,
+                                 threshold_single, threshold_acc, semantics)
+    predicts, accept_index, k, buf = tree_sampling_launch(
+        as_tensor("candidates", candidates, INT64, device), as_tensor("retrieve_index", retrieve_index, INT64, device),
+        as_tensor("retrieve_next_token", retrieve_next_token, INT64, device),
+        as_tensor("retrieve_next_sibling", retrieve_next_sibling, INT64, device),
+        as_tensor("uniform_samples", uniform_samples, F32, device),
+        as_tensor("uniform_samples_for_final_sampling", uniform_samples_for_final_sampling, F32, device),
+        as_tensor("target_probs", target_probs, F32, device), W=int(num_speculative_tokens),
+        threshold_single=threshold_single, threshold_acc=threshold_acc, new=semantics == "0.5.23")
+    return TreeSampleResult(predicts=predicts, accept_index=accept_index, accept_token_num=k, draft_probs=buf)
+
+
+def chain_launch(cand, ri, u, uf, p, q, *, new, bonus=None):
+    """Launch on prepared tensors (p, q may have batch stride 0). Returns (predicts, accept_index, k)."""
+    bs, N = cand.shape
+    V = p.shape[2]
+    assert p.stride(2) == 1 and (N == 1 or q.stride(2) == 1)
+    predicts, accept_index, accept_token_num = _outputs(bs, N, N, cand.device)
+    if N == 1:
+        q = p  # no draft rows; never read
+    block_v, num_vblocks = vocab_blocks(V)
+    chain_rejection_sampling_kernel[(bs,)](
+        predicts, accept_index, accept_token_num, bonus if bonus is not None else accept_token_num,
+        cand, ri, u, uf, p, q, N, V, u.stride(0), p.stride(0), p.stride(1), q.stride(0), q.stride(1),
+        NEW_SEMANTICS=new, WRITE_BONUS=bonus is not None, BLOCK_S=pow2(N), BLOCK_V=block_v, NUM_VBLOCKS=num_vblocks,
+        num_warps=sampler_warps(V))
+    return predicts, accept_index, accept_token_num
+
+
+def chain_rejection_sampling(candidates, retrieve_index, uniform_samples, uniform_samples_for_final_sampling,
+                             target_probs, draft_probs, *, num_speculative_tokens, semantics="0.5.23",
+                             validate=True) -> VerifyResult:
+    """Chain rejection sampling (SEMANTICS.md §7), one Triton program per request."""
+    device = triton_device(candidates, target_probs, draft_probs)
+    if validate:
+        check_chain_inputs(candidates, retrieve_index, uniform_samples, uniform_samples_for_final_sampling,
+                           target_probs, draft_probs, num_speculative_tokens, semantics)
+    predicts, accept_index, k = chain_launch(
+        as_tensor("candidates", candidates, INT64, device), as_tensor("retrieve_index", retrieve_index, INT64, device),
+        as_tensor("uniform_samples", uniform_samples, F32, device),
+        as_tensor("uniform_samples_for_final_sampling", uniform_samples_for_final_sampling, F32, device),
+        as_tensor("target_probs", target_probs, F32, device), as_tensor("draft_probs", draft_probs, F32, device),
+        new=semantics == "0.5.23")
+    return VerifyResult(predicts=predicts, accept_index=accept_index, accept_token_num=k)

@@ -1,0 +1,226 @@
+"""Triton kernels for the accept rules (SEMANTICS.md §4, §6, §7): one program per request.
+
+Glossary: p = target_probs, q = draft_probs (the draft's proposal); in the target-only tree
+sampler the ``buf`` pointer is SGLang's zero work buffer (its ``draft_probs``), not q.
+
+Layout conventions: tree tensors are contiguous ``[bs, n]`` int64, ``predicts`` is the flat
+``[bs*n]`` int32 and ``accept_index`` ``[bs, W]`` int32; probability rows are addressed with a
+batch stride and a row stride (a batch stride of 0 lets ``sample_many`` expand one request to
+10^6 trials without a copy); the vocabulary axis is contiguous.
+
+Every kernel first writes its own outputs' initial values (predicts_init, -1 padding), so the
+launcher allocates with ``torch.empty`` and a call is a single launch. A CTA barrier separates
+those writes from the walk's scattered writes to the same request block.
+
+No ``break``: the compiler rejects it (the interpreter does not); walks are ``while`` loops with
+a data-dependent condition, and levels are guarded by a ``go`` flag.
+"""
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def inverse_cdf_row(p_row_ptr, sub_row_ptr, use_sub, coin, V,
+                    CLEAN_SUB: tl.constexpr, LAST_VALID_FALLBACK: tl.constexpr,
+                    BLOCK_V: tl.constexpr, NUM_VBLOCKS: tl.constexpr):
+    """First t with dist[t] > 0 and running sum > coin * sum(dist), dist = relu(p - sub) (sub only if use_sub).
+
+    One pass over the row keeps a sum per block; the crossing block is then re-read alone
+    (so a row is read once, plus one block). Fallback: the last t with dist > 0 when
+    LAST_VALID_FALLBACK (0.5.23 target-only), else V-1. CLEAN_SUB zeroes sub values outside [0, 1].
+    """
+    offs = tl.arange(0, BLOCK_V)
+    slots = tl.arange(0, NUM_VBLOCKS)
+    sums = tl.zeros([NUM_VBLOCKS], dtype=tl.float32)
+    last_pos = tl.full([], -1, dtype=tl.int32)
+    num_blocks = tl.cdiv(V, BLOCK_V)
+    for j in range(0, num_blocks):
+        v = j * BLOCK_V + offs
+        m = v < V
+        x = tl.load(p_row_ptr + v, mask=m, other=0.0)
+        s = tl.load(sub_row_ptr + v, mask=m & use_sub, other=0.0)
+        if CLEAN_SUB:
+            s = tl.where((s >= 0.0) & (s <= 1.0), s, 0.0)
+        x = tl.maximum(x - s, 0.0)
+        sums = tl.where(slots == j, tl.sum(x, axis=0), sums)
+        last_pos = tl.maximum(last_pos, tl.max(tl.where(x > 0.0, v, -1), axis=0))
+    total = tl.sum(sums, axis=0)
+    thr = coin * total
+    cums = tl.cumsum(sums, axis=0)
+    blk = tl.min(tl.where(cums > thr, slots, NUM_VBLOCKS), axis=0)
+    run = tl.sum(tl.where(slots < blk, sums, 0.0), axis=0)
+    result = tl.full([], -1, dtype=tl.int32)
+    # Normally the first block read holds the token; later blocks only if rounding moved the edge.
+    while (result < 0) & (blk < num_blocks):
+        v = blk * BLOCK_V + offs
+        m = v < V
+        x = tl.load(p_row_ptr + v, mask=m, other=0.0)
+        s = tl.load(sub_row_ptr + v, mask=m & use_sub, other=0.0)
+        if CLEAN_SUB:
+            s = tl.where((s >= 0.0) & (s <= 1.0), s, 0.0)
+        x = tl.maximum(x - s, 0.0)
+        running = run + tl.cumsum(x, axis=0)
+        hit = (x > 0.0) & (running > thr) & m
+        first = tl.min(tl.where(hit, v, 2147483647), axis=0)
+        result = tl.where(first < 2147483647, first, result)
+        run = run + tl.sum(x, axis=0)
+        blk += 1
+    if LAST_VALID_FALLBACK:
+        fallback = tl.where(last_pos >= 0, last_pos, V - 1)
+    else:
+        fallback = V - 1
+    return tl.where(result >= 0, result, fallback)
+
+
+@triton.jit
+def verify_tree_greedy_kernel(predicts_ptr, accept_index_ptr, accept_token_num_ptr,
+                              candidates_ptr, retrieve_index_ptr, next_token_ptr, next_sibling_ptr, target_predict_ptr,
+                              n, W, predicts_init,
+                              BLOCK_N: tl.constexpr, BLOCK_W: tl.constexpr):
+    """Greedy tree walk (SEMANTICS.md §4) of request b = program_id(0).
+
+    predicts [bs*n] i32, accept_index [bs, W] i32, accept_token_num [bs] i32 (outputs);
+    candidates, retrieve_index, next_token, next_sibling, target_predict [bs, n] i64.
+    """
+    b = tl.program_id(0).to(tl.int64)
+    base = b * n
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_w = tl.arange(0, BLOCK_W)
+    tl.store(predicts_ptr + base + offs_n, tl.full([BLOCK_N], 0, tl.int32) + predicts_init, mask=offs_n < n)
+    tl.store(accept_index_ptr + b * W + offs_w, tl.full([BLOCK_W], -1, tl.int32), mask=offs_w < W)
+    tl.debug_barrier()
+
+    last = tl.load(retrieve_index_ptr + base)
+    tl.store(accept_index_ptr + b * W, last.to(tl.int32))
+    node = tl.zeros([], dtype=tl.int64)
+    k = tl.zeros([], dtype=tl.int32)
+    go = tl.full([], 1, dtype=tl.int32)
+    for _level in range(1, W):
+        if go != 0:
+            target = tl.load(target_predict_ptr + last)  # flat global row, as SGLang reads it
+            child = tl.load(next_token_ptr + base + node)
+            tok = tl.load(candidates_ptr + base + tl.maximum(child, 0))
+            while (child != -1) & (tok != target):  # scan siblings until one matches
+                child = tl.load(next_sibling_ptr + base + child)
+                tok = tl.load(candidates_ptr + base + tl.maximum(child, 0))
+            if child != -1:
+                tl.store(predicts_ptr + last, tok.to(tl.int32))
+                k += 1
+                last = tl.load(retrieve_index_ptr + base + child)
+                tl.store(accept_index_ptr + b * W + k, last.to(tl.int32))
+                node = child
+            else:
+                go = 0
+    tl.store(accept_token_num_ptr + b, k)
+    tl.store(predicts_ptr + last, tl.load(target_predict_ptr + last).to(tl.int32))
+
+
+@triton.jit
+def tree_sampling_target_only_kernel(predicts_ptr, accept_index_ptr, accept_token_num_ptr, buf_ptr,
+                                     candidates_ptr, retrieve_index_ptr, next_token_ptr, next_sibling_ptr,
+                                     coins_ptr, final_coins_ptr, target_probs_ptr,
+                                     n, W, V, stride_p_b, stride_p_row, threshold_single, threshold_acc,
+                                     NEW_SEMANTICS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_W: tl.constexpr,
+                                     BLOCK_V: tl.constexpr, NUM_VBLOCKS: tl.constexpr):
+    """Target-only tree sampling (SEMANTICS.md §6) of request b = program_id(0).
+
+    buf [bs, n, V] f32 must be zero on entry (the work buffer); coins [bs, n], final_coins [bs] f32;
+    target_probs rows at b*stride_p_b + node*stride_p_row. threshold_acc is already clamped >= 1e-9.
+    """
+    b = tl.program_id(0).to(tl.int64)
+    base = b * n
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_w = tl.arange(0, BLOCK_W)
+    tl.store(predicts_ptr + base + offs_n, tl.full([BLOCK_N], 0, tl.int32), mask=offs_n < n)
+    tl.store(accept_index_ptr + b * W + offs_w, tl.full([BLOCK_W], -1, tl.int32), mask=offs_w < W)
+    tl.debug_barrier()
+
+    p_req = target_probs_ptr + b * stride_p_b
+    buf_req = buf_ptr + b * n * V
+    last = tl.load(retrieve_index_ptr + base)
+    tl.store(accept_index_ptr + b * W, last.to(tl.int32))
+    node = tl.zeros([], dtype=tl.int64)
+    k = tl.zeros([], dtype=tl.int32)
+    go = tl.full([], 1, dtype=tl.int32)
+    coin = tl.load(coins_ptr + base)
+    for _level in range(1, W):
+        if go != 0:
+            child = tl.load(next_token_ptr + base + node)
+            acc = tl.zeros([], dtype=tl.float32)
+            accepted = tl.zeros([], dtype=tl.int32)
+            tok = tl.zeros([], dtype=tl.int64)
+            while (child != -1) & (accepted == 0):  # one coin per level, a running sum over siblings
+                tok = tl.load(candidates_ptr + base + child)
+                pt = tl.load(p_req + node * stride_p_row + tok)
+                acc = acc + pt
+                bound = tl.math.div_rn(acc, threshold_acc)
+                if NEW_SEMANTICS:
+                    ok = (pt > 0.0) & ((coin < bound) | (pt >= threshold_single))
+                else:
+                    ok = (coin <= bound) | (pt >= threshold_single)
+                # A rejected sibling leaves its target mass in the work buffer, then the scan moves on.
+                tl.store(buf_req + node * V + tok, pt, mask=~ok)
+                nxt = tl.load(next_sibling_ptr + base + child, mask=~ok, other=0)
+                child = tl.where(ok, child, nxt)
+                accepted = ok.to(tl.int32)
+            if accepted != 0:
+                tl.store(predicts_ptr + last, tok.to(tl.int32))
+                k += 1
+                last = tl.load(retrieve_index_ptr + base + child)
+                tl.store(accept_index_ptr + b * W + k, last.to(tl.int32))
+                node = child
+                coin = tl.load(coins_ptr + base + child)  # the next level's coin is the accepted node's
+            else:
+                go = 0
+    tl.store(accept_token_num_ptr + b, k)
+    tl.debug_barrier()  # the buffer row written above is read below by other threads
+    use_sub = k < W - 1  # at the depth limit the terminal distribution is the plain target row
+    tok = inverse_cdf_row(p_req + node * stride_p_row, buf_req + node * V, use_sub, tl.load(final_coins_ptr + b), V,
+                          CLEAN_SUB=False, LAST_VALID_FALLBACK=NEW_SEMANTICS, BLOCK_V=BLOCK_V, NUM_VBLOCKS=NUM_VBLOCKS)
+    tl.store(predicts_ptr + last, tok)
+
+
+@triton.jit
+def chain_rejection_sampling_kernel(predicts_ptr, accept_index_ptr, accept_token_num_ptr, bonus_ptr,
+                                    candidates_ptr, retrieve_index_ptr, coins_ptr, final_coins_ptr,
+                                    target_probs_ptr, draft_probs_ptr,
+                                    N, V, stride_coin_b, stride_p_b, stride_p_row, stride_q_b, stride_q_row,
+                                    NEW_SEMANTICS: tl.constexpr, WRITE_BONUS: tl.constexpr, BLOCK_S: tl.constexpr,
+                                    BLOCK_V: tl.constexpr, NUM_VBLOCKS: tl.constexpr):
+    """Chain rejection sampling (SEMANTICS.md §7) of request b = program_id(0).
+
+    All N-1 accept tests are evaluated at once (they are independent); k = the leading run of
+    passes. candidates, retrieve_index [bs, N] i64; coins [bs, >= N-1]; target_probs rows
+    [bs, N, V], draft_probs rows [bs, N-1, V] (strided); WRITE_BONUS also stores the terminal token
+    in bonus [bs] i64 (DSpark's two-level gather predicts[accept_index[b, k]] is that token).
+    """
+    b = tl.program_id(0).to(tl.int64)
+    base = b * N
+    offs = tl.arange(0, BLOCK_S)
+    tl.store(predicts_ptr + base + offs, tl.full([BLOCK_S], 0, tl.int32), mask=offs < N)
+    m = offs < N - 1  # slot s = offs + 1 was proposed by draft row offs
+    tok = tl.load(candidates_ptr + base + offs + 1, mask=m, other=0)
+    p_req = target_probs_ptr + b * stride_p_b
+    q_req = draft_probs_ptr + b * stride_q_b
+    pt = tl.load(p_req + offs * stride_p_row + tok, mask=m, other=0.0)
+    qt = tl.load(q_req + offs * stride_q_row + tok, mask=m, other=0.0)
+    coin = tl.load(coins_ptr + b * stride_coin_b + offs, mask=m, other=0.0)
+    ok = coin * qt < pt
+    if NEW_SEMANTICS:
+        ok = ok & (qt > 0.0) & (qt <= 1.0)
+    k = tl.min(tl.where(m & ~ok, offs, N - 1), axis=0)  # accepted drafts: stop at the first rejection
+    rows = tl.load(retrieve_index_ptr + base + offs, mask=offs < N, other=-1)
+    tl.store(accept_index_ptr + base + offs, tl.where(offs <= k, rows, -1).to(tl.int32), mask=offs < N)
+    tl.store(accept_token_num_ptr + b, k.to(tl.int32))
+    tl.debug_barrier()  # predicts' zero fill above vs the scattered writes below
+    tl.store(predicts_ptr + rows, tok.to(tl.int32), mask=offs < k)  # predicts[ri[s-1]] = cand[s], s = 1..k
+    last = tl.load(retrieve_index_ptr + base + k)
+    use_sub = k < N - 1
+    q_row = tl.minimum(k, tl.maximum(N - 2, 0))
+    final = inverse_cdf_row(p_req + k * stride_p_row, q_req + q_row * stride_q_row, use_sub,
+                            tl.load(final_coins_ptr + b), V, CLEAN_SUB=NEW_SEMANTICS, LAST_VALID_FALLBACK=False,
+                            BLOCK_V=BLOCK_V, NUM_VBLOCKS=NUM_VBLOCKS)
+    tl.debug_barrier()
+    tl.store(predicts_ptr + last, final)
+    if WRITE_BONUS:
+        tl.store(bonus_ptr + b, final.to(tl.int64))

@@ -1,0 +1,137 @@
+"""Every @triton.jit kernel compiles for a real GPU (sm_90), not only under the interpreter.
+
+The interpreter accepts code that the compiler rejects (``break``, mismatched branch types, ...).
+``triton.compile(ASTSource(...), target=GPUTarget("cuda", 90, 32))`` runs the whole compiler
+down to a cubin without a GPU, so it runs on this CPU machine. It must run in a subprocess with
+TRITON_INTERPRET unset: the root conftest switches the interpreter on for this process.
+"""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+I64, I32, F32 = "*i64", "*i32", "*fp32"
+
+# kernel module -> kernel name -> (signature, constexprs); every variant of a constexpr branch.
+KERNELS = {
+    "kernels.triton_tree_kernels": {
+        f"build_tree_kernel[mode={mode},bits={bits}]": ("build_tree_kernel", {
+            "parent_list_ptr": I64, "selected_index_ptr": I64, "seq_lens_ptr": I64, "seq_prefix_ptr": I64,
+            "tree_mask_ptr": {0: "*i1", 1: "*i1", 2: f"*i{bits}"}[mode], "positions_ptr": I64,
+            "retrieve_index_ptr": I64, "next_token_ptr": I64, "next_sibling_ptr": I64,
+            "parent_list_stride": "i32", "topk": "i32", "depth": "i32", "n": "i32",
+            "MASK_MODE": "constexpr", "BLOCK_N": "constexpr"}, {"MASK_MODE": mode, "BLOCK_N": 64})
+        for mode, bits in ((0, 8), (1, 8), (2, 8), (2, 16), (2, 32))
+    },
+    "kernels.triton_verify_kernels": {
+        "verify_tree_greedy_kernel": ("verify_tree_greedy_kernel", {
+            "predicts_ptr": I32, "accept_index_ptr": I32, "accept_token_num_ptr": I32, "candidates_ptr": I64,
+            "retrieve_index_ptr": I64, "next_token_ptr": I64, "next_sibling_ptr": I64, "target_predict_ptr": I64,
+            "n": "i32", "W": "i32", "predicts_init": "i32", "BLOCK_N": "constexpr", "BLOCK_W": "constexpr"},
+            {"BLOCK_N": 64, "BLOCK_W": 8}),
+        **{f"tree_sampling_target_only_kernel[new={new}]": ("tree_sampling_target_only_kernel", {
+            "predicts_ptr": I32, "accept_index_ptr": I32, "accept_token_num_ptr": I32, "buf_ptr": F32,
+            "candidates_ptr": I64, "retrieve_index_ptr": I64, "next_token_ptr": I64, "next_sibling_ptr": I64,
+            "coins_ptr": F32, "final_coins_ptr": F32, "target_probs_ptr": F32, "n": "i32", "W": "i32", "V": "i32",
+            "stride_p_b": "i64", "stride_p_row": "i32", "threshold_single": "fp32", "threshold_acc": "fp32",
+            "NEW_SEMANTICS": "constexpr", "BLOCK_N": "constexpr", "BLOCK_W": "constexpr", "BLOCK_V": "constexpr",
+            "NUM_VBLOCKS": "constexpr"},
+            {"NEW_SEMANTICS": new, "BLOCK_N": 64, "BLOCK_W": 8, "BLOCK_V": 4096, "NUM_VBLOCKS": 32})
+            for new in (True, False)},
+        **{f"chain_rejection_sampling_kernel[new={new},bonus={bonus}]": ("chain_rejection_sampling_kernel", {
+            "predicts_ptr": I32, "accept_index_ptr": I32, "accept_token_num_ptr": I32, "bonus_ptr": I64,
+            "candidates_ptr": I64, "retrieve_index_ptr": I64, "coins_ptr": F32, "final_coins_ptr": F32,
+            "target_probs_ptr": F32, "draft_probs_ptr": F32, "N": "i32", "V": "i32", "stride_coin_b": "i32",
+            "stride_p_b": "i64", "stride_p_row": "i32", "stride_q_b": "i64", "stride_q_row": "i32",
+            "NEW_SEMANTICS": "constexpr", "WRITE_BONUS": "constexpr", "BLOCK_S": "constexpr", "BLOCK_V": "constexpr",
+            "NUM_VBLOCKS": "constexpr"},
+            {"NEW_SEMANTICS": new, "WRITE_BONUS": bonus, "BLOCK_S": 8, "BLOCK_V": 4096, "NUM_VBLOCKS": 32})
+            for new in (True, False) for bonus in (True, False)},
+    },
+    "kernels.triton_sampling_kernels": {
+        f"target_probs_kernel[k={k},p={p}]": ("target_probs_kernel", {
+            "logits_ptr": F32, "temperature_ptr": F32, "top_k_ptr": F32, "top_p_ptr": F32, "probs_ptr": F32,
+            "V": "i32", "HAS_TOP_K": "constexpr", "HAS_TOP_P": "constexpr", "BLOCK_V": "constexpr"},
+            {"HAS_TOP_K": k, "HAS_TOP_P": p, "BLOCK_V": 4096})
+        for k in (True, False) for p in (True, False)
+    },
+    "kernels.triton_dspark_kernels": {
+        "dspark_accept_greedy_kernel": ("dspark_accept_greedy_kernel", {
+            "candidates_ptr": I64, "target_predict_ptr": I64, "correct_len_ptr": I32, "bonus_ptr": I64, "T": "i32",
+            "BLOCK_T": "constexpr"}, {"BLOCK_T": 8}),
+        "cap_correct_len_kernel": ("cap_correct_len_kernel", {
+            "correct_len_ptr": I64, "verify_lens_ptr": I64, "capped_ptr": I32, "trim_ptr": I32, "bs": "i32",
+            "BLOCK": "constexpr"}, {"BLOCK": 256}),
+        "finalize_accept_lens_kernel": ("finalize_accept_lens_kernel", {
+            "correct_len_ptr": I64, "prefix_lens_ptr": I64, "commit_ptr": I32, "new_seq_ptr": I64, "bs": "i32",
+            "BLOCK": "constexpr"}, {"BLOCK": 256}),
+        "build_out_tokens_kernel": ("build_out_tokens_kernel", {
+            "draft_tokens_ptr": I64, "correct_len_ptr": I64, "bonus_ptr": I64, "out_ptr": I64, "gamma": "i32",
+            "BLOCK_T": "constexpr"}, {"BLOCK_T": 8}),
+        "fill_bonus_tokens_kernel": ("fill_bonus_tokens_kernel", {
+            "accept_tokens_ptr": I64, "accept_lens_ptr": I64, "bonus_ptr": I32, "bs": "i32", "stride": "i32",
+            "BLOCK": "constexpr"}, {"BLOCK": 256}),
+    },
+}
+
+SCRIPT = r"""
+import importlib, json, sys
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+specs = json.loads(sys.argv[1])
+target = GPUTarget("cuda", 90, 32)
+done = []
+for module, kernels in specs.items():
+    mod = importlib.import_module(module)
+    for label, (name, signature, constexprs) in kernels.items():
+        compiled = triton.compile(ASTSource(fn=getattr(mod, name), signature=signature, constexprs=constexprs),
+                                  target=target)
+        assert compiled.asm.get("cubin"), label
+        done.append(label)
+print(json.dumps(done))
+"""
+
+
+def _jit_kernels():
+    """Every @triton.jit function defined in the kernel modules, by module."""
+    import importlib
+
+    from triton.runtime.jit import JITFunction
+
+    try:  # under TRITON_INTERPRET=1, @triton.jit makes an InterpretedFunction
+        from triton.runtime.interpreter import InterpretedFunction
+        kinds = (JITFunction, InterpretedFunction)
+    except ImportError:
+        kinds = (JITFunction,)
+    found = {}
+    for module in KERNELS:
+        mod = importlib.import_module(module)
+        found[module] = {n for n, v in vars(mod).items()
+                         if isinstance(v, kinds) and getattr(getattr(v, "fn", None), "__module__", None) == module}
+    return found
+
+
+def test_every_kernel_is_listed():
+    """The compile list covers every kernel (helpers called from kernels compile with their callers)."""
+    helpers = {"inverse_cdf_row", "_probs_block"}
+    for module, names in _jit_kernels().items():
+        listed = {spec[0] for spec in KERNELS[module].values()}
+        assert names - helpers == listed, (module, names - helpers - listed)
+
+
+def test_kernels_compile_for_sm90():
+    pytest.importorskip("triton")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    specs = {m: {label: list(spec) for label, spec in ks.items()} for m, ks in KERNELS.items()}
+    proc = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(specs)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    done = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert len(done) == sum(len(k) for k in KERNELS.values())
