@@ -137,8 +137,11 @@ with live_col:
     ui.chip_row("accept_index", chips)
     st.markdown(f"`accept_index[{b}] = {[int(x) for x in ai]}`")
     pr = frame.arrays["predicts"]
+    # Up to 16 rows every row is shown; beyond that only the rows the walk has touched.
+    touched = set(range(n)) if n <= 16 else ({r - b * n for r in written} | {i for i, st_ in walk.states.items() if st_ not in ("pending", "discarded")}
+                                             | ({walk.target_row - b * n} if walk.target_row is not None else set()))
     chips = []
-    for i in range(n):
+    for i in sorted(touched):
         r = b * n + i
         if r in written:
             is_bonus = walk.bonus is not None and event is not None and any(
@@ -148,9 +151,11 @@ with live_col:
         else:
             state, text = "pending", f"{int(pr[r])}"
         chips.append(ui.chip(f"{r}:{text}", state, title=f"predicts[{r}] = {int(pr[r])}" + ("" if r in written else " (predicts_init, never written)")))
+    if len(touched) < n:
+        chips.append(ui.tr("… {k} more rows untouched", "… 另有 {k} 行未触及", k=n - len(touched)))
     ui.chip_row("predicts", chips)
     chips = [ui.chip(f"{b * n + i}:{tp_labels[i]}", "compared" if walk.target_row == b * n + i and not walk.done else "pending",
-                     title=f"target_predict[{b * n + i}] = {tp_labels[i]}") for i in range(n)]
+                     title=f"target_predict[{b * n + i}] = {tp_labels[i]}") for i in sorted(touched)]
     ui.chip_row("target_predict", chips)
     atn = int(frame.arrays["accept_token_num"].reshape(-1)[b])
     ui.chip_row("num_correct_drafts", [ui.chip(walk.num_accepted, "accepted" if walk.num_accepted else "pending",

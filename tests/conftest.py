@@ -98,14 +98,26 @@ def screenshot_dir() -> Path:
     return d
 
 
-def wait_for_app(page, timeout: float = 60_000) -> None:
-    """Wait until the app has rendered and finished its script run."""
+_SCRIPT_STATE = "document.querySelector('[data-testid=\"stApp\"]')?.getAttribute('data-test-script-state')"
+
+
+def wait_for_app(page, timeout: float = 60_000, start_timeout: float = 1_500) -> None:
+    """Wait until the app has rendered and finished its script run.
+
+    A run caused by the last action (a click) may start a moment after it: wait up to
+    ``start_timeout`` ms for the app to leave the idle state, then for it to be idle again
+    (``data-test-script-state`` = notRunning, and no "Running..." status widget).
+    """
     page.wait_for_selector('[data-testid="stApp"]', timeout=timeout)
-    page.wait_for_selector('[data-testid="stMainBlockContainer"], [data-testid="block-container"]', timeout=timeout)
-    # The status widget ("Running...") shows while a script runs; wait until it is gone.
+    try:
+        page.wait_for_function(f"() => {_SCRIPT_STATE} !== 'notRunning'", timeout=start_timeout)
+    except Exception:  # noqa: BLE001  no run started: the page is already settled
+        pass
     page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout)
-    page.wait_for_timeout(300)
+        f"() => {_SCRIPT_STATE} === 'notRunning' && !document.querySelector('[data-testid=\"stStatusWidget\"]')",
+        timeout=timeout)
+    page.wait_for_selector('[data-testid="stMainBlockContainer"], [data-testid="block-container"]', timeout=timeout)
+    page.wait_for_timeout(250)
 
 
 @pytest.fixture

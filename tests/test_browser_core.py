@@ -119,3 +119,27 @@ def test_language_switch_survives_page_change(page, open_page, screenshot_dir):
     wait_for_app(page)
     expect(page.get_by_role("heading", name="构建验证树").first).to_be_visible()
     page.screenshot(path=str(screenshot_dir / "tree_builder_zh.png"))
+
+
+def test_load_a_64_node_scenario_file(page, open_page, screenshot_dir, tmp_path):
+    """Load scenario JSON through the sidebar: a 64-node EAGLE tree (benchmarks/bench_pages.py)."""
+    from benchmarks.bench_pages import scenarios
+
+    path = tmp_path / "tree_64.json"
+    path.write_text(scenarios()["64-node tree"]["tree"].to_json())
+    open_page(page, "greedy")
+    page.get_by_text("Scenario: load / save").click()
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').first.set_input_files(str(path))
+    wait_for_app(page)
+    page.wait_for_timeout(500)
+    wait_for_app(page)
+    _no_exception(page)
+    _press(page, "⏭")
+    assert _accept_index_text(page).endswith("[0, 1, 5, 21, 37, 53]")
+    expect(_tree_svg(page).locator("g.node")).to_have_count(65)
+    page.screenshot(path=str(screenshot_dir / "greedy_64_nodes.png"))
+    page.get_by_role("link", name="Tree builder").first.click()
+    wait_for_app(page)
+    _no_exception(page)
+    expect(_tree_svg(page).locator("g.node")).to_have_count(64)
+    page.screenshot(path=str(screenshot_dir / "tree_builder_64_nodes.png"))

@@ -33,7 +33,8 @@ def _header(name: str = "tree", rankdir: str = "TB", size: str | None = None) ->
 
 def tree_dot(parents, labels, *, rows=None, states=None, selected=None, links: bool = False, tooltips=None,
              bonus=None, bonus_label: str = "bonus", row_word: str = "row", link_words=("first child", "next sibling"),
-             prefix: str = "n", cluster: str | None = None, body_only: bool = False, extra_lines=()) -> str:
+             prefix: str = "n", cluster: str | None = None, body_only: bool = False, extra_lines=(),
+             rankdir: str | None = None) -> str:
     """DOT for one tree.
 
     parents   [n] parent node of each node (-1 for the root, node 0)
@@ -45,12 +46,17 @@ def tree_dot(parents, labels, *, rows=None, states=None, selected=None, links: b
               retrieve_next_sibling (next sibling, dashed) arrows instead of plain parent edges
     tooltips  {node: text} shown on hover (exact values)
     bonus     (node, token text): draw the bonus token hanging off ``node`` (orange, no row)
+    rankdir   "TB" (root on top) or "LR" (root on the left); default TB up to 16 nodes, LR beyond,
+              so that a wide tree (64 nodes) stays readable in a page column
     """
     n = len(parents)
     rows = list(range(n)) if rows is None else list(rows)
     states = dict(states or {})
     tooltips = tooltips or {}
-    lines = [] if body_only else _header()
+    big = n > 16
+    lines = [] if body_only else _header(rankdir=rankdir or ("LR" if big else "TB"))
+    if big and not body_only:
+        lines.append(f"  node [fontsize={GRAPH_FONT_SIZE - 2}, margin=\"0.08,0.02\", height=0.3]; graph [nodesep=0.06, ranksep=0.6];")
     if cluster is not None:
         lines.append(f"  subgraph cluster_{prefix} {{ label={_q(cluster)}; style=\"rounded,dashed\"; color=\"#999999\"; "
                      f"fontsize={GRAPH_FONT_SIZE};")
@@ -59,7 +65,8 @@ def tree_dot(parents, labels, *, rows=None, states=None, selected=None, links: b
         st_ = states.get(i, "pending")
         fill = state_color(st_)
         mark = STATE_MARK.get(st_, "")
-        text = f"{labels[i]}{(' ' + mark) if mark else ''}\n{row_word} {rows[i]}"
+        text = (f"{labels[i]}{(' ' + mark) if mark else ''}\n{row_word} {rows[i]}" if not big
+                else f"{labels[i]}{mark} · {rows[i]}")
         attrs = {"label": text, "fillcolor": fill, "fontcolor": text_on(fill), "tooltip": tooltips.get(i, text),
                  "id": f"{prefix}{i}"}
         if st_ == "discarded":
@@ -69,7 +76,15 @@ def tree_dot(parents, labels, *, rows=None, states=None, selected=None, links: b
             attrs["color"] = PALETTE["selected"]
             attrs["penwidth"] = "6"
         lines.append(f"  {prefix}{i} {_attrs(**attrs)};")
-    if not links:
+    if big and links:
+        # 64 nodes: sibling arrows would hide the tree; draw parent edges, the first child's in blue.
+        for i in range(1, n):
+            p = parents[i]
+            first = children[p][0] == i
+            faded = states.get(i) == "discarded"
+            color = PALETTE["current"] if first and not faded else ("#BBBBBB" if faded else None)
+            lines.append(f"  {prefix}{p} -> {prefix}{i} {_attrs(color=color)};")
+    elif not links:
         for i in range(1, n):
             p = parents[i]
             faded = states.get(i) == "discarded"
