@@ -17,8 +17,17 @@ from specviz.ui import common as ui
 from specviz.ui import share_ui
 
 KEY = "audit"
+
+
+def md(text: str) -> str:
+    """Plain text inside markdown: b*n + i must not turn into italics."""
+    return text.replace("*", "\\*")
+
 SLOT = "audit"
 TEXT = "sv_audit_text"
+# A deep link (e.g. a shared /audit?s=...) can run this page without app.py on its first load:
+# keep the wide projector layout either way.
+st.set_page_config(layout="wide")
 share_ui.load_shared_state()
 ui.page_setup(KEY, SLOT)
 extra = share_ui.shared_extra(KEY)
@@ -29,11 +38,11 @@ s = ui.scenario(SLOT, default="running_example")
 ver = ui.scenario_version(SLOT)
 
 st.title(ui.tr("Audit your Accept outputs", "审计你的 Accept 输出"))
-st.caption(ui.tr("1. Set the inputs (a preset, or paste a scenario JSON). 2. Paste the arrays your implementation or a real "
-                 "SGLang run produced for them: JSON, Python lists or a torch tensor print. 3. Read the verdict: the first "
-                 "wrong value is named, with the rule it breaks, and highlighted in the tree and the shift table.",
-                 "1. 设置输入（预设，或粘贴场景 JSON）。2. 粘贴你的实现或真实 SGLang 运行针对这些输入得到的数组："
-                 "JSON、Python 列表或 torch 张量的打印结果均可。3. 查看结论：第一个错误值会被指出，并说明违反的规则，"
+st.caption(ui.tr("Set the inputs (a preset, or paste a scenario JSON), paste the arrays your implementation or a real "
+                 "SGLang run produced for them (JSON, Python lists or a torch tensor print), then read the verdict: the first "
+                 "wrong value is named with the rule it breaks, and highlighted in the tree and the shift table.",
+                 "设置输入（预设，或粘贴场景 JSON），粘贴你的实现或真实 SGLang 运行针对这些输入得到的数组"
+                 "（JSON、Python 列表或 torch 张量的打印结果均可），再查看结论：第一个错误值会被指出并说明违反的规则，"
                  "同时在树和错位表中高亮。"))
 
 
@@ -63,9 +72,9 @@ def _run(scenario_json: str):
 
 
 # -- 1. inputs ------------------------------------------------------------------------------------
-st.subheader(ui.tr("1 · Inputs", "1 · 输入"))
 c1, c2 = st.columns([1, 2], gap="large")
 with c1:
+    st.subheader(ui.tr("1 · Inputs", "1 · 输入"))
     names = ui.preset_names()
 
     def pick_preset():
@@ -98,7 +107,7 @@ with c1:
 # -- 2. claimed outputs ---------------------------------------------------------------------------
 fields = auditable_fields(s)
 with c2:
-    st.markdown(f"**{ui.tr('2 · Paste the outputs to check', '2 · 粘贴要检查的输出')}**")
+    st.subheader(ui.tr("2 · Paste the outputs to check", "2 · 粘贴要检查的输出"))
     st.caption(ui.tr("One field per line, `name = value`; any subset of: ", "每行一个字段 `name = value`；可任选其中几个：")
                + ", ".join(f"`{f}`" for f in fields))
 
@@ -120,8 +129,8 @@ with c2:
         return cb
 
     b1, b2, b3 = st.columns(3)
-    b1.button(ui.tr("Example: correct outputs", "示例：正确输出"), key="w_audit_ex_ok", on_click=load_example("correct"), width="stretch")
-    b2.button(ui.tr("Example: a buggy run", "示例：有错误的运行"), key="w_audit_ex_bad", on_click=load_example("bad"), width="stretch")
+    b1.button(ui.tr("✓ Correct example", "✓ 正确示例"), key="w_audit_ex_ok", on_click=load_example("correct"), width="stretch")
+    b2.button(ui.tr("✗ Buggy example", "✗ 错误示例"), key="w_audit_ex_bad", on_click=load_example("bad"), width="stretch")
     b3.button(ui.tr("Clear", "清空"), key="w_audit_clear", on_click=lambda: ui.set_value(TEXT, ""), width="stretch")
     text = ui.widget(st.text_area, ui.tr("Your outputs", "你的输出"), TEXT, "", height=170,
                      placeholder="accept_index = tensor([[0, 1, 3]], device='cuda:0', dtype=torch.int32)\n"
@@ -149,11 +158,11 @@ if result is not None:
         first = findings[0]
         st.error(ui.tr("❌ First wrong value: **{w}** is {g}, expected {e}.", "❌ 第一个错误值：**{w}** 是 {g}，应为 {e}。",
                        w=first["where"], g=json.dumps(first["got"], ensure_ascii=False), e=json.dumps(first["expected"], ensure_ascii=False)))
-        st.markdown(f"#### {ui.tr('Rule', '规则')}: {first['rule']}")
+        st.markdown(f"#### {ui.tr('Rule', '规则')}: {md(first['rule'])}")
         if len(findings) > 1:
             with st.expander(ui.tr("{k} more fields differ", "另有 {k} 个字段不一致", k=len(findings) - 1)):
                 for f in findings[1:]:
-                    st.markdown(f"- **{f['where']}**: {f['rule']}")
+                    st.markdown(f"- **{f['where']}**: {md(f['rule'])}")
     for note in notes:
         st.caption(note)
 

@@ -13,6 +13,15 @@ from specviz.ui import common as ui
 from specviz.ui import share_ui
 
 KEY = "pitfalls"
+
+
+def md(text: str) -> str:
+    """Plain text inside markdown: b*n + i must not turn into italics."""
+    return text.replace("*", "\\*")
+
+# A deep link (e.g. a shared /pitfalls?s=...) can run this page without app.py on its first load:
+# keep the wide projector layout either way.
+st.set_page_config(layout="wide")
 share_ui.load_shared_state()
 ui.page_setup(KEY, slot=None)
 
@@ -44,7 +53,7 @@ def _pitfall_data(key: str):
 
 
 keys = [p.key for p in PITFALLS]
-pick_col, main_col = st.columns([1, 3.2], gap="large")
+pick_col, main_col = st.columns([1.15, 3], gap="large")
 with pick_col:
     st.markdown(f"**{ui.tr('Choose a pitfall', '选择一个错误')}**")
     current = ui.persist_key("sv_pitfall", keys[0])
@@ -68,8 +77,8 @@ with main_col:
     st.subheader(f"{keys.index(key) + 1}. {p.title[lang]}")
     if s.description and lang == "en":
         st.caption(s.title)
-    st.warning(f"**{ui.tr('Symptom', '症状')}** · {p.symptom[lang]}", icon="🐞")
-    st.success(f"**{ui.tr('Fix', '修正')}** · {p.fix[lang]}", icon="🔧")
+    st.warning(f"**{ui.tr('Symptom', '症状')}** · {md(p.symptom[lang])}", icon="🐞")
+    st.success(f"**{ui.tr('Fix', '修正')}** · {md(p.fix[lang])}", icon="🔧")
 
     # Side by side: the values ...
     left, right = st.columns(2, gap="large")
@@ -123,17 +132,17 @@ with main_col:
 
     left, right = st.columns(2, gap="large")
     with left:
-        st.graphviz_chart(dot_for(bug_view), width="content")
+        st.graphviz_chart(dot_for(bug_view), width="stretch")
         st.caption(ui.tr("Green ✓: rows both sides keep. Red ✗: rows only the buggy code uses. Grey: rows it misses.",
                          "绿色 ✓：两侧都保留的行。红色 ✗：只有错误实现使用的行。灰色：它漏掉的行。"))
     with right:
         correct_dot = dot_for(ok_view)
-        st.graphviz_chart(correct_dot, width="content")
+        st.graphviz_chart(correct_dot, width="stretch")
         st.caption(ui.tr("Green ✓: the root and the accepted drafts (their KV is kept); orange ★: the bonus, the next root.",
                          "绿色 ✓：root 与被接受的 Draft（保留 KV）；橙色 ★：bonus，即下一轮的根。"))
 
     if diagnosis:
-        st.info(f"**{ui.tr('What the audit engine says about the buggy side', '审计引擎对错误一侧的判断')}** · {diagnosis}",
+        st.info(f"**{ui.tr('What the audit engine says about the buggy side', '审计引擎对错误一侧的判断')}** · {md(diagnosis)}",
                 icon="🔎")
 
     c1, c2 = st.columns(2)

@@ -20,6 +20,9 @@ KEY = "quiz"
 SLOT = "quiz"
 QUIZ_PRESETS = ["running_example", "sibling_match", "root_mismatch", "full_acceptance", "batch_two_requests",
                 "target_only_sampling", "target_only_rejected_sibling", "semantics_disagree", "pq_example", "dspark_chain"]
+# A deep link (e.g. a shared /quiz?s=...) can run this page without app.py on its first load:
+# keep the wide projector layout either way.
+st.set_page_config(layout="wide")
 share_ui.load_shared_state()
 ui.page_setup(KEY, slot=None)
 s = ui.scenario(SLOT, default="running_example")
@@ -50,7 +53,7 @@ def new_question(scn):
 
 
 def pick_preset():
-    name = st.session_state.get(f"w_quiz_preset::{ver}")
+    name = st.session_state.get(f"w_quiz_preset::{ver}::{lang}")
     if name:
         new_question(ui.load_preset(name))
 
@@ -62,8 +65,20 @@ def random_question():
 
 
 q1, q2, q3 = st.columns([2, 1, 2])
+ALGO_TEXT = {"greedy": ("greedy tree", "贪心·树"), "target_only": ("target-only sampling", "Target-only 采样"),
+             "chain_rejection": ("chain rejection sampling", "链式拒绝采样"), "dspark_greedy": ("DSpark greedy", "DSpark 贪心"),
+             "dspark_sampling": ("DSpark sampling", "DSpark 采样")}
+
+
+def question_label(name, _zh=(lang == "zh")):
+    """No spoilers: a number and the algorithm, never the preset's name or title."""
+    algo = ui.load_preset(name).algorithm
+    return f"{'题目' if _zh else 'Question'} {QUIZ_PRESETS.index(name) + 1} · {ALGO_TEXT[algo][1 if _zh else 0]}"
+
+
 q1.selectbox(ui.tr("Question", "题目"), QUIZ_PRESETS, index=QUIZ_PRESETS.index(s.name) if s.name in QUIZ_PRESETS else None,
-             key=f"w_quiz_preset::{ver}", on_change=pick_preset, placeholder=ui.tr("a random question", "随机题目"))
+             key=f"w_quiz_preset::{ver}::{lang}", on_change=pick_preset, format_func=question_label,
+             placeholder=ui.tr("a random question", "随机题目"))
 q2.markdown("&nbsp;")
 q2.button(ui.tr("🎲 Random question", "🎲 随机题目"), key="w_quiz_random", on_click=random_question, width="stretch")
 score = st.session_state.get("sv_quiz_score", [0, 0])
@@ -71,8 +86,9 @@ q3.metric(ui.tr("Correct this session", "本次答对"), f"{score[0]} / {score[1
 
 # -- the inputs (no results) ----------------------------------------------------------------------
 st.subheader(ui.tr("The inputs", "输入"))
-st.markdown(f"**{s.title or s.name}** · `{s.algorithm}` · W = {s.width} · seq_len = "
-            + ", ".join(str(r.seq_len) for r in s.requests))
+st.markdown(f"`{s.algorithm}` · bs = {len(s.requests)} · n = {s.n} · W = {s.width} · seq_len = "
+            + ", ".join(str(r.seq_len) for r in s.requests)
+            + (f" · semantics {s.semantics}" if s.semantics != "0.5.23" else ""))
 reveal = bool(st.session_state.get("sv_quiz_reveal", False))
 exp = expected_outputs(s)
 cols = st.columns(min(len(s.requests), 2))
@@ -158,7 +174,7 @@ if sub and sub[0] == s.name:
             e = rep.first_error
             st.error(ui.tr("❌ Not quite: {w} is {g}, the reference says {x}.", "❌ 还不对：{w} 是 {g}，参考答案为 {x}。",
                            w=e.where, g=json.dumps(e.got, ensure_ascii=False), x=json.dumps(e.expected, ensure_ascii=False)))
-            st.markdown(f"**{ui.tr('Why', '原因')}:** {e.rule}")
+            st.markdown(f"**{ui.tr('Why', '原因')}:** " + e.rule.replace("*", "\\*"))
 
 if reveal:
     st.subheader(ui.tr("The answer", "答案"))

@@ -14,6 +14,9 @@ from specviz.ui import share_ui
 
 KEY = "tour"
 ROOT = Path(__file__).resolve().parents[1]
+# A deep link (e.g. a shared /tour?s=...) can run this page without app.py on its first load:
+# keep the wide projector layout either way.
+st.set_page_config(layout="wide")
 share_ui.load_shared_state()
 ui.page_setup(KEY, slot=None)
 
@@ -69,6 +72,19 @@ def chk_batch_root_miss():
     if len(s.requests) < 2:
         return False
     return run_scenario(s, with_trace=False).commits[1].num_correct_drafts == 0
+
+
+def live_summary(slot) -> str:
+    """What the live page's current inputs give right now (reference run), in one line."""
+    s = ui.scenario(slot)
+    parts = []
+    for c in run_scenario(s, with_trace=False).commits:
+        outs = " ".join(s.label(t) for t in c.output_tokens)
+        if s.algorithm.startswith("dspark"):
+            parts.append(f"correct_len {c.num_correct_drafts} → {outs}")
+        else:
+            parts.append(f"rows {c.accept_rows} → {outs}")
+    return f"`{s.name}` · " + "; ".join(parts)
 
 
 # -- the six stops ------------------------------------------------------------------------------------
@@ -212,6 +228,11 @@ for k, (page, slot, preset_name, text) in enumerate(stop["pages"]):
 
     if pcols[k].button(text[lang_i], key=f"w_tour_page::{step}::{k}", on_click=prepare, width="stretch"):
         st.switch_page(page)
+    if slot:
+        try:
+            pcols[k].caption(ui.tr("Live inputs there now: ", "该页面当前输入：") + live_summary(slot))
+        except Exception:  # noqa: BLE001  a summary never breaks the tour
+            pass
 
 st.markdown(f"### {ui.tr('What to try', '试一试')}")
 for k, (prompt, check) in enumerate(stop["tries"]):
@@ -222,12 +243,12 @@ for k, (prompt, check) in enumerate(stop["tries"]):
         except Exception:  # noqa: BLE001  a prompt check never breaks the tour
             done = False
     mark = "✅" if done else ("⬜" if done is False else "💭")
-    status = (ui.tr(" — done on the live page", " —— 已在对应页面完成") if done else
-              (ui.tr(" — not yet (the check reads the live page's current inputs)", " —— 尚未完成（检查读取对应页面当前的输入）")
-               if done is False else ""))
+    status = (ui.tr(" — done ✔", " —— 已完成 ✔") if done else (ui.tr(" — not yet", " —— 尚未完成") if done is False else ""))
     st.markdown(f"<div style='font-size:1.2rem;margin:.4em 0'>{mark} {prompt[lang_i]}<span style='color:#555'>{status}</span></div>",
                 unsafe_allow_html=True)
 
+st.caption(ui.tr("⬜/✅ prompts are checked against the live page's current inputs; 💭 prompts are for discussion.",
+                 "⬜/✅ 的提示会根据对应页面当前的输入自动检查；💭 的提示用于讨论。"))
 st.progress((step + 1) / len(STOPS), text=ui.tr("Stop {k} of {n}", "第 {k} 站，共 {n} 站", k=step + 1, n=len(STOPS)))
 share_ui.share_controls(KEY, extra={"stop": step})
 ui.end_page()

@@ -48,7 +48,7 @@ def test_pitfalls_every_entry_renders_two_sides():
     for p in PITFALLS:
         at.radio(key="w_pitfall::en").set_value(p.key).run()
         assert not at.exception, (p.key, [e.value for e in at.exception])
-        body = texts(at)
+        body = texts(at).replace("\\*", "*")  # markdown escapes of u*q, b*n
         assert p.symptom["en"] in body and p.fix["en"] in body
         charts = at.get("graphviz_chart")
         assert len(charts) == 2, p.key

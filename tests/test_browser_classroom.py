@@ -1,0 +1,114 @@
+"""Browser tests (Playwright on Debian's chromium) for the classroom pages: pitfalls, audit, quiz,
+tour and shareable links, against ``streamlit run app.py`` (fixture ``app_server``).
+
+Screenshots (projector-sized, tall viewport) go to artifacts/screenshots/classroom_*.png.
+"""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+pytest.importorskip("playwright")
+from playwright.sync_api import expect  # noqa: E402
+
+from specviz.pitfalls import preset  # noqa: E402
+from specviz.scenario import scenario_from_json  # noqa: E402
+from specviz.share import ShareState, encode_state  # noqa: E402
+from tests.conftest import wait_for_app  # noqa: E402
+
+
+def _no_exception(page) -> None:
+    exc = page.locator('[data-testid="stException"]')
+    assert exc.count() == 0, exc.first.inner_text()
+
+
+def _svgs(page):
+    page.locator('[data-testid="stGraphVizChart"] svg').first.wait_for(timeout=30_000)
+    return page.locator('[data-testid="stGraphVizChart"] svg')
+
+
+def test_pitfalls_page(page, open_page, screenshot_dir):
+    open_page(page, "pitfalls")
+    _no_exception(page)
+    expect(page.get_by_text("Pitfall gallery").first).to_be_visible()
+    expect(_svgs(page)).to_have_count(2)
+    page.screenshot(path=str(screenshot_dir / "classroom_pitfalls.png"))
+    page.get_by_text("A batch with per-request offsets forgotten").first.click()
+    wait_for_app(page)
+    _no_exception(page)
+    expect(page.get_by_text(re.compile("local node ids")).first).to_be_visible()
+    expect(_svgs(page).first).to_contain_text("request 1")
+    page.screenshot(path=str(screenshot_dir / "classroom_pitfalls_batch.png"))
+
+
+def test_audit_page_highlights_the_first_wrong_row(page, open_page, screenshot_dir):
+    open_page(page, "audit")
+    _no_exception(page)
+    area = page.get_by_label("Your outputs")
+    area.fill("accept_index = tensor([[1, 3, -1]], device='cuda:0', dtype=torch.int32)\naccept_lens = [3]")
+    area.press("Control+Enter")
+    wait_for_app(page)
+    _no_exception(page)
+    expect(page.get_by_text(re.compile(r"First wrong value: accept_index\[0\]\[0\]")).first).to_be_visible()
+    expect(page.get_by_text(re.compile("root's row 0 comes first")).first).to_be_visible()
+    # the wrong node (the root) is outlined in the selection colour
+    expect(_svgs(page).first.locator("g.node polygon[stroke='#cc79a7'], g.node path[stroke='#cc79a7']").first).to_be_attached()
+    page.screenshot(path=str(screenshot_dir / "classroom_audit.png"))
+
+
+def test_quiz_page(page, open_page, screenshot_dir):
+    open_page(page, "quiz")
+    _no_exception(page)
+    box = page.get_by_label("Answer")
+    box.fill("1 3")
+    box.press("Enter")
+    wait_for_app(page)
+    page.get_by_role("button", name="Check", exact=True).click()
+    wait_for_app(page)
+    expect(page.get_by_text(re.compile("Not quite")).first).to_be_visible()
+    page.screenshot(path=str(screenshot_dir / "classroom_quiz_wrong.png"))
+    page.get_by_role("button", name="Reveal", exact=True).click()
+    wait_for_app(page)
+    _no_exception(page)
+    expect(page.get_by_text("The answer").first).to_be_visible()
+    page.screenshot(path=str(screenshot_dir / "classroom_quiz_reveal.png"))
+
+
+def test_tour_page(page, open_page, screenshot_dir):
+    open_page(page, "tour")
+    _no_exception(page)
+    expect(page.get_by_text(re.compile("How the target confirms")).first).to_be_visible()
+    page.screenshot(path=str(screenshot_dir / "classroom_tour_1.png"))
+    page.get_by_role("button", name=re.compile("Next")).first.click()
+    wait_for_app(page)
+    page.get_by_role("button", name=re.compile("Next")).first.click()
+    wait_for_app(page)
+    expect(page.get_by_text(re.compile("Greedy accept: row indices")).first).to_be_visible()
+    page.screenshot(path=str(screenshot_dir / "classroom_tour_3.png"))
+    page.get_by_role("button", name="Open Greedy accept", exact=True).click()
+    wait_for_app(page)
+    _no_exception(page)
+    expect(page).to_have_url(re.compile(r"/greedy"))
+
+
+def test_shared_link_opens_the_same_state(page, app_server, screenshot_dir):
+    data = json.loads(preset("running_example").to_json())
+    data["requests"][0]["target_predict"] = ["A", "D", "X", "X", "X"]
+    s = scenario_from_json(json.dumps(data))
+    token = encode_state(ShareState(page="audit", lang="zh", slot="audit", scenario=s,
+                                    extra={"text": "accept_index = [0, 1, 4]\noutputs = [A, D, X]"}))
+    page.goto(f"{app_server}/audit?s={token}", wait_until="domcontentloaded")
+    wait_for_app(page)
+    _no_exception(page)
+    expect(page.get_by_text(re.compile("审计你的 Accept 输出")).first).to_be_visible()
+    expect(page.get_by_text(re.compile("正确")).first).to_be_visible()
+    page.screenshot(path=str(screenshot_dir / "classroom_shared_link_zh.png"))
+
+
+def test_malformed_link_shows_a_clear_error(page, app_server):
+    page.goto(f"{app_server}/pitfalls?s=this-is-not-a-link", wait_until="domcontentloaded")
+    wait_for_app(page)
+    _no_exception(page)
+    expect(page.get_by_text(re.compile("This link could not be loaded")).first).to_be_visible()
