@@ -28,6 +28,9 @@ def _fig(name: str, *args, **kwargs):
 
 
 ui.page_setup("dspark", slot=None)
+# The key numbers (correct_len, TV distance, ...) must read from the back of a room.
+st.markdown("<style>[data-testid='stMetricValue'] div, [data-testid='stMetricValue'] {font-size: 2.4rem !important; "
+            "font-weight: 700;}</style>", unsafe_allow_html=True)
 ui.scenario_io(SLOT, presets=PRESETS)
 s = ui.scenario(SLOT)
 

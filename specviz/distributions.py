@@ -294,6 +294,13 @@ def target_only_monte_carlo(sample_many: Callable, inputs: dict, *, num_trials: 
     return _finish(counts[:p.size], lens, expected, p)
 
 
+def expected_tv_noise(p, num_trials: int) -> float:
+    """The TV distance an exact sampler still shows after ``num_trials`` draws, from sampling noise alone:
+    E|p_hat - p| ~ sqrt(2 p (1 - p) / (pi N)) per token (normal approximation), halved and summed."""
+    p = normalise(_vec("p", p))
+    return float(0.5 * np.sum(np.sqrt(2.0 * p * (1.0 - p) / (np.pi * max(int(num_trials), 1)))))
+
+
 def random_coins(seed: int, count: int) -> tuple[list[float], float]:
     """Seeded coins for the pages' "randomise" button: ``count`` level coins and one final coin, each in [0, 1).
 

@@ -294,3 +294,18 @@ def test_out_tokens_and_kv_figures():
     assert fills[-1] == state_color("discarded")  # column 3 >= commit_lens is stale
     kv = dc.kv_columns_figure(["R", "A", "B", "C"], [10, 11, 12, -1])
     assert "-1" in _cells(kv) and "<b>12</b>" in _cells(kv)
+
+
+def test_expected_tv_noise_shrinks_like_one_over_sqrt_n():
+    # p = (.3 .4 .3), N = 4000: 0.5 * sum sqrt(2 p (1-p) / (pi N)) = 0.5 * 1.4058 * 0.012616 = 0.00887
+    assert dist.expected_tv_noise(P, 4000) == pytest.approx(0.00887, abs=2e-5)
+    assert dist.expected_tv_noise(P, 16000) == pytest.approx(dist.expected_tv_noise(P, 4000) / 2)
+    assert dist.expected_tv_noise([1, 0, 0], 10) == 0.0  # a certain outcome has no noise
+
+
+def test_dspark_match_figure_animation_colours_rows_as_they_are_decided():
+    fig = dc.match_figure(["R", "A", "B", "C"], ["A", "B", "X", "Y"], [True, True, False], 2, compared=2, show_result=False)
+    rects = [s for s in fig.layout.shapes if s.type == "rect"]
+    verify_row = [r.fillcolor for r in rects[:4]]  # row 0 of the grid: R A B C
+    assert verify_row[:3] == [state_color("accepted")] * 3 and verify_row[3] == state_color("pending")
+    assert state_color("compared") in [r.fillcolor for r in rects]  # the compare just revealed is highlighted

@@ -88,12 +88,21 @@ def match_figure(window: Sequence[str], target: Sequence[str], matches: Sequence
     for c in range(T):
         outside = c >= vl
         cells[0].append(window[c])
-        kept = show_result and c <= correct_len
-        states[0].append("accepted" if kept else ("discarded" if outside or show_result else "pending"))
+        if show_result:
+            row_state = "accepted" if c <= correct_len else "discarded"
+        elif c == 0:
+            row_state = "accepted"  # the anchor row is always kept
+        elif c - 1 < shown:  # its compare has been revealed
+            counted = matches[c - 1] and (first_miss is None or c - 1 < first_miss)
+            row_state = "accepted" if counted else ("rejected" if c - 1 == first_miss else "discarded")
+        else:
+            row_state = "discarded" if outside else "pending"
+        states[0].append(row_state)
         hovers[0].append(f"row {c} ({'anchor' if c == 0 else f'draft {c}'}): {window[c]}" + (f" ({t['capped']})" if outside else ""))
         is_bonus = show_result and c == correct_len
         cells[1].append(target[c])
-        states[1].append("bonus" if is_bonus else ("discarded" if outside else "plain"))
+        live = not show_result and compared is not None and c == shown - 1  # the compare just revealed
+        states[1].append("bonus" if is_bonus else ("compared" if live else ("discarded" if outside else "plain")))
         hovers[1].append(f"target_predict[{c}] = {target[c]}" + (f" ({t['bonus']})" if is_bonus else ""))
         if c == T - 1:
             for r in (2, 3):
@@ -103,7 +112,7 @@ def match_figure(window: Sequence[str], target: Sequence[str], matches: Sequence
             continue
         m = bool(matches[c])
         cells[2].append(window[c + 1])
-        states[2].append("plain")
+        states[2].append("compared" if live else "plain")
         hovers[2].append(f"draft at row {c + 1}: {window[c + 1]}")
         if c < shown:
             counted = m and (first_miss is None or c < first_miss)

@@ -249,8 +249,11 @@ def buckets_figure(buckets, labels: Sequence[str], coin: float | None, *, curren
     if hi_max < 1.0:
         fig.add_bar(y=[0], x=[1.0 - hi_max], base=[hi_max], orientation="h", width=0.8, marker_color=PALE_GREY, showlegend=False,
                     marker_line=dict(color="white", width=2), hovertemplate=f"[{_fmt(hi_max)}, 1): {t['rest']}<extra></extra>")
-        fig.add_annotation(x=(hi_max + 1) / 2, y=-0.62, text=t["rest"] if 1 - hi_max > 0.3 else "…", showarrow=False,
-                           font=dict(size=PLOT_FONT_SIZE - 4, color="#555555"))
+        fig.add_annotation(x=(hi_max + 1) / 2, y=-0.62, text=f"[{_fmt(hi_max)}, 1)", showarrow=False,
+                           font=dict(size=PLOT_FONT_SIZE - 3, color="#444444"))
+        if 1 - hi_max > 0.12:
+            fig.add_annotation(x=(hi_max + 1) / 2, y=0, text=t["rest"] if 1 - hi_max > 0.4 else "relu(p − buf)", showarrow=False,
+                               font=dict(size=PLOT_FONT_SIZE - 4, color="#555555"))
     if coin is not None:
         fig.add_scatter(x=[coin], y=[0.62], mode="markers", showlegend=False,
                         marker=dict(symbol="triangle-down", size=26, color="black", line=dict(color="white", width=2)),
