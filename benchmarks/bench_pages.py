@@ -31,6 +31,9 @@ from specviz.ui.edits import agree_along, replace_tree, set_target_predict  # no
 
 # page file -> scenario slot it reads (the 64-node case applies to the tree pages)
 CORE_PAGES = {"overview": "tree", "tree_builder": "tree", "greedy": "tree", "batch_kv": "batch"}
+# The sampling pages (engineer B). Their large case: the 64-node tree with p rows for target-only
+# sampling; the longest chain each chain page offers (8 slots, a 10-row DSpark window).
+SAMPLING_PAGES = {"chain_sampling": "chain", "target_only": "target_only", "dspark": "dspark"}
 
 
 def tree_64(topk: int = 4, n: int = 64) -> DrawnTree:
@@ -58,7 +61,43 @@ def scenarios() -> dict:
     bbig = replace_tree(batch, tree_64(), 0).replace(num_speculative_tokens=None)
     bbig = set_target_predict(bbig, agree_along(bbig, "first", 0), 0)
     bbig = set_target_predict(bbig, agree_along(bbig, "last", 1), 1)
-    return {"running example": {"tree": run, "batch": batch}, "64-node tree": {"tree": big, "batch": bbig}}
+    cases = {"running example": {"tree": run, "batch": batch}, "64-node tree": {"tree": big, "batch": bbig}}
+    for case, by_slot in sampling_scenarios().items():
+        cases[case].update(by_slot)
+    return cases
+
+
+def _row(V: int, hot: int | None, mass: float = 0.5) -> list[float]:
+    """A p/q row: ``mass`` on token ``hot``, the rest spread evenly (exact in binary: V = 6 or 4)."""
+    if hot is None:
+        return [1.0 / V] * V
+    rest = (1.0 - mass) / (V - 1)
+    return [mass if t == hot else rest for t in range(V)]
+
+
+def sampling_scenarios() -> dict:
+    """Slots chain / target_only / dspark: the presets, and the large cases described at SAMPLING_PAGES."""
+    pq = load_scenario(ROOT / "scenarios/pq_example.json")
+    to = load_scenario(ROOT / "scenarios/target_only_sampling.json")
+    ds = load_scenario(ROOT / "scenarios/dspark_chain.json")
+    t = tree_64()
+    V = len(to.vocab)
+    kids = [t.children(i) for i in range(t.n)]
+    # p puts .5 on each node's first child: with coins .3 the walk accepts a first child at every level.
+    rows = [_row(V, t.tokens[k[0]] if k else None) for k in kids]
+    big_to = to.replace(num_speculative_tokens=None, requests=[{
+        "tree": {"parents": list(t.parents), "tokens": [to.vocab[x] for x in t.tokens]}, "seq_len": 10,
+        "target_probs": rows, "coins": [0.3] * t.n, "coin_final": 0.5}])
+    Vc = len(pq.vocab)
+    chain = ["R"] + [pq.vocab[i % 3] for i in range(7)]  # R A B C A B C A
+    long_chain = pq.replace(requests=[{
+        "chain": chain, "seq_len": 10, "target_probs": [_row(Vc, pq.vocab.index(chain[i + 1]) if i + 1 < 8 else None) for i in range(8)],
+        "draft_probs": [_row(Vc, pq.vocab.index(chain[i + 1]), 0.625) for i in range(7)], "coins": [0.5] * 7, "coin_final": 0.5}])
+    drafts = [ds.vocab[i % 3] for i in range(9)]  # A B C A B C A B C
+    target = drafts[:6] + ["X", "Y", "X", "Y"]
+    long_ds = ds.replace(requests=[{"chain": ["R"] + drafts, "seq_len": 10, "target_predict": target}])
+    return {"running example": {"chain": pq, "target_only": to, "dspark": ds},
+            "64-node tree": {"chain": long_chain, "target_only": big_to, "dspark": long_ds}}
 
 
 def time_page(page: str, slot: str, scenario, reruns: int) -> tuple[float, float]:
@@ -79,12 +118,12 @@ def time_page(page: str, slot: str, scenario, reruns: int) -> tuple[float, float
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reruns", type=int, default=15)
-    ap.add_argument("--pages", nargs="*", default=list(CORE_PAGES))
+    ap.add_argument("--pages", nargs="*", default=list(CORE_PAGES) + [p for p in SAMPLING_PAGES if (ROOT / "pages" / f"{p}.py").exists()])
     args = ap.parse_args()
     cases = scenarios()
     rows = []
     for page in args.pages:
-        slot = CORE_PAGES.get(page, "tree")
+        slot = CORE_PAGES.get(page) or SAMPLING_PAGES.get(page, "tree")
         for case, by_slot in cases.items():
             med, p90 = time_page(page, slot, by_slot[slot], args.reruns)
             rows.append((page, case, by_slot[slot].n, med, p90))
