@@ -231,3 +231,14 @@ def test_backend_selector_torch_agrees():
     at.selectbox(key="w_sv_backend").select("torch").run()
     assert not at.exception
     assert any("All backends agree" in str(s.value) for s in at.success)
+
+
+def test_tree_builder_vocabulary_add_and_empty_label_error():
+    at = _page("pages/tree_builder.py")
+    _press(at, "w_add_vocab")  # empty label
+    assert any(e.value.startswith("**vocab**") for e in at.error), [e.value for e in at.error]
+    at.text_input(key="w_new_vocab").set_value("Z").run()
+    _press(at, "w_add_vocab")
+    assert "Z" in at.selectbox(key="w_sv_tok::tree").options
+    _press(at, "w_add_child")  # a child of A with token Z
+    assert "Z" in list(_retrieve_table(at).iloc[:, 1])
