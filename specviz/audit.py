@@ -68,7 +68,8 @@ class AuditFinding:
         return self.field + "".join(f"[{i}]" for i in self.index)
 
     def sentence(self) -> str:
-        return f"{self.where}: got {_fmt(self.got)}, expected {_fmt(self.expected)}. {self.rule}"
+        rule = self.rule[:1].upper() + self.rule[1:]
+        return f"{self.where}: got {_fmt(self.got)}, expected {_fmt(self.expected)}. {rule}"
 
 
 @dataclass

@@ -112,3 +112,22 @@ def test_malformed_link_shows_a_clear_error(page, app_server):
     wait_for_app(page)
     _no_exception(page)
     expect(page.get_by_text(re.compile("This link could not be loaded")).first).to_be_visible()
+
+
+def test_copy_link_round_trip_in_the_browser(page, browser, open_page, screenshot_dir):
+    """Pick a pitfall, open the share box, load its link in a fresh browser context: the same pitfall shows."""
+    open_page(page, "pitfalls")
+    page.get_by_text("6. q = 0 for a proposed token").first.click()
+    wait_for_app(page)
+    page.get_by_text(re.compile("Share this view")).first.click()
+    code = page.locator('[data-testid="stCode"] code').last
+    code.wait_for(timeout=15_000)
+    url = code.inner_text().strip()
+    assert "/pitfalls?s=" in url
+    page.screenshot(path=str(screenshot_dir / "classroom_share_box.png"))
+    fresh = browser.new_context(viewport={"width": 1600, "height": 2400}).new_page()
+    fresh.goto(url, wait_until="domcontentloaded")
+    wait_for_app(fresh)
+    _no_exception(fresh)
+    expect(fresh.get_by_role("heading", name=re.compile("q = 0 for a proposed token"))).to_be_visible()
+    fresh.context.close()
