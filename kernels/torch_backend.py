@@ -47,10 +47,56 @@ def sample_many(algorithm, inputs, *, num_trials, seed, device=None):
 
     inputs: the sampler's keyword inputs without coins (candidates, retrieve_*, target_probs,
     draft_probs for the chain, num_speculative_tokens, thresholds, semantics). Returns SampleCounts.
+    The chain takes a shortcut that is exact for a repeated request: its outcome is fixed by
+    (accepted drafts k, final token), so the accept tests use request 0's p/q values broadcast over
+    the trials, the final token is a search in the N possible terminal rows' cumulative sums, and the
+    sequences are counted with one bincount over k*V + token.
     """
     dev = device if device is not None else pick_device(*inputs.values())
+    if algorithm == "chain_rejection_sampling":
+        return sample_many_with(_run_chain, _run_tree, _validate_one, algorithm, inputs, num_trials=num_trials,
+                                seed=seed, device=dev, counts_from=_chain_counts)
     return sample_many_with(_run_chain, _run_tree, _validate_one, algorithm, inputs, num_trials=num_trials, seed=seed,
                             device=dev)
+
+
+def _chain_counts(one, u, uf):
+    """SampleCounts of the chain rule over coins u [T, N], uf [T] for the single request ``one``."""
+    import numpy as np
+    import torch
+
+    from specviz.results import SampleCounts
+
+    cand = one["candidates"][0]
+    p = one["target_probs"][0]  # [N, V]
+    q = one["draft_probs"][0]  # [N-1, V]
+    N, V = p.shape
+    new = one.get("semantics", "0.5.23") == "0.5.23"
+    trials = u.shape[0]
+    if N > 1:
+        tok = cand[1:].clamp(0, V - 1)
+        slots = torch.arange(N - 1, device=p.device)
+        pt, qt = p[slots, tok], q[slots, tok]
+        ok = u[:, : N - 1] * qt < pt
+        if new:
+            ok &= (qt > 0) & (qt <= 1)
+        k = torch.cumprod(ok.to(torch.int32), dim=1).sum(dim=1)
+        qc = torch.where((q >= 0) & (q <= 1), q, torch.zeros((), device=q.device)) if new else q
+        rows = torch.cat([torch.clamp(p[:-1] - qc, min=0.0), p[-1:]])  # terminal row after k accepted drafts
+    else:
+        k = torch.zeros(trials, dtype=torch.int64, device=p.device)
+        rows = p
+    running = torch.cumsum(rows, dim=1)  # [N, V]
+    thr = uf * running[k, -1]
+    final = torch.searchsorted(running[k], thr[:, None], right=True)[:, 0]  # first running sum > thr
+    final = torch.where(final >= V, torch.full_like(final, V - 1), final)  # no mass: V-1 (chain, every release)
+    k = k.to(torch.int64)
+    first = torch.where(k > 0, cand[min(1, N - 1)].expand(trials), final)
+    joint = torch.bincount(k * V + final, minlength=N * V).cpu().numpy()
+    drafts = [int(t) for t in cand[1:].cpu()]
+    seqs = {tuple(drafts[:kk]) + (t,): int(c) for (kk, t), c in np.ndenumerate(joint.reshape(N, V)) if c}
+    return SampleCounts(num_trials=trials, first_token_counts=torch.bincount(first, minlength=V).cpu().numpy(),
+                        sequence_counts=seqs, accept_len_counts=torch.bincount(k + 1, minlength=N + 1).cpu().numpy())
 
 
 FUNCTIONS = {

@@ -59,7 +59,7 @@ def count_outcomes(predicts, accept_index, accept_token_num, vocab_size: int) ->
     base = vocab_size + 1
     if W * np.log2(base) < 62:  # encode each sequence as one int64 (digits token+1, 0 = none)
         weights = base ** torch.arange(W - 1, -1, -1, device=ai.device, dtype=INT64)
-        codes, counts = torch.unique((toks + 1) * weights, return_counts=True)
+        codes, counts = torch.unique(((toks + 1) * weights).sum(dim=1), return_counts=True)
         codes, counts = codes.cpu().numpy(), counts.cpu().numpy()
         seqs = Counter()
         for code, c in zip(codes, counts):
@@ -75,19 +75,22 @@ def count_outcomes(predicts, accept_index, accept_token_num, vocab_size: int) ->
 
 
 def sample_many_with(run_chain, run_tree, validate_one, algorithm: str, inputs: dict, *, num_trials: int, seed: int,
-                     device) -> SampleCounts:
+                     device, counts_from=None) -> SampleCounts:
     """Shared driver: validate request 0 once, tile it, draw coins, run the backend's batch sampler.
 
-    ``run_chain(batch, u, uf)`` / ``run_tree(batch, u, uf)`` return (predicts, accept_index, k).
+    ``run_chain(batch, u, uf)`` / ``run_tree(batch, u, uf)`` return (predicts, accept_index, k);
+    ``counts_from(one, u, uf)``, when given, computes the SampleCounts from request 0 directly.
     """
     check_sample_many_args(algorithm, inputs, num_trials)
     one = first_request(inputs, device)
     validate_one(algorithm, one)
-    batch = tile(one, int(num_trials))
     n = one["candidates"].shape[1]
     gen = torch.Generator(device=device).manual_seed(int(seed))
     u = torch.rand((num_trials, n), generator=gen, dtype=F32, device=device)
     uf = torch.rand((num_trials,), generator=gen, dtype=F32, device=device)
+    if counts_from is not None:
+        return counts_from(one, u, uf)
+    batch = tile(one, int(num_trials))
     runner = run_chain if algorithm == "chain_rejection_sampling" else run_tree
     predicts, accept_index, k = runner(batch, u, uf)
     return count_outcomes(predicts, accept_index, k, one["target_probs"].shape[-1])
