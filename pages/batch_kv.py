@@ -104,7 +104,7 @@ for b, (tree, c) in enumerate(zip(trees, run.commits)):
 st.graphviz_chart(forest_dot(trees_kw), width="content")
 ui.legend()
 
-left, right = st.columns([1.3, 1], gap="large")
+left, right = st.columns([1.6, 1], gap="large")
 with left:
     st.subheader(ui.tr("All verify rows, flattened (b·n + i)", "所有验证行（展开为 b·n + i）"))
     words = {"row": ui.tr("global row", "全局行"), "request": ui.tr("request", "请求"), "node": ui.term("node"),

@@ -117,6 +117,10 @@ def wait_for_app(page, timeout: float = 60_000, start_timeout: float = 1_500) ->
         f"() => {_SCRIPT_STATE} === 'notRunning' && !document.querySelector('[data-testid=\"stStatusWidget\"]')",
         timeout=timeout)
     page.wait_for_selector('[data-testid="stMainBlockContainer"], [data-testid="block-container"]', timeout=timeout)
+    # Lazily loaded elements (tables, toggles, charts) show a skeleton until their code arrives.
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stSkeleton\"], [data-testid=\"stSkeletonElement\"], "
+        "[data-testid=\"stAppSkeleton\"]')", timeout=timeout)
     page.wait_for_timeout(250)
 
 
