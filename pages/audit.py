@@ -185,7 +185,9 @@ with g1:
                 + (f" · {ui.tr('outlined: where the first error points', '描边：第一个错误所指的位置')}" if bad_node is not None else ""))
     dot = tree_dot(tree.parents, labels, rows=[b * n + i for i in range(n)], states=states, selected=bad_node, tooltips=tips,
                    bonus=(commit.accept_nodes[-1], s.label(commit.next_root)), bonus_label=ui.term("bonus"), row_word=ui.term("row"))
-    st.graphviz_chart(dot, width="content")
+    if not s.is_tree:  # a chain reads left to right
+        dot = dot.replace("rankdir=TB", "rankdir=LR", 1)
+    st.graphviz_chart(dot, width="stretch" if s.is_tree else "content")
 with g2:
     st.markdown(f"**{ui.tr('Shift table: input row → output', '错位表：输入行 → 输出')}**")
     words = {"row": ui.tr("verify row", "验证行"), "input": ui.tr("input token", "输入 token"),

@@ -108,8 +108,11 @@ for b in range(len(s.requests)):
             bonus = (nodes[-1], s.label(exp["outputs"][b][-1]))
         tips = {i: f"{labels[i]} · {ui.term('row')} {b * n + i}" + (f" · target_predict = {r.target_predict[i]}" if r.target_predict else "")
                 for i in range(n)}
-        st.graphviz_chart(tree_dot(tree.parents, labels, rows=[b * n + i for i in range(n)], states=states, tooltips=tips,
-                                   bonus=bonus, bonus_label=ui.term("bonus"), row_word=ui.term("row")), width="content")
+        dot = tree_dot(tree.parents, labels, rows=[b * n + i for i in range(n)], states=states, tooltips=tips,
+                       bonus=bonus, bonus_label=ui.term("bonus"), row_word=ui.term("row"))
+        if not s.is_tree:  # a chain reads left to right
+            dot = dot.replace("rankdir=TB", "rankdir=LR", 1)
+        st.graphviz_chart(dot, width="content")
         if r.target_predict:
             ui.chip_row(ui.tr("target predicts after row", "各行之后目标模型预测"),
                         [ui.chip(f"{b * n + i}→{t}", "compared", title=f"target_predict[{b * n + i}] = {t}")

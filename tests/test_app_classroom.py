@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from specviz.export import has_dot
 from specviz.pitfalls import PITFALLS
 from specviz.scenario import scenario_from_dict, scenario_from_json
 
@@ -55,6 +56,11 @@ def test_pitfalls_every_entry_renders_two_sides():
         seen.add(charts[0].proto.spec)
         assert charts[0].proto.spec != charts[1].proto.spec, f"{p.key}: buggy and correct trees look the same"
     assert len(seen) >= 6
+    labels = [d.label for d in at.get("download_button")]
+    want = {"Scenario JSON", "pytest file", "Animation (offline HTML)"}
+    if has_dot():
+        want |= {"Figure as SVG", "Figure as PNG"}
+    assert want <= set(labels), labels
 
 
 def test_pitfalls_chinese():

@@ -119,3 +119,18 @@ def test_animation_plays_offline_in_chromium(tmp_path):
         assert page.locator("body").get_attribute("data-step") == "1"
         browser.close()
     assert all(u.startswith("file://") for u in requests), requests
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_animation_frames_for_every_preset(name):
+    """Every preset animates: frame 0 is before any event, the last frame holds the reference's result."""
+    from specviz.engine import run_scenario
+
+    s = preset(name)
+    frames = animation_frames(s, "zh")
+    res = run_scenario(s).result
+    last = frames[-1]["arrays"]
+    for key in ("accept_index", "accept_token_num", "correct_len"):
+        if key in last and key in res:
+            assert last[key] == res[key].tolist(), key
+    assert all(f["svg"].startswith("<svg") and f["text"] for f in frames[1:])
