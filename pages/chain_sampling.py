@@ -406,30 +406,42 @@ def _monte_carlo(text: str, backend: str, trials: int, seed: int, from_q: bool):
 
 
 m1, m2, m3 = st.columns([1, 1, 2])
-trials = m1.select_slider(tr("trials N", "试验次数 N"), [1000, 4000, 10000, 40000], value=4000, key="w_chain_mc_n")
+# Triton under the CPU interpreter draws ~30 trials a second: offer small N and run only on request.
+slow = "interpreter" in ui.backend_label(ui.backend())
+choices = [50, 100, 200, 500] if slow else [1000, 4000, 10000, 40000]
+trials = m1.select_slider(tr("trials N", "试验次数 N"), choices, value=choices[1], key=f"w_chain_mc_n::{slow}")
 mc_seed = m2.number_input(tr("seed", "种子"), 0, 10**6, 1, key="w_chain_mc_seed")
 from_q = m3.toggle(tr("the Draft samples its first token from q (as a real Draft does)", "Draft 按 q 抽取第一个 token（真实 Draft 的做法）"),
                    value=True, key="w_chain_mc_fromq")
-with ui.guard():
-    mc = _monte_carlo(s.to_json(indent=None), ui.backend(), int(trials), int(mc_seed), bool(from_q))
-    hc, mcol = st.columns([3, 1], gap="large")
-    with hc:
-        st.plotly_chart(_fig("monte_carlo_figure", vocab, mc.empirical, mc.target, expected=None if from_q else mc.expected, counts=mc.counts,
-                                              text={"emp": tr("Monte Carlo (first emitted token)", "Monte Carlo（首个输出 token）"),
-                                                    "p": "p (Target, row 0)", "exp": tr("exact for a fixed draft token", "固定 Draft token 时的精确分布")}),
-                        width="stretch", key="chain_mc")
-    with mcol:
-        st.metric(tr("TV distance to p", "与 p 的 TV 距离"), f"{mc.tv_to_target:.4f}")
+mc_args = (s.to_json(indent=None), ui.backend(), int(trials), int(mc_seed), bool(from_q))
+if slow and st.session_state.get("sv_chain_mc_ran") != mc_args:
+    st.info(tr("{b} runs the kernels one program at a time (about 30 trials per second here): press the button to run.",
+               "{b} 逐个程序解释执行内核（此处约每秒 30 次试验）：请按按钮运行。", b=ui.backend_label(ui.backend())))
+    if st.button(tr("Run {n} trials", "运行 {n} 次试验", n=trials), key="w_chain_mc_go"):
+        st.session_state["sv_chain_mc_ran"] = mc_args
+        st.rerun()
+    mc_args = None
+if mc_args is not None:
+    with ui.guard():
+        mc = _monte_carlo(*mc_args)
+        hc, mcol = st.columns([3, 1], gap="large")
+        with hc:
+            st.plotly_chart(_fig("monte_carlo_figure", vocab, mc.empirical, mc.target, expected=None if from_q else mc.expected, counts=mc.counts,
+                                                  text={"emp": tr("Monte Carlo (first emitted token)", "Monte Carlo（首个输出 token）"),
+                                                        "p": "p (Target, row 0)", "exp": tr("exact for a fixed draft token", "固定 Draft token 时的精确分布")}),
+                            width="stretch", key="chain_mc")
+        with mcol:
+            st.metric(tr("TV distance to p", "与 p 的 TV 距离"), f"{mc.tv_to_target:.4f}")
+            if not from_q:
+                st.metric(tr("TV to the exact conditional", "与精确条件分布的 TV 距离"), f"{mc.tv_to_expected:.4f}")
+            st.caption(tr("{n} trials on {b}. An exact sampler still shows TV ≈ {e:.3f} from sampling noise alone.",
+                          "{b} 上 {n} 次试验。即使采样精确，仅采样噪声也会带来约 {e:.3f} 的 TV 距离。",
+                          n=mc.num_trials, b=ui.backend_label(ui.backend()), e=dist.expected_tv_noise(mc.expected, mc.num_trials)))
         if not from_q:
-            st.metric(tr("TV to the exact conditional", "与精确条件分布的 TV 距离"), f"{mc.tv_to_expected:.4f}")
-        st.caption(tr("{n} trials on {b}. An exact sampler still shows TV ≈ {e:.3f} from sampling noise alone.",
-                      "{b} 上 {n} 次试验。即使采样精确，仅采样噪声也会带来约 {e:.3f} 的 TV 距离。",
-                      n=mc.num_trials, b=ui.backend_label(ui.backend()), e=dist.expected_tv_noise(mc.expected, mc.num_trials)))
-    if not from_q:
-        st.info(tr("With the draft token fixed to **{t}**, the output is *not* p: rejection sampling is exact only when the "
-                   "proposed token itself was drawn from q.",
-                   "若 Draft token 固定为 **{t}**，输出分布*不是* p：只有当候选 token 本身按 q 抽取时，拒绝采样才精确。",
-                   t=req.chain[1]))
+            st.info(tr("With the draft token fixed to **{t}**, the output is *not* p: rejection sampling is exact only when the "
+                       "proposed token itself was drawn from q.",
+                       "若 Draft token 固定为 **{t}**，输出分布*不是* p：只有当候选 token 本身按 q 抽取时，拒绝采样才精确。",
+                       t=req.chain[1]))
 
 ui.raw_tensors(ui.shaped({k: v for k, v in run.inputs.items()} | {k: v for k, v in run.result.items()}))
 ui.end_page()

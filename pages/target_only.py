@@ -356,32 +356,44 @@ def _monte_carlo(text: str, backend: str, trials: int, seed: int):
 
 
 m1, m2, _ = st.columns([1, 1, 2])
-trials = m1.select_slider(tr("trials N", "试验次数 N"), [1000, 4000, 10000, 40000], value=4000, key="w_to_mc_n")
+# Triton under the CPU interpreter draws ~30 trials a second: offer small N and run only on request.
+slow = "interpreter" in ui.backend_label(ui.backend())
+choices = [50, 100, 200, 500] if slow else [1000, 4000, 10000, 40000]
+trials = m1.select_slider(tr("trials N", "试验次数 N"), choices, value=choices[1], key=f"w_to_mc_n::{slow}")
 mc_seed = m2.number_input(tr("seed", "种子"), 0, 10**6, 1, key="w_to_mc_seed")
-with ui.guard():
-    mc = _monte_carlo(s.to_json(indent=None), ui.backend(), int(trials), int(mc_seed))
-    exact = s.threshold_acc >= 1.0 and s.threshold_single >= 1.0
-    hc, mcol = st.columns([3, 1], gap="large")
-    with hc:
-        st.plotly_chart(_fig("monte_carlo_figure", vocab, mc.empirical, mc.target, expected=None if exact else mc.expected, counts=mc.counts,
-                                              text={"emp": tr("Monte Carlo (first emitted token)", "Monte Carlo（首个输出 token）"),
-                                                    "p": tr("p (Target, root row)", "p（Target，root 行）"),
-                                                    "exp": tr("exact for these thresholds", "此阈值下的精确分布")}),
-                        width="stretch", key="to_mc")
-    with mcol:
-        st.metric(tr("TV distance to p", "与 p 的 TV 距离"), f"{mc.tv_to_target:.4f}")
-        st.metric(tr("exact TV (closed form)", "精确 TV（闭式解）"), f"{dist.total_variation(mc.expected, mc.target):.4f}")
-        st.caption(tr("{n} trials on {b}. Sampling noise alone gives TV ≈ {e:.3f}.", "{b} 上 {n} 次试验。仅采样噪声约带来 {e:.3f} 的 TV 距离。",
-                      n=mc.num_trials, b=ui.backend_label(ui.backend()), e=dist.expected_tv_noise(mc.expected, mc.num_trials)))
-    if exact:
-        st.info(tr("Thresholds are 1: the scan is an inverse-CDF draw over the siblings, and the rest of the mass comes from "
-                   "relu(p − buffer), so the first token follows p exactly.",
-                   "阈值为 1：扫描相当于在兄弟节点上做逆 CDF 采样，其余质量来自 relu(p − buffer)，因此首个 token 精确服从 p。"))
-    else:
-        st.warning(tr("threshold_acc = {a:g}, threshold_single = {s:g}: the buckets are stretched, Draft tokens win more often, "
-                      "and the output is biased away from p.",
-                      "threshold_acc = {a:g}，threshold_single = {s:g}：桶被拉长，Draft token 更容易被接受，输出偏离 p。",
-                      a=s.threshold_acc, s=s.threshold_single))
+mc_args = (s.to_json(indent=None), ui.backend(), int(trials), int(mc_seed))
+if slow and st.session_state.get("sv_to_mc_ran") != mc_args:
+    st.info(tr("{b} runs the kernels one program at a time (about 30 trials per second here): press the button to run.",
+               "{b} 逐个程序解释执行内核（此处约每秒 30 次试验）：请按按钮运行。", b=ui.backend_label(ui.backend())))
+    if st.button(tr("Run {n} trials", "运行 {n} 次试验", n=trials), key="w_to_mc_go"):
+        st.session_state["sv_to_mc_ran"] = mc_args
+        st.rerun()
+    mc_args = None
+if mc_args is not None:
+    with ui.guard():
+        mc = _monte_carlo(*mc_args)
+        exact = s.threshold_acc >= 1.0 and s.threshold_single >= 1.0
+        hc, mcol = st.columns([3, 1], gap="large")
+        with hc:
+            st.plotly_chart(_fig("monte_carlo_figure", vocab, mc.empirical, mc.target, expected=None if exact else mc.expected, counts=mc.counts,
+                                                  text={"emp": tr("Monte Carlo (first emitted token)", "Monte Carlo（首个输出 token）"),
+                                                        "p": tr("p (Target, root row)", "p（Target，root 行）"),
+                                                        "exp": tr("exact for these thresholds", "此阈值下的精确分布")}),
+                            width="stretch", key="to_mc")
+        with mcol:
+            st.metric(tr("TV distance to p", "与 p 的 TV 距离"), f"{mc.tv_to_target:.4f}")
+            st.metric(tr("exact TV (closed form)", "精确 TV（闭式解）"), f"{dist.total_variation(mc.expected, mc.target):.4f}")
+            st.caption(tr("{n} trials on {b}. Sampling noise alone gives TV ≈ {e:.3f}.", "{b} 上 {n} 次试验。仅采样噪声约带来 {e:.3f} 的 TV 距离。",
+                          n=mc.num_trials, b=ui.backend_label(ui.backend()), e=dist.expected_tv_noise(mc.expected, mc.num_trials)))
+        if exact:
+            st.info(tr("Thresholds are 1: the scan is an inverse-CDF draw over the siblings, and the rest of the mass comes from "
+                       "relu(p − buffer), so the first token follows p exactly.",
+                       "阈值为 1：扫描相当于在兄弟节点上做逆 CDF 采样，其余质量来自 relu(p − buffer)，因此首个 token 精确服从 p。"))
+        else:
+            st.warning(tr("threshold_acc = {a:g}, threshold_single = {s:g}: the buckets are stretched, Draft tokens win more often, "
+                          "and the output is biased away from p.",
+                          "threshold_acc = {a:g}，threshold_single = {s:g}：桶被拉长，Draft token 更容易被接受，输出偏离 p。",
+                          a=s.threshold_acc, s=s.threshold_single))
 
 # ---------------------------------------------------------------------------------------------
 # Not classic rejection sampling

@@ -194,3 +194,41 @@ def test_dspark_sampling_mode():
     at.radio(key="w_ds_mode").set_value("sampling").run()
     _clean(at)
     assert _metric(at, "correct_len") == "1" and _metric(at, "bonus") == "B"  # u[0] = .4 accepts A; u_final = .5 -> B
+
+
+# ---------------------------------------------------------------------------------------------
+# Monte Carlo on the other backends
+# ---------------------------------------------------------------------------------------------
+
+def _backend_or_skip(name: str) -> None:
+    from specviz.backends import available_backends
+
+    why = available_backends().get(name)
+    if why is not None:
+        pytest.skip(f"{name} backend unavailable: {why}")
+
+
+def test_chain_monte_carlo_runs_on_the_torch_backend():
+    _backend_or_skip("torch")
+    at = AppTest.from_file(CHAIN, default_timeout=TIMEOUT)
+    at.session_state["sv_backend"] = "torch"
+    at.run()
+    _clean(at)
+    assert float(_metric(at, "TV distance to p")) < 0.05
+    assert any("on torch" in c.value for c in at.caption)
+
+
+@pytest.mark.parametrize("path,pre", [(CHAIN, "chain"), (TARGET_ONLY, "to")], ids=["chain", "target_only"])
+def test_triton_interpreter_monte_carlo_waits_for_the_button(path, pre):
+    """Under the CPU interpreter a trial costs ~30 ms: the page offers small N and runs only on request."""
+    _backend_or_skip("triton")
+    from specviz.backends import backend_label
+
+    if "interpreter" not in backend_label("triton"):
+        pytest.skip("triton runs on a GPU here: the Monte Carlo runs at once")
+    at = AppTest.from_file(path, default_timeout=TIMEOUT)
+    at.session_state["sv_backend"] = "triton"
+    at.run()
+    _clean(at)
+    assert not any(m.label == "TV distance to p" for m in at.metric)
+    assert at.button(key=f"w_{pre}_mc_go").label == "Run 100 trials"
