@@ -73,12 +73,13 @@ def ancestor_walk(par: torch.Tensor, depth: int):
 
 
 def build_tree(parent_list, selected_index, verified_seq_len, *, topk, depth, num_draft_tokens,
-               tree_mask_mode="full_mask", validate=True) -> TreeBuild:
+               tree_mask_mode="full_mask", seq_lens_sum=None, validate=True) -> TreeBuild:
     """Build every request's verify tree at once (see the module docstring).
 
     parent_list [bs, topk*(depth-1)+1] int64, selected_index [bs, n-1] int64, verified_seq_len [bs] int64.
     Returns TreeBuild (tree_mask per mode, positions [bs*n], retrieve_* [bs, n]) on the inputs' device.
-    ``validate=False`` skips the numpy-side checks (for benchmarks; inputs must then be valid).
+    ``validate=False`` skips the numpy-side checks (for benchmarks; inputs must then be valid);
+    ``seq_lens_sum`` (FULL_MASK) saves reading sum(verified_seq_len) back from the device.
     """
     device = pick_device(parent_list, selected_index, verified_seq_len)
     if validate:
@@ -100,7 +101,7 @@ def build_tree(parent_list, selected_index, verified_seq_len, *, topk, depth, nu
     if tree_mask_mode == "qlen_only":
         mask = anc.reshape(-1).clone()
     elif tree_mask_mode == "full_mask":
-        total = n * int(sl.sum()) + bs * n * n
+        total = n * (int(sl.sum()) if seq_lens_sum is None else int(seq_lens_sum)) + bs * n * n
         mask = torch.ones(total, dtype=torch.bool, device=device)  # prefix cells pre-filled True
         seq_prefix = torch.cumsum(sl, 0) - sl
         ar = torch.arange(n, device=device)

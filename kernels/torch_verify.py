@@ -149,8 +149,8 @@ def verify_tree_greedy(candidates, retrieve_index, retrieve_next_token, retrieve
 def inverse_cdf(dist: torch.Tensor, coin: torch.Tensor, *, last_valid_fallback) -> torch.Tensor:
     """Row-wise: first t with dist[t] > 0 and running sum > coin * sum(dist). dist [bs, V], coin [bs].
 
-    Fallback when none qualifies: the last t with dist > 0 (``last_valid_fallback``, a bool or a
-    [bs] bool tensor), else V-1. Returns int64 [bs].
+    Fallback when none qualifies: the last t with dist > 0 (``last_valid_fallback``), else V-1.
+    Returns int64 [bs]. No host synchronisation (the torch backend runs inside CUDA graphs).
     """
     V = dist.shape[1]
     running = torch.cumsum(dist, dim=1)
@@ -160,9 +160,11 @@ def inverse_cdf(dist: torch.Tensor, coin: torch.Tensor, *, last_valid_fallback) 
     ok = pos & (running > thr[:, None])
     first = ok.to(torch.int8).argmax(dim=1)
     any_ok = ok.any(dim=1)
-    last_pos = (V - 1) - pos.flip(1).to(torch.int8).argmax(dim=1)
-    fallback = torch.where(pos.any(dim=1) & torch.as_tensor(last_valid_fallback, device=dist.device),
-                           last_pos, torch.full_like(last_pos, V - 1))
+    if last_valid_fallback:
+        last_pos = (V - 1) - pos.flip(1).to(torch.int8).argmax(dim=1)
+        fallback = torch.where(pos.any(dim=1), last_pos, torch.full_like(last_pos, V - 1))
+    else:
+        fallback = torch.full_like(first, V - 1)
     return torch.where(any_ok, first, fallback)
 
 
@@ -225,8 +227,8 @@ def tree_sampling_core(cand, ri, nt, ns, u, uf, p, *, W, threshold_single, thres
     device = cand.device
     bs, n = cand.shape
     V = p.shape[2]
-    t_single = torch.tensor(float(threshold_single), dtype=F32, device=device)
-    t_acc = torch.tensor(max(float(threshold_acc), 1e-9), dtype=F32, device=device)
+    t_single = float(threshold_single)  # Python scalars: a float32 tensor op casts them to float32
+    t_acc = max(float(threshold_acc), 1e-9)
     parent, rank = link_tables(nt, ns)
     rows = torch.arange(bs, device=device)
 

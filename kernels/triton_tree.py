@@ -1,6 +1,8 @@
 """Launcher of the Triton tree build (kernel in ``triton_tree_kernels.py``)."""
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from specviz.reference.tree import TREE_MASK_MODES, check_build_args
@@ -25,11 +27,20 @@ def build_tree(parent_list, selected_index, verified_seq_len, *, topk, depth, nu
     device = triton_device(parent_list, selected_index, verified_seq_len)
     if validate:
         check_build_args(parent_list, selected_index, verified_seq_len, topk, depth, num_draft_tokens, tree_mask_mode)
+    result, launch = build_prepare(as_tensor("parent_list", parent_list, INT64, device),
+                                   as_tensor("selected_index", selected_index, INT64, device),
+                                   as_tensor("verified_seq_len", verified_seq_len, INT64, device), topk=topk, depth=depth,
+                                   num_draft_tokens=num_draft_tokens, tree_mask_mode=tree_mask_mode,
+                                   seq_lens_sum=seq_lens_sum)
+    launch()
+    return result
+
+
+def build_prepare(pl, si, sl, *, topk, depth, num_draft_tokens, tree_mask_mode, seq_lens_sum=None):
+    """Allocate (and pre-fill the FULL_MASK prefix); return (TreeBuild, launch) where launch() runs the kernel alone."""
+    device = sl.device
     mode = TREE_MASK_MODES.index(tree_mask_mode)
     topk, depth, n = int(topk), int(depth), int(num_draft_tokens)
-    pl = as_tensor("parent_list", parent_list, INT64, device)
-    si = as_tensor("selected_index", selected_index, INT64, device)
-    sl = as_tensor("verified_seq_len", verified_seq_len, INT64, device)
     bs = sl.shape[0]
     if pl.dim() != 2 or pl.shape[1] == 0:
         pl = torch.zeros((bs, 1), dtype=INT64, device=device)  # depth 1: never read
@@ -50,8 +61,8 @@ def build_tree(parent_list, selected_index, verified_seq_len, *, topk, depth, nu
         mask = torch.empty(bs * n, dtype=dtype, device=device)
         seq_prefix = sl
         kernel_mask = mask.view(SIGNED_VIEW[dtype])
-    build_tree_kernel[(bs,)](pl, si, sl, seq_prefix, kernel_mask, positions, ri, nt, ns,
-                             pl.stride(0), topk, depth, n, MASK_MODE=mode, BLOCK_N=pow2(n),
-                             num_warps=1 if n <= 16 else 4)
+    launch = functools.partial(build_tree_kernel[(bs,)], pl, si, sl, seq_prefix, kernel_mask, positions, ri, nt, ns,
+                               pl.stride(0), topk, depth, n, MASK_MODE=mode, BLOCK_N=pow2(n),
+                               num_warps=1 if n <= 16 else 4)
     return TreeBuild(tree_mask=mask, positions=positions, retrieve_index=ri, retrieve_next_token=nt,
-                     retrieve_next_sibling=ns)
+                     retrieve_next_sibling=ns), launch

@@ -6,6 +6,8 @@ one allocation and one kernel launch (the kernels write their own initial values
 """
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from specviz.results import TreeSampleResult, VerifyResult
@@ -35,28 +37,42 @@ def verify_tree_greedy(candidates, retrieve_index, retrieve_next_token, retrieve
     nt = as_tensor("retrieve_next_token", retrieve_next_token, INT64, device)
     ns = as_tensor("retrieve_next_sibling", retrieve_next_sibling, INT64, device)
     tp = as_tensor("target_predict", target_predict, INT64, device)
+    result, launch = greedy_prepare(cand, ri, nt, ns, tp, W=int(num_speculative_tokens), predicts_init=int(predicts_init))
+    launch()
+    return result
+
+
+def greedy_prepare(cand, ri, nt, ns, tp, *, W, predicts_init=0):
+    """Allocate the outputs; return (VerifyResult, launch) where launch() runs the kernel alone."""
     bs, n = cand.shape
-    W = int(num_speculative_tokens)
-    predicts, accept_index, accept_token_num = _outputs(bs, n, W, device)
-    verify_tree_greedy_kernel[(bs,)](predicts, accept_index, accept_token_num, cand, ri, nt, ns, tp,
-                                     n, W, int(predicts_init), BLOCK_N=pow2(n), BLOCK_W=pow2(W), num_warps=1)
-    return VerifyResult(predicts=predicts, accept_index=accept_index, accept_token_num=accept_token_num)
+    predicts, accept_index, accept_token_num = _outputs(bs, n, W, cand.device)
+    launch = functools.partial(verify_tree_greedy_kernel[(bs,)], predicts, accept_index, accept_token_num, cand, ri, nt,
+                               ns, tp, n, W, predicts_init, BLOCK_N=pow2(n), BLOCK_W=pow2(W), num_warps=1)
+    return VerifyResult(predicts=predicts, accept_index=accept_index, accept_token_num=accept_token_num), launch
 
 
-def tree_sampling_launch(cand, ri, nt, ns, u, uf, p, *, W, threshold_single, threshold_acc, new):
+def tree_sampling_launch(cand, ri, nt, ns, u, uf, p, **kw):
     """Launch on prepared tensors (p may have a batch stride of 0). Returns (predicts, accept_index, k, buf)."""
+    outputs, launch = tree_sampling_prepare(cand, ri, nt, ns, u, uf, p, **kw)
+    launch()
+    return outputs
+
+
+def tree_sampling_prepare(cand, ri, nt, ns, u, uf, p, *, W, threshold_single, threshold_acc, new):
+    """Allocate outputs and the zero work buffer; return ((predicts, accept_index, k, buf), launch)."""
     bs, n = cand.shape
     V = p.shape[2]
     assert p.stride(2) == 1
     predicts, accept_index, accept_token_num = _outputs(bs, n, W, cand.device)
     buf = torch.zeros((bs, n, V), dtype=F32, device=cand.device)  # SGLang's work buffer: zero on entry
     block_v, num_vblocks = vocab_blocks(V)
-    tree_sampling_target_only_kernel[(bs,)](
+    launch = functools.partial(
+        tree_sampling_target_only_kernel[(bs,)],
         predicts, accept_index, accept_token_num, buf, cand, ri, nt, ns, u, uf, p,
         n, W, V, p.stride(0), p.stride(1), float(threshold_single), max(float(threshold_acc), 1e-9),
         NEW_SEMANTICS=new, BLOCK_N=pow2(n), BLOCK_W=pow2(W), BLOCK_V=block_v, NUM_VBLOCKS=num_vblocks,
         num_warps=sampler_warps(V))
-    return predicts, accept_index, accept_token_num, buf
+    return (predicts, accept_index, accept_token_num, buf), launch
 
 
 def tree_sampling_target_only(candidates, retrieve_index, retrieve_next_token, retrieve_next_sibling, uniform_samples,
@@ -83,8 +99,15 @@ def tree_sampling_target_only(candidates, retrieve_index, retrieve_next_token, r
     return TreeSampleResult(predicts=predicts, accept_index=accept_index, accept_token_num=k, draft_probs=buf)
 
 
-def chain_launch(cand, ri, u, uf, p, q, *, new, bonus=None):
+def chain_launch(cand, ri, u, uf, p, q, **kw):
     """Launch on prepared tensors (p, q may have batch stride 0). Returns (predicts, accept_index, k)."""
+    outputs, launch = chain_prepare(cand, ri, u, uf, p, q, **kw)
+    launch()
+    return outputs
+
+
+def chain_prepare(cand, ri, u, uf, p, q, *, new, bonus=None):
+    """Allocate the outputs; return ((predicts, accept_index, k), launch)."""
     bs, N = cand.shape
     V = p.shape[2]
     assert p.stride(2) == 1 and (N == 1 or q.stride(2) == 1)
@@ -92,12 +115,13 @@ def chain_launch(cand, ri, u, uf, p, q, *, new, bonus=None):
     if N == 1:
         q = p  # no draft rows; never read
     block_v, num_vblocks = vocab_blocks(V)
-    chain_rejection_sampling_kernel[(bs,)](
+    launch = functools.partial(
+        chain_rejection_sampling_kernel[(bs,)],
         predicts, accept_index, accept_token_num, bonus if bonus is not None else accept_token_num,
         cand, ri, u, uf, p, q, N, V, u.stride(0), p.stride(0), p.stride(1), q.stride(0), q.stride(1),
         NEW_SEMANTICS=new, WRITE_BONUS=bonus is not None, BLOCK_S=pow2(N), BLOCK_V=block_v, NUM_VBLOCKS=num_vblocks,
         num_warps=sampler_warps(V))
-    return predicts, accept_index, accept_token_num
+    return (predicts, accept_index, accept_token_num), launch
 
 
 def chain_rejection_sampling(candidates, retrieve_index, uniform_samples, uniform_samples_for_final_sampling,

@@ -1,0 +1,100 @@
+"""Optional oracle: SGLang 0.5.23's own Triton kernels, loaded by file path (SEMANTICS.md §12), agree
+with specviz's backends on random valid trees and p/q tables. Skipped when the wheel is absent.
+
+Covers SGLang's Triton tree build (FULL_MASK, QLEN_ONLY), greedy verify and chain sampler; the
+target-only sampler and BITPACKING have no SGLang Triton version and are checked against the
+numpy reference only (the other kernel tests).
+"""
+import numpy as np
+import pytest
+import torch
+
+from kernels import sglang_oracle
+from kernels.random_cases import centred_final_coin, coins_away_from, eagle_rollout, greedy_targets, random_probs
+from test_kernels_helpers import DEVICE, REF, assert_same
+
+ROOT, HOW = sglang_oracle.locate()
+pytestmark = pytest.mark.skipif(ROOT is None, reason=HOW)  # the "needs_sglang" tests
+
+CASES = [(1, 1, 4, 2), (3, 2, 5, 7), (17, 4, 3, 20), (3, 8, 2, 9)]  # (bs, topk, depth, n)
+
+
+@pytest.fixture(scope="module")
+def sgl():
+    return sglang_oracle.load()
+
+
+def t(x, dtype=torch.int64):
+    return torch.as_tensor(np.asarray(x), dtype=dtype, device=DEVICE)
+
+
+@pytest.mark.parametrize("bs, topk, depth, n", CASES)
+@pytest.mark.parametrize("mode", ["full_mask", "qlen_only"])
+def test_build_tree_matches_sglang(sgl, bs, topk, depth, n, mode):
+    rng = np.random.default_rng(bs * 100 + n)
+    pl, si = eagle_rollout(rng, bs, topk, depth, n)
+    seq_lens = rng.integers(1, 12, size=bs)
+    total = int(seq_lens.sum()) * n + n * n * bs if mode == "full_mask" else n * n * bs
+    mask = torch.ones(total, dtype=torch.bool, device=DEVICE)
+    positions = torch.empty(bs * n, dtype=torch.int64, device=DEVICE)
+    links = torch.full((3, bs, n), -1, dtype=torch.int64, device=DEVICE)
+    sgl.build_tree(t(pl), t(si), t(seq_lens), mask, positions, links[0], links[1], links[2], topk, depth, n,
+                   sgl.TreeMaskMode.FULL_MASK if mode == "full_mask" else sgl.TreeMaskMode.QLEN_ONLY)
+    ours = __import__("specviz.backends", fromlist=["get_backend"]).get_backend("triton").build_tree(
+        t(pl), t(si), t(seq_lens), topk=topk, depth=depth, num_draft_tokens=n, tree_mask_mode=mode)
+    assert torch.equal(ours.retrieve_index.cpu(), links[0].cpu())
+    assert torch.equal(ours.retrieve_next_token.cpu(), links[1].cpu())
+    assert torch.equal(ours.retrieve_next_sibling.cpu(), links[2].cpu())
+    assert torch.equal(ours.positions.cpu(), positions.cpu())
+    assert torch.equal(ours.tree_mask.cpu(), mask.cpu())
+
+
+@pytest.mark.parametrize("bs, topk, depth, n", CASES)
+def test_greedy_verify_matches_sglang(sgl, bs, topk, depth, n):
+    rng = np.random.default_rng(bs * 7 + n)
+    pl, si = eagle_rollout(rng, bs, topk, depth, n)
+    tree = REF.build_tree(pl, si, np.zeros(bs, np.int64), topk=topk, depth=depth, num_draft_tokens=n,
+                          tree_mask_mode="qlen_only")
+    ri, nt, ns = (x.numpy() for x in (tree.retrieve_index, tree.retrieve_next_token, tree.retrieve_next_sibling))
+    V = 5
+    cand = rng.integers(0, V, size=(bs, n))
+    tp = greedy_targets(rng, cand, nt, ns, V)
+    W = depth + 1
+    predicts = torch.zeros(bs * n, dtype=torch.int32, device=DEVICE)  # eagle_sample's init
+    accept_index = torch.full((bs, W), -1, dtype=torch.int32, device=DEVICE)
+    accept_num = torch.empty(bs, dtype=torch.int32, device=DEVICE)
+    sgl.verify_tree_greedy(predicts, accept_index, accept_num, t(cand), t(ri), t(nt), t(ns), t(tp))
+    expected = REF.verify_tree_greedy(cand, ri, nt, ns, tp, num_speculative_tokens=W)
+    assert_same(expected.predicts, predicts, "predicts")
+    assert_same(expected.accept_index, accept_index, "accept_index")
+    assert_same(expected.accept_token_num, accept_num, "accept_token_num")
+
+
+@pytest.mark.parametrize("bs, N, V", [(1, 2, 3), (3, 5, 7), (17, 8, 1000), (3, 4, 4097)])
+def test_chain_sampling_matches_sglang(sgl, bs, N, V):
+    rng = np.random.default_rng(bs + N + V)
+    p = random_probs(rng, (bs, N), V)
+    q = random_probs(rng, (bs, N - 1), V)
+    cand = np.zeros((bs, N), np.int64)
+    for b in range(bs):
+        for s in range(1, N):
+            cand[b, s] = rng.choice(V, p=q[b, s - 1].astype(np.float64) / q[b, s - 1].sum(dtype=np.float64))
+    edges = [[float(p[b, s - 1, cand[b, s]] / q[b, s - 1, cand[b, s]])] for b in range(bs) for s in range(1, N)]
+    u = np.zeros((bs, N), np.float32)
+    u[:, : N - 1] = coins_away_from(rng, edges).reshape(bs, N - 1)
+    ri = np.arange(bs * N).reshape(bs, N)
+    first = REF.chain_rejection_sampling(cand, ri, u, np.zeros(bs, np.float32), p, q, num_speculative_tokens=N)
+    uf = np.zeros(bs, np.float32)
+    for b in range(bs):
+        k = int(first.accept_token_num[b])
+        uf[b] = centred_final_coin(rng, p[b, k] if k == N - 1 else np.maximum(p[b, k] - q[b, k], 0))
+    expected = REF.chain_rejection_sampling(cand, ri, u, uf, p, q, num_speculative_tokens=N)
+    predicts = torch.zeros(bs * N, dtype=torch.int32, device=DEVICE)
+    accept_index = torch.full((bs, N), -1, dtype=torch.int32, device=DEVICE)
+    accept_num = torch.empty(bs, dtype=torch.int32, device=DEVICE)
+    f32 = torch.float32
+    sgl.chain_sampling(predicts, accept_index, accept_num, t(cand), t(ri), None, None, t(u, f32), t(uf, f32),
+                       t(p, f32), t(q, f32), 1.0, 1.0, True)
+    assert_same(expected.predicts, predicts, "predicts")
+    assert_same(expected.accept_index, accept_index, "accept_index")
+    assert_same(expected.accept_token_num, accept_num, "accept_token_num")
