@@ -127,14 +127,15 @@ def forest_dot(trees: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def loop_dot(words: dict, highlight: str | None = None, font_size: int = 26) -> str:
+def loop_dot(words: dict, highlight: str | None = None, font_size: int = 22) -> str:
     """The Draft -> Target Verify -> Accept -> (Output, KV, next Draft) loop.
 
     ``words`` holds the display text of: draft, verify, accept, output, kv, next (each may have a
     second line after "\\n"); ``highlight`` names the stage to colour.
     """
     lines = _header("loop", rankdir="LR")
-    lines.append(f"  node [fontsize={font_size}, margin=\"0.3,0.15\"]; edge [fontsize={font_size - 6}];")
+    lines.append(f"  graph [ranksep=0.35, nodesep=0.3]; node [fontsize={font_size}, margin=\"0.15,0.1\"]; "
+                 f"edge [fontsize={font_size - 8}];")
     style = {
         "draft": ("#FFFFFF", None), "verify": ("#FFFFFF", None), "accept": (PALETTE["accepted"], None),
         "output": (PALETTE["bonus"], None), "kv": (PALETTE["compared"], None),

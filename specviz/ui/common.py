@@ -549,8 +549,13 @@ def mark_last(key: str, num_frames: int) -> None:
 # Page setup
 # -------------------------------------------------------------------------------------------
 
-CSS = """
-<style>
+# Streamlit's stylesheet forces one small font size on every graphviz <text>, which ignores the
+# DOT fontsize (nodes are laid out for 18-26 pt text, then drawn at ~11 px). Give each text its
+# own size back: one rule per size the renderers use (graphviz writes font-size="18.00").
+_GRAPH_FONT_CSS = "".join(
+    f'[data-testid="stGraphVizChart"] svg text[font-size="{k}.00"]{{font-size:{k}px !important}}' for k in range(6, 49))
+
+CSS = "<style>" + _GRAPH_FONT_CSS + """
 /* Projector-sized: larger base text, tables and code. */
 html, body, [data-testid="stAppViewContainer"] { font-size: 19px; }
 [data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li { font-size: 1.05rem; }
