@@ -28,8 +28,8 @@ def _fig(name: str, *args, **kwargs):
 
 ui.page_setup("chain_sampling", slot=None)
 # The key numbers (correct_len, TV distance, ...) must read from the back of a room.
-st.markdown("<style>[data-testid='stMetricValue'] div, [data-testid='stMetricValue'] {font-size: 2.4rem !important; "
-            "font-weight: 700;}</style>", unsafe_allow_html=True)
+st.markdown("<style>[data-testid='stMetricValue'], [data-testid='stMetricValue'] * {font-size: 2.4rem !important; "
+            "font-weight: 700 !important; line-height: 1.2 !important;}</style>", unsafe_allow_html=True)
 ui.scenario_io(SLOT, presets=PRESETS)
 s = ui.scenario(SLOT)
 
@@ -243,6 +243,9 @@ ui.backend_badge(s)
 st.header(tr("2. Step through the Accept", "2. 逐步执行 Accept"))
 frames = replay(run.trace)
 events = run.trace.events
+if st.session_state.get("sv_chain_step_ver") != ui.scenario_version(SLOT):  # new inputs: show their outcome first
+    st.session_state["sv_chain_step_ver"] = ui.scenario_version(SLOT)
+    ui.set_step("chain", len(frames) - 1)
 cur = ui.step_controls("chain", len(frames), start=len(frames) - 1)
 frame = frames[cur]
 seen = events[:cur]

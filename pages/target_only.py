@@ -29,8 +29,8 @@ def _fig(name: str, *args, **kwargs):
 
 ui.page_setup("target_only", slot=None)
 # The key numbers (correct_len, TV distance, ...) must read from the back of a room.
-st.markdown("<style>[data-testid='stMetricValue'] div, [data-testid='stMetricValue'] {font-size: 2.4rem !important; "
-            "font-weight: 700;}</style>", unsafe_allow_html=True)
+st.markdown("<style>[data-testid='stMetricValue'], [data-testid='stMetricValue'] * {font-size: 2.4rem !important; "
+            "font-weight: 700 !important; line-height: 1.2 !important;}</style>", unsafe_allow_html=True)
 ui.scenario_io(SLOT, presets=PRESETS)
 s = ui.scenario(SLOT)
 
@@ -208,9 +208,13 @@ for w in run.warnings:
     st.warning(w)
 ui.backend_badge(s)
 
+VER_NOW = ui.scenario_version(SLOT)
 st.header(tr("2. Step through the sibling scan", "2. 逐步查看兄弟节点扫描"))
 frames = replay(run.trace)
 events = run.trace.events
+if st.session_state.get("sv_to_step_ver") != VER_NOW:  # new inputs: show their outcome first (the last frame)
+    st.session_state["sv_to_step_ver"] = VER_NOW
+    ui.set_step("target_only", len(frames) - 1)
 cur = ui.step_controls("target_only", len(frames), start=len(frames) - 1)
 frame = frames[cur]
 seen = events[:cur]
@@ -291,16 +295,28 @@ def _narrate(e) -> str:
 
 
 st.info(f"**{tr('Step', '步骤')} {cur}/{len(frames) - 1}** — " + _narrate(ev))
+BIG = n > 12  # a big tree gets the full width above the charts; a small one sits beside them
+path = [i for i in range(n) if states[i] == "accepted"] + [parent]
+shown = set(path) | {c for i in path for c in children[i]} if BIG else None
+tree_dot = sc.sampling_tree_dot(list(tree.parents), labels, states, hovers=hovers, captions=captions,
+                                bonus=bonus, bonus_caption=ui.term("bonus"), show=shown, more_caption=tr("more", "个节点"))
+if BIG:
+    st.graphviz_chart(tree_dot, width="stretch")
 left, right = st.columns([2, 3], gap="large")
 with left:
-    st.graphviz_chart(sc.sampling_tree_dot(list(tree.parents), labels, states, hovers=hovers, captions=captions, bonus=bonus,
-                                           bonus_caption=ui.term("bonus")), width="stretch")
+    if not BIG:
+        st.graphviz_chart(tree_dot, width="stretch")
     ai = frame.arrays["accept_index"].reshape(-1).tolist()
     pr = frame.arrays["predicts"].reshape(-1).tolist()
     ui.chip_row("accept_index", [ui.chip(v, "accepted" if v >= 0 else "pending", f"accept_index[0][{j}] = {v}") for j, v in enumerate(ai)])
     written = {i for e in seen for (name, i, _) in e.writes if name == "predicts"}
-    ui.chip_row("predicts", [ui.chip(vocab[v], "accepted", f"predicts[{j}] = {v} ({vocab[v]})") if j in written and 0 <= v < len(vocab)
-                             else ui.chip("·", "pending", f"predicts[{j}]: not written (init {v})") for j, v in enumerate(pr)])
+    if n <= 12:
+        ui.chip_row("predicts", [ui.chip(vocab[v], "accepted", f"predicts[{j}] = {v} ({vocab[v]})") if j in written and 0 <= v < len(vocab)
+                                 else ui.chip("·", "pending", f"predicts[{j}]: not written (init {v})") for j, v in enumerate(pr)])
+    else:  # 64 chips would bury the few that matter: list the rows written so far
+        ui.chip_row(tr("predicts (rows written)", "predicts（已写入的行）"),
+                    [ui.chip(f"{j}→{vocab[pr[j]]}", "accepted", f"predicts[{j}] = {pr[j]} ({vocab[pr[j]]})") for j in sorted(written)]
+                    or [ui.chip("·", "pending", tr("nothing written yet", "尚未写入"))])
 with right:
     sibs = children[parent]
     if sibs and not (ev is not None and ev.kind in ("residual", "terminal", "commit")):

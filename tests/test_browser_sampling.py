@@ -9,6 +9,7 @@ from tests/conftest.py.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -110,3 +111,28 @@ def test_dspark_page(page, open_page, screenshot_dir):
     _charts_drawn(page, graphviz=False)
     page.screenshot(path=str(screenshot_dir / "dspark_step2.png"))
     _no_exception(page)
+
+
+def test_target_only_in_chinese_with_a_64_node_tree(page, open_page, screenshot_dir, tmp_path):
+    """A 64-node tree with p rows, loaded through the sidebar's JSON upload, shown in 简体中文."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from bench_pages import sampling_scenarios
+
+    big = sampling_scenarios()["64-node tree"]["target_only"]
+    path = tmp_path / "target_only_64.json"
+    path.write_text(big.to_json())
+    _goto(page, open_page, "Target-only tree sampling")
+    page.get_by_text("简体中文").first.click()
+    wait_for_app(page)
+    page.get_by_text("场景：加载 / 保存").first.click()
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').first.set_input_files(str(path))
+    wait_for_app(page)
+    page.wait_for_timeout(1000)
+    wait_for_app(page)
+    _no_exception(page)
+    expect(page.get_by_text("Target-only Tree Sampling", exact=False).first).to_be_visible()
+    _charts_drawn(page)
+    page.screenshot(path=str(screenshot_dir / "target_only_zh_64_nodes.png"))
+    _shot_from(page, screenshot_dir / "target_only_zh_64_nodes_walk.png", "2. 逐步查看兄弟节点扫描")

@@ -309,3 +309,11 @@ def test_dspark_match_figure_animation_colours_rows_as_they_are_decided():
     verify_row = [r.fillcolor for r in rects[:4]]  # row 0 of the grid: R A B C
     assert verify_row[:3] == [state_color("accepted")] * 3 and verify_row[3] == state_color("pending")
     assert state_color("compared") in [r.fillcolor for r in rects]  # the compare just revealed is highlighted
+
+
+def test_sampling_tree_dot_folds_nodes_off_the_walk():
+    # R -> A, B; A -> C, D; B -> E -> F. Show the walk R, A and A's children: B's subtree (3 nodes) folds.
+    parents = [-1, 0, 0, 1, 1, 2, 5]
+    dot = sc.sampling_tree_dot(parents, list("RABCDEF"), ["accepted"] * 7, show={0, 1, 3, 4})
+    assert "n5" not in dot and "n6" not in dot and "n0 -> n2;" not in dot
+    assert 'more0 [label="+3 more"' in dot and "n0 -> more0" in dot

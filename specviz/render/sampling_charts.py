@@ -313,23 +313,37 @@ def buffer_figure(vocab: Sequence[str], p_row, buffer_row, *, dist=None, coin_fi
 
 def sampling_tree_dot(parents: Sequence[int], labels: Sequence[str], states: Sequence[str], *,
                       hovers: Sequence[str] | None = None, captions: Sequence[str] | None = None,
-                      bonus: tuple | None = None, bonus_caption: str = "bonus") -> str:
+                      bonus: tuple | None = None, bonus_caption: str = "bonus", show=None,
+                      more_caption: str = "more") -> str:
     """A verify tree top-down, one state colour per node; first child -> next sibling order left to right.
 
     captions: a second line per node (e.g. "p=.5"). bonus: (node, token label) for the terminal token.
+    show: the nodes to draw (a big tree: the walk's path and the siblings it scanned); every other
+    node is folded into one "+k more" box under its nearest drawn parent. None draws every node.
     """
     lines = ["digraph tree {", '  rankdir=TB; bgcolor="transparent"; nodesep=0.35; ranksep=0.45; ordering=out;',
              '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=20, penwidth=2, margin="0.18,0.08"];',
              '  edge [color="#444444", penwidth=2, arrowsize=0.9];']
+    shown = set(range(len(parents))) if show is None else set(show) | {0}
     for i, (lab, st) in enumerate(zip(labels, states)):
+        if i not in shown:
+            continue
         fill = state_color(st)
         cap = f"\\n{captions[i]}" if captions and captions[i] else ""
         tip = (hovers[i] if hovers else f"node {i}: {lab}").replace('"', "'")
         extra = ', fontcolor="#777777", color="#BBBBBB"' if st == "discarded" else f', fontcolor="{text_on(fill)}"'
         lines.append(f'  n{i} [label="{i}: {lab}{cap}", fillcolor="{fill}", tooltip="{tip}"{extra}];')
+    folded: dict = {}
     for i, par in enumerate(parents):
-        if par >= 0:
+        if par < 0:
+            continue
+        if i in shown:
             lines.append(f"  n{par} -> n{i};")
+        elif par in shown:
+            folded[par] = folded.get(par, 0) + 1 + _descendants(parents, i)
+    for par, k in folded.items():
+        lines.append(f'  more{par} [label="+{k} {more_caption}", shape=plaintext, style="", fontsize=16, fontcolor="#777777"];')
+        lines.append(f'  n{par} -> more{par} [style=dotted, color="#BBBBBB"];')
     if bonus is not None:
         node, tok = bonus
         fill = state_color("bonus")
@@ -338,3 +352,14 @@ def sampling_tree_dot(parents: Sequence[int], labels: Sequence[str], states: Seq
         lines.append(f'  n{node} -> bonus [style=dashed, color="{fill}", penwidth=3];')
     lines.append("}")
     return "\n".join(lines)
+
+
+def _descendants(parents: Sequence[int], node: int) -> int:
+    """How many nodes lie below ``node`` (parents[i] < i in rollout order)."""
+    below = {node}
+    count = 0
+    for i in range(node + 1, len(parents)):
+        if parents[i] in below:
+            below.add(i)
+            count += 1
+    return count
