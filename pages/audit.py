@@ -47,12 +47,12 @@ st.caption(ui.tr("Set the inputs (a preset, or paste a scenario JSON), paste the
 
 
 @st.cache_data(show_spinner=False, max_entries=128)
-def _audit(scenario_json: str, text: str):
+def _audit(scenario_json: str, text: str, lang: str):
     sc = scenario_from_json(scenario_json)
     claimed = parse_claimed_text(text)
     rep = audit(sc, claimed)
-    findings = [dict(field=f.field, where=f.where, expected=f.expected, got=f.got, rule=f.rule, request=f.request,
-                     node=f.node, row=f.row, sentence=f.sentence()) for f in rep.findings]
+    findings = [dict(field=f.field, where=f.where, expected=f.expected, got=f.got, rule=f.rule_in(lang), request=f.request,
+                     node=f.node, row=f.row, sentence=f.sentence(lang)) for f in rep.findings]
     return rep.ok, rep.checked, findings, rep.notes
 
 
@@ -144,7 +144,7 @@ if not text.strip():
     st.info(ui.tr("Paste some outputs above (or load an example) to get a verdict.", "请在上方粘贴输出（或加载示例）以获得结论。"))
 else:
     try:
-        result = _audit(s_json, text)
+        result = _audit(s_json, text, ui.lang())
     except SpecvizError as exc:
         ui.show_error(exc)
 
@@ -164,7 +164,7 @@ if result is not None:
                 for f in findings[1:]:
                     st.markdown(f"- **{f['where']}**: {md(f['rule'])}")
     for note in notes:
-        st.caption(note)
+        st.caption(ui.tr(note, "predicts 只检查被接受的行；其余行保留由实现决定的初始值。"))
 
 # -- highlight in the tree and the shift table ------------------------------------------------------
 run = _run(s_json)

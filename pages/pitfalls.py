@@ -49,7 +49,7 @@ def _pitfall_data(key: str):
     bug, ok = p.buggy_outputs(s), p.correct_outputs(s)
     rep = audit(s, bug)
     return (s.to_json(indent=None), p.compare(), side_view(s, bug), side_view(s, ok),
-            rep.first_error.sentence() if rep.first_error else "")
+            {lg: rep.first_error.sentence(lg) for lg in ("en", "zh")} if rep.first_error else {})
 
 
 keys = [p.key for p in PITFALLS]
@@ -145,7 +145,7 @@ with main_col:
                          "绿色 ✓：root 与被接受的 Draft（保留 KV）；橙色 ★：bonus，即下一轮的根。"))
 
     if diagnosis:
-        st.info(f"**{ui.tr('What the audit engine says about the buggy side', '审计引擎对错误一侧的判断')}** · {md(diagnosis)}",
+        st.info(f"**{ui.tr('What the audit engine says about the buggy side', '审计引擎对错误一侧的判断')}** · {md(diagnosis[lang])}",
                 icon="🔎")
 
     c1, c2 = st.columns(2)

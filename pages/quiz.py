@@ -177,7 +177,7 @@ if sub and sub[0] == s.name:
             e = rep.first_error
             st.error(ui.tr("❌ Not quite: {w} is {g}, the reference says {x}.", "❌ 还不对：{w} 是 {g}，参考答案为 {x}。",
                            w=e.where, g=json.dumps(e.got, ensure_ascii=False), x=json.dumps(e.expected, ensure_ascii=False)))
-            st.markdown(f"**{ui.tr('Why', '原因')}:** " + e.rule.replace("*", "\\*"))
+            st.markdown(f"**{ui.tr('Why', '原因')}:** " + e.rule_in(lang).replace("*", "\\*"))
 
 if reveal:
     st.subheader(ui.tr("The answer", "答案"))

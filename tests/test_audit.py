@@ -152,3 +152,13 @@ def test_audit_file(tmp_path, running):
     bad.write_text(json.dumps({"claimed": {}}))
     with pytest.raises(SpecvizError, match="scenario"):
         audit_file(bad)
+
+
+def test_rules_in_chinese(running):
+    f = audit(running, {"accept_index": [1, 3, -1]}).first_error
+    assert "root 的第 0 行必须排在最前" in f.rule_zh
+    assert f.sentence("zh").startswith("accept_index[0][0]：得到 1，应为 0。accept_index")  # identifiers keep their case
+    assert f.sentence().startswith("accept_index[0][0]: got 1, expected 0. accept_index")
+    for claim in ({"accept_lens": 2}, {"predicts": [0, 2, 0, 0, 0]}, {"outputs": ["R", "A", "C"]}, {"committed_rows": [1, 3]}):
+        g = audit(running, claim).first_error
+        assert g.rule_zh and any("\u4e00" <= ch <= "\u9fff" for ch in g.rule_zh), claim

@@ -41,6 +41,11 @@ def test_pitfalls_page(page, open_page, screenshot_dir):
     expect(page.get_by_text(re.compile("local node ids")).first).to_be_visible()
     expect(_svgs(page).first).to_contain_text("request 1")
     page.screenshot(path=str(screenshot_dir / "classroom_pitfalls_batch.png"))
+    page.get_by_text("简体中文").first.click()
+    wait_for_app(page)
+    _no_exception(page)
+    expect(page.get_by_text("常见错误图鉴").first).to_be_visible()
+    page.screenshot(path=str(screenshot_dir / "classroom_pitfalls_zh.png"))
 
 
 def test_audit_page_highlights_the_first_wrong_row(page, open_page, screenshot_dir):
