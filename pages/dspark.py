@@ -118,8 +118,12 @@ st.radio(tr("Accept rule", "接受规则"), ["greedy", "sampling"], key=k, horiz
 
 c1, c2 = st.columns([3, 1], gap="large")
 with c1:
-    st.markdown(tr("**Draft chain** (anchor first) and, under each row t, the **Target's prediction after row t**",
-                   "**Draft 链**（首位为 anchor），每行 t 下方是 **Target 在第 t 行之后的预测**"))
+    if greedy:
+        st.markdown(tr("**Draft chain** (anchor first) and, under each row t, the **Target's prediction after row t**",
+                       "**Draft 链**（首位为 anchor），每行 t 下方是 **Target 在第 t 行之后的预测**"))
+    else:
+        st.markdown(tr("**Draft chain** (anchor first); the Target's p and the Draft's q per row are below",
+                       "**Draft 链**（首位为 anchor）；每行的 Target p 与 Draft q 见下方"))
     cols = st.columns(T)
     tp_labels = [vocab[t] for t in s.target_predict(0)] if greedy else None
     for t in range(T):
@@ -265,7 +269,7 @@ else:
         elif e.kind == "reject":
             states[e.node] = "rejected"
     st.graphviz_chart(sc.chain_dot(list(req.chain), states, bonus=bonus if done else None, bonus_caption=ui.term("bonus"),
-                                   slot_names=["anchor"] + [f"t={j}" for j in range(1, T)]), width="stretch")
+                                   slot_names=["anchor"] + [f"t={j}" for j in range(1, T)]), width="content")
     rows = [{"t": e.node, "draft": vocab[e.data["token"]], "p": e.data["p"], "q": e.data["q"], "u": e.data["coin"],
              "u·q": e.data["u_times_q"], tr("verdict", "结果"): "✔" if e.data["accepted"] else "✘"}
             for e in events if e.kind == "accept_test"]

@@ -85,6 +85,11 @@ def test_chain_sampling_page(page, open_page, screenshot_dir):
     _charts_drawn(page)
     page.screenshot(path=str(screenshot_dir / "chain_sampling_step4.png"))
     _no_exception(page)
+    # u[0] = .4: A is accepted, the whole chain is accepted, the bonus comes from plain p'.
+    _press(page, ".4 accept")
+    _charts_drawn(page)
+    expect(page.get_by_text("Output this round: A B", exact=False).first).to_be_visible()
+    _shot_from(page, screenshot_dir / "chain_sampling_accepted_bonus.png", "2. Step through the Accept")
 
 
 def test_target_only_page(page, open_page, screenshot_dir):
@@ -111,6 +116,11 @@ def test_dspark_page(page, open_page, screenshot_dir):
     _charts_drawn(page, graphviz=False)
     page.screenshot(path=str(screenshot_dir / "dspark_step2.png"))
     _no_exception(page)
+    page.get_by_text("sampling (reuses the chain rejection sampler, p/q)").click()
+    wait_for_app(page)
+    page.locator('[data-testid="stGraphVizChart"] svg').first.wait_for(timeout=30_000)
+    _no_exception(page)
+    page.screenshot(path=str(screenshot_dir / "dspark_sampling.png"))
 
 
 def test_target_only_in_chinese_with_a_64_node_tree(page, open_page, screenshot_dir, tmp_path):

@@ -47,7 +47,8 @@ def cell_grid_figure(row_names: Sequence[str], cells: Sequence[Sequence[str]], s
         merged[x] = f"{merged[x]}, {label}" if x in merged else label
     for x, label in merged.items():
         shapes.append(dict(type="line", x0=x, x1=x, y0=-0.1, y1=nrows + 0.1, line=dict(color="black", width=4, dash="dash")))
-        notes.append(dict(x=x, y=-0.12, text=f"<b>{label}</b>", showarrow=False, yanchor="bottom",
+        edge = "right" if x >= ncols - 0.01 else ("left" if x <= 0.01 else "center")  # keep the label inside the plot
+        notes.append(dict(x=x, y=-0.12, text=f"<b>{label}</b>", showarrow=False, yanchor="bottom", xanchor=edge,
                           font=dict(size=PLOT_FONT_SIZE, color="black")))
     # Invisible markers carry the hovers.
     fig = go.Figure(data=[dict(type="scatter", x=xs, y=ys, mode="markers", marker=dict(size=38, opacity=0), hovertext=tips,
