@@ -155,18 +155,11 @@ with main_col:
         ui.set_scenario(slot, s)
 
     def open_audit():
-        from specviz.pitfalls import display as _d  # noqa: F401  (keeps the import local to the callback)
-
-        bug = p.buggy_outputs(s)
+        """Hand the inputs and the buggy side's outputs (token fields as labels) to the audit page."""
         ui.set_scenario("audit", s)
-        lines = []
-        for f, v in bug.items():
-            if f in ("outputs", "committed_tokens", "bonus", "accept_tokens"):
-                lines.append(f"{f} = {display(s, f, v) if len(s.requests) == 1 else display(s, f, v)}")
-            else:
-                lines.append(f"{f} = {v}")
-        st.session_state["sv_audit_text"] = "\n".join(lines)
-        st.session_state["w_sv_audit_text"] = "\n".join(lines)
+        text = "\n".join(f"{f} = {display(s, f, v)}" for f, v in p.buggy_outputs(s).items())
+        st.session_state["sv_audit_text"] = text
+        st.session_state["w_sv_audit_text"] = text
 
     if page_file and slot:
         if c1.button(ui.tr("Explore these inputs on the live page", "在对应页面中探索这些输入"), key="w_pitfall_live",

@@ -61,3 +61,16 @@ def test_audit_catches_the_planted_bug(pitfall):
     report = audit(s, pitfall.buggy_outputs(s))
     assert not report.ok and report.first_error is not None
     assert report.first_error.rule
+
+
+@pytest.mark.parametrize("pitfall", PITFALLS, ids=lambda p: p.key)
+def test_buggy_outputs_as_pasted_text_are_caught(pitfall):
+    """What the "Audit the buggy outputs" button pastes (labels as text) parses and is caught the same way."""
+    from specviz.audit import parse_claimed_text
+    from specviz.pitfalls import display
+
+    s = pitfall.scenario()
+    bug = pitfall.buggy_outputs(s)
+    text = "\n".join(f"{f} = {display(s, f, v)}" for f, v in bug.items())
+    direct, pasted = audit(s, bug).first_error, audit(s, parse_claimed_text(text)).first_error
+    assert pasted is not None and (pasted.field, pasted.index) == (direct.field, direct.index)
