@@ -1,7 +1,7 @@
 """Batch and KV commit: requests flattened into rows b*n+i, accept_index in global rows, KV per request."""
 import streamlit as st
 
-from specviz.render.tables import flat_rows_table, highlight_rows, kv_wrong_way
+from specviz.render.tables import flat_rows_table, kv_wrong_way
 from specviz.render.tree import forest_dot
 from specviz.scenario import MAX_BATCH
 from specviz.ui import common as ui
@@ -101,7 +101,7 @@ for b, (tree, c) in enumerate(zip(trees, run.commits)):
                      "tooltips": tips, "bonus": (c.accept_nodes[-1], s.label(c.next_root)), "bonus_label": ui.term("bonus"),
                      "row_word": ui.term("row"), "cluster": ui.tr("request {b} · seq_len {sl}", "请求 {b} · seq_len {sl}", b=b,
                                                                    sl=c.seq_len)})
-st.graphviz_chart(forest_dot(trees_kw), width="content")
+st.graphviz_chart(forest_dot(trees_kw, rankdir="LR" if n > 16 else "TB"), width="content" if n <= 16 else "stretch")
 ui.legend()
 
 left, right = st.columns([1.6, 1], gap="large")
@@ -114,7 +114,7 @@ with left:
     for b, c in enumerate(run.commits):
         for i in range(n):
             states[b * n + i] = "accepted" if i in c.accept_nodes else "discarded"
-    st.table(highlight_rows(table, states).hide(axis="index"))
+    ui.state_table(table, states)
 with right:
     st.subheader("accept_index  [bs, W]")
     for b in range(bs):

@@ -6,7 +6,7 @@ tables come from the chosen backend's result (engine.run_scenario).
 import streamlit as st
 
 from specviz.frames import replay
-from specviz.render.tables import highlight_rows, path_states, shift_table
+from specviz.render.tables import path_states, shift_table
 from specviz.render.tree import tree_dot
 from specviz.render.walk import describe, mark_sibling_visits, node_states
 from specviz.ui import common as ui
@@ -175,7 +175,7 @@ table = shift_table(n, labels, [b * n + i for i in range(n)], run.result["predic
                     words, label_of=s.label)
 t_col, g_col2 = st.columns([1.1, 1], gap="large")
 with t_col:
-    st.table(highlight_rows(table, path_states(n, commit.accept_nodes)).hide(axis="index"))
+    ui.state_table(table, path_states(n, commit.accept_nodes))
     st.caption(ui.tr("The one-position shift: input row R emits A, row A emits C, row C emits the bonus X. "
                      "Only the rows that were fed through the model this round (R, A, C) have KV.",
                      "错开一个位置：输入行 R 产生 A，A 行产生 C，C 行产生 bonus X。"

@@ -114,9 +114,22 @@ def on_mode():
 
 
 # -- layout -----------------------------------------------------------------------------------
+@st.cache_data(show_spinner=False, max_entries=64)
+def _views(text: str, b: int, mode: str) -> dict:
+    """edits.tree_views, cached on the scenario JSON (build_tree runs once per tree)."""
+    return edits.tree_views(ui.scenario_from_json(text), b, mode)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _mask_fig(text: str, b: int, mode: str, selected: int, words: tuple):
+    v = _views(text, b, mode)
+    t = ui.scenario_from_json(text).tree(b)
+    return mask_heatmap(v["matrix"], [s.label(x) for x in t.tokens], selected=selected, words=words)
+
+
 views = None
 with ui.guard():
-    views = edits.tree_views(s, b, s.tree_mask_mode)
+    views = _views(s.to_json(indent=None), b, s.tree_mask_mode)
 
 left, right = st.columns([1, 1.25], gap="large")
 
@@ -243,8 +256,8 @@ if views is not None:
         st.info(views["reason"])
     m_col, s_col = st.columns([1, 1], gap="large")
     with m_col:
-        st.plotly_chart(mask_heatmap(views["matrix"], labels, selected=sel,
-                                     words=(ui.tr("attends to", "可见"), ui.tr("masked", "屏蔽"), ui.term("row"), ui.tr("column", "列"))),
+        st.plotly_chart(_mask_fig(s.to_json(indent=None), b, s.tree_mask_mode, sel,
+                                  (ui.tr("attends to", "可见"), ui.tr("masked", "屏蔽"), ui.term("row"), ui.tr("column", "列"))),
                         width="stretch", key="w_mask_fig")
     with s_col:
         st.markdown(ui.tr("Row i may attend to column j (✓): itself and its ancestors. How **{m}** stores it:",

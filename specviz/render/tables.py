@@ -32,24 +32,26 @@ def retrieve_table(tree, labels, retrieve_index, retrieve_next_token, retrieve_n
 
 def highlight_rows(df: pd.DataFrame, rows: dict):
     """A Styler colouring whole rows: ``rows`` = {row position: state} (palette states)."""
-    def style(row):
-        st = rows.get(row.name)
-        if st is None:
-            return [""] * len(row)
-        fill = state_color(st)
-        return [f"background-color: {fill}; color: {text_on(fill)}; font-weight: 600"] * len(row)
-    return df.style.apply(style, axis=1)
+    def style(frame):
+        out = pd.DataFrame("", index=frame.index, columns=frame.columns)
+        for pos, st in rows.items():
+            if 0 <= pos < len(frame):
+                fill = state_color(st)
+                out.iloc[pos, :] = f"background-color: {fill}; color: {text_on(fill)}; font-weight: 600"
+        return out
+    return df.style.apply(style, axis=None)  # one call for the whole frame: fast at 64+ rows
 
 
 def selected_style(df: pd.DataFrame, selected):
-    """A Styler outlining the selected node's row in the selection colour."""
+    """A Styler filling the selected node's row with the selection colour."""
     c = PALETTE["selected"]
 
-    def style(row):
-        if row.name == selected:
-            return [f"background-color: {c}; color: black; font-weight: 700"] * len(row)
-        return [""] * len(row)
-    return df.style.apply(style, axis=1)
+    def style(frame):
+        out = pd.DataFrame("", index=frame.index, columns=frame.columns)
+        if selected is not None and 0 <= selected < len(frame):
+            out.iloc[selected, :] = f"background-color: {c}; color: black; font-weight: 700"
+        return out
+    return df.style.apply(style, axis=None)
 
 
 def shift_table(n: int, labels, rows, predicts, accept_nodes, positions, words: dict, label_of=str) -> pd.DataFrame:

@@ -118,9 +118,11 @@ def tree_dot(parents, labels, *, rows=None, states=None, selected=None, links: b
     return "\n".join(lines)
 
 
-def forest_dot(trees: list[dict]) -> str:
+def forest_dot(trees: list[dict], rankdir: str = "TB") -> str:
     """Several trees side by side, one cluster each (``trees``: kwargs of ``tree_dot`` plus ``cluster``)."""
-    lines = _header("batch")
+    lines = _header("batch", rankdir=rankdir)
+    if sum(len(t["parents"]) for t in trees) > 32:
+        lines.append(f"  node [fontsize={GRAPH_FONT_SIZE - 2}, margin=\"0.08,0.02\", height=0.3]; graph [nodesep=0.06, ranksep=0.6];")
     for k, kw in enumerate(trees):
         lines.append(tree_dot(prefix=f"r{k}_", body_only=True, **kw))
     lines.append("}")

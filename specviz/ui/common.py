@@ -599,6 +599,21 @@ def chip_row(label: str, chips: list[str]) -> None:
     st.markdown(f'<div class="sv-row"><span class="sv-label">{label}</span>{"".join(chips)}</div>', unsafe_allow_html=True)
 
 
+STYLED_ROWS_LIMIT = 40  # beyond this a Styler costs more than a rerun may (~0.4 ms a cell); text marks carry the state
+
+
+def state_table(df, states: dict) -> None:
+    """A table whose rows are coloured by state (``{row position: state}``); every cell also
+    carries its text mark. Up to STYLED_ROWS_LIMIT rows: a static coloured table; beyond: a plain
+    scrollable dataframe (the ✓ / ✗ marks in the cells still say the state)."""
+    from specviz.render.tables import highlight_rows
+
+    if len(df) <= STYLED_ROWS_LIMIT:
+        st.table(highlight_rows(df, states).hide(axis="index"))
+    else:
+        st.dataframe(df, hide_index=True, width="stretch", height=420)
+
+
 def legend() -> None:
     """The colour legend (accepted / rejected / pending / bonus / discarded)."""
     chip_row(tr("Legend", "图例"), [chip(term(k), k) for k in ("accepted", "rejected", "pending")]
