@@ -1,0 +1,399 @@
+"""Benchmark every specviz kernel against SGLang 0.5.23's own Triton kernels and an empty Triton kernel.
+
+Usage (on a CUDA GPU; see benchmarks/README.md for the command and the results):
+
+    python benchmarks/bench_kernels.py --out results.json --markdown table.md
+
+Each kernel is timed two ways:
+* ``python``: the Python call as a user makes it (allocation, pre-fills, launch), CUDA events
+  around back-to-back calls after a warm-up, averaged per call;
+* ``graph``: the kernel alone (outputs pre-allocated) captured REPS times in one CUDA graph and
+  replayed, averaged per launch. For the torch backend "the kernel" is the whole function.
+
+Every figure is also given as a ratio to SGLang's Triton kernel on the same inputs (where SGLang
+has one: tree build, greedy verify, chain sampler; loaded by path, see kernels/sglang_oracle.py)
+and to an empty Triton kernel timed the same way. ``--smoke`` runs tiny sizes on the CPU
+(Triton interpreter, wall clock, no graphs) to check the script itself.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+from kernels import sglang_oracle, torch_backend, triton_dspark, triton_sampling, triton_tree, triton_verify  # noqa: E402
+from kernels.random_cases import eagle_rollout  # noqa: E402
+
+SHAPES = [(1, 7, 8), (4, 5, 64), (8, 4, 64)]  # (topk, depth, n)
+BATCHES = [1, 64, 512, 4096]
+VOCABS = [32000, 128256]
+MAX_PROB_BYTES = 17e9  # skip sampler configs whose target_probs tensor is larger (bs 4096 x n 64 x V)
+MAX_TORCH_PROB_BYTES = 4.3e9  # the torch backend's sampler keeps several [bs, n, V] temporaries
+GRAPH_REPS = 20
+
+
+@triton.jit
+def empty_kernel(x_ptr):
+    pass
+
+
+class Timer:
+    def __init__(self, device):
+        self.cuda = device.type == "cuda"
+
+    def python(self, fn, iters):
+        for _ in range(3):
+            fn()
+        if not self.cuda:
+            t0 = time.perf_counter()
+            for _ in range(iters):
+                fn()
+            return (time.perf_counter() - t0) / iters * 1e6
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(iters):
+            fn()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / iters * 1e3
+
+    def graph(self, fn, replays=5):
+        if not self.cuda:
+            return None
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for _ in range(3):
+                fn()
+        torch.cuda.current_stream().wait_stream(stream)
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(GRAPH_REPS):
+                fn()
+        graph.replay()
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(replays):
+            graph.replay()
+        end.record()
+        end.synchronize()
+        del graph
+        return start.elapsed_time(end) / (replays * GRAPH_REPS) * 1e3
+
+
+def iters_for(bytes_touched: float) -> int:
+    return 50 if bytes_touched < 1e8 else 20 if bytes_touched < 2e9 else 8
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs
+# ---------------------------------------------------------------------------------------------
+
+def tree_inputs(shape, bs, device, rollouts):
+    topk, depth, n = shape
+    pl, si = rollouts[shape]
+    rng = np.random.default_rng(bs)
+    seq_lens = rng.integers(64, 513, size=bs)
+    return (torch.as_tensor(pl[:bs], device=device), torch.as_tensor(si[:bs], device=device),
+            torch.as_tensor(seq_lens, device=device), int(seq_lens.sum()))
+
+
+def follow_targets(cand, nt, ns, V, gen, follow=0.9):
+    """target_predict [bs, n]: mostly the token of a random child of each node (long accepted paths)."""
+    bs, n = cand.shape
+    child = nt.clone()
+    hops = torch.randint(0, 8, (bs, n), generator=gen, device=cand.device)
+    for h in range(8):
+        nxt = torch.where(child >= 0, ns.gather(1, child.clamp(min=0)), child)
+        child = torch.where((hops > h) & (nxt >= 0), nxt, child)
+    follow_tok = cand.gather(1, child.clamp(min=0))
+    rand_tok = torch.randint(0, V, (bs, n), generator=gen, device=cand.device)
+    keep = (child >= 0) & (torch.rand((bs, n), generator=gen, device=cand.device) < follow)
+    return torch.where(keep, follow_tok, rand_tok)
+
+
+def probs(shape, gen, device, scale=3.0):
+    x = torch.randn(shape, generator=gen, device=device) * scale
+    return torch.softmax(x, dim=-1)
+
+
+def gumbel_sample(rows, gen):
+    """One token per row drawn from ``rows`` [..., V] (Gumbel-max, no multinomial over huge V)."""
+    g = -torch.log(-torch.log(torch.rand(rows.shape, generator=gen, device=rows.device).clamp_(1e-20, 1.0)))
+    return (rows.clamp_min(1e-30).log() + g).argmax(dim=-1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Benchmarks
+# ---------------------------------------------------------------------------------------------
+
+def record(results, **row):
+    results.append(row)
+    print(json.dumps(row), flush=True)
+
+
+def bench_impls(results, timer, op, meta, impls, bytes_touched=0.0):
+    """impls: {name: (python_fn, kernel_fn)}; returns {name: (python_us, graph_us)}."""
+    out = {}
+    for name, (py_fn, kernel_fn) in impls.items():
+        try:
+            py = timer.python(py_fn, iters_for(bytes_touched))
+            gr = timer.graph(kernel_fn)
+        except Exception as exc:  # report, keep going
+            record(results, op=op, impl=name, error=f"{type(exc).__name__}: {exc}"[:300], **meta)
+            continue
+        out[name] = (py, gr)
+        row = dict(op=op, impl=name, python_us=round(py, 2), graph_us=None if gr is None else round(gr, 2), **meta)
+        if bytes_touched and gr:
+            row["graph_TBps"] = round(bytes_touched / (gr * 1e-6) / 1e12, 3)
+            row["python_TBps"] = round(bytes_touched / (py * 1e-6) / 1e12, 3)
+        record(results, **row)
+    return out
+
+
+def run(args):
+    device = torch.device("cuda" if torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1" else "cpu")
+    timer = Timer(device)
+    results = []
+    env = dict(op="environment", torch=torch.__version__, triton=triton.__version__,
+               device=torch.cuda.get_device_name() if device.type == "cuda" else "cpu (Triton interpreter)")
+    try:
+        sgl = sglang_oracle.load()
+        env["sglang"] = sgl.source
+    except ImportError as exc:
+        sgl = None
+        env["sglang"] = f"absent: {exc}"
+    record(results, **env)
+    shapes, batches, vocabs = SHAPES, BATCHES, VOCABS
+    if args.smoke:
+        shapes, batches, vocabs = [(1, 3, 4), (2, 3, 6)], [1, 3], [50]
+    gen = torch.Generator(device=device).manual_seed(0)
+
+    x = torch.zeros(1, device=device)
+    empty = dict(python_us=timer.python(lambda: empty_kernel[(1,)](x), 200), graph_us=timer.graph(lambda: empty_kernel[(1,)](x)))
+    record(results, op="empty_triton_kernel", impl="triton", **{k: v and round(v, 2) for k, v in empty.items()})
+
+    rng = np.random.default_rng(0)
+    rollouts = {s: eagle_rollout(rng, max(batches), *s) for s in shapes}
+    tb = torch_backend.FUNCTIONS
+    for shape in shapes:
+        topk, depth, n = shape
+        W = depth + 1
+        for bs in batches:
+            meta = dict(topk=topk, depth=depth, n=n, bs=bs)
+            pl, si, sl, sl_sum = tree_inputs(shape, bs, device, rollouts)
+            kw = dict(topk=topk, depth=depth, num_draft_tokens=n, tree_mask_mode="full_mask", seq_lens_sum=sl_sum)
+            ours_build, ours_launch = triton_tree.build_prepare(pl, si, sl, **kw)
+            impls = {
+                "triton": (lambda: triton_tree.build_tree(pl, si, sl, validate=False, **kw), ours_launch),
+                "torch": (lambda: tb["build_tree"](pl, si, sl, validate=False, **kw),
+                          lambda: tb["build_tree"](pl, si, sl, validate=False, **kw)),
+            }
+            if sgl is not None:
+                mask_size = sl_sum * n + n * n * bs
+                s_mask = torch.ones(mask_size, dtype=torch.bool, device=device)
+                s_pos = torch.empty(bs * n, dtype=torch.int64, device=device)
+                s_links = torch.full((3, bs, n), -1, dtype=torch.int64, device=device)
+                s_prefix = torch.cumsum(sl, 0) - sl
+
+                def sgl_call():
+                    mask = torch.ones(mask_size, dtype=torch.bool, device=device)
+                    pos = torch.empty(bs * n, dtype=torch.int64, device=device)
+                    links = torch.full((3, bs, n), -1, dtype=torch.int64, device=device)
+                    sgl.build_tree(pl, si, sl, mask, pos, links[0], links[1], links[2], topk, depth, n,
+                                   sgl.TreeMaskMode.FULL_MASK)
+
+                def sgl_kernel():  # the launch SGLang's wrapper makes, minus its cumsum
+                    sgl.build_tree_kernel[(bs,)](pl, si, sl, s_prefix, s_mask, s_pos, s_links[0], s_links[1], s_links[2],
+                                                 topk=topk, depth=depth, draft_token_num=n, tree_mask_mode=0,
+                                                 batch_size=bs, parent_list_stride=pl.stride(0),
+                                                 selected_index_stride=si.stride(0))
+                impls["sglang"] = (sgl_call, sgl_kernel)
+            bench_impls(results, timer, "build_tree", meta, impls)
+            ours_launch()
+            if sgl is not None:
+                sgl_kernel()
+                same = all(torch.equal(a, b) for a, b in ((ours_build.retrieve_index, s_links[0]),
+                                                          (ours_build.retrieve_next_token, s_links[1]),
+                                                          (ours_build.retrieve_next_sibling, s_links[2]),
+                                                          (ours_build.positions, s_pos), (ours_build.tree_mask, s_mask)))
+                record(results, op="build_tree", impl="check", same_as_sglang=bool(same), **meta)
+
+            # Greedy verify on the tree just built.
+            ri, nt, ns = ours_build.retrieve_index, ours_build.retrieve_next_token, ours_build.retrieve_next_sibling
+            cand = torch.randint(0, 32000, (bs, n), generator=gen, device=device)
+            tp = follow_targets(cand, nt, ns, 32000, gen)
+            res, launch = triton_verify.greedy_prepare(cand, ri, nt, ns, tp, W=W)
+            impls = {
+                "triton": (lambda: triton_verify.verify_tree_greedy(cand, ri, nt, ns, tp, num_speculative_tokens=W,
+                                                                    validate=False), launch),
+                "torch": (lambda: tb["verify_tree_greedy"](cand, ri, nt, ns, tp, num_speculative_tokens=W, validate=False),
+                          lambda: tb["verify_tree_greedy"](cand, ri, nt, ns, tp, num_speculative_tokens=W, validate=False)),
+            }
+            if sgl is not None:
+                g_pred = torch.zeros(bs * n, dtype=torch.int32, device=device)
+                g_acc = torch.full((bs, W), -1, dtype=torch.int32, device=device)
+                g_num = torch.empty(bs, dtype=torch.int32, device=device)
+
+                def sgl_greedy_call():
+                    pred = torch.zeros(bs * n, dtype=torch.int32, device=device)
+                    acc = torch.full((bs, W), -1, dtype=torch.int32, device=device)
+                    num = torch.empty(bs, dtype=torch.int32, device=device)
+                    sgl.verify_tree_greedy(pred, acc, num, cand, ri, nt, ns, tp)
+
+                impls["sglang"] = (sgl_greedy_call,
+                                   lambda: sgl.verify_tree_greedy(g_pred, g_acc, g_num, cand, ri, nt, ns, tp))
+            bench_impls(results, timer, "verify_tree_greedy", meta, impls)
+            launch()
+            if sgl is not None:
+                sgl.verify_tree_greedy(g_pred, g_acc, g_num, cand, ri, nt, ns, tp)
+                same = torch.equal(res.accept_index, g_acc) and torch.equal(res.predicts, g_pred)
+                record(results, op="verify_tree_greedy", impl="check", same_as_sglang=bool(same),
+                       mean_accept_len=round(float(res.accept_token_num.float().mean()) + 1, 2), **meta)
+
+            for V in vocabs:
+                p_bytes = bs * n * V * 4
+                if p_bytes > MAX_PROB_BYTES:
+                    record(results, op="samplers", impl="skipped", V=V, reason=f"target_probs would take {p_bytes / 1e9:.0f} GB",
+                           **meta)
+                    continue
+                vmeta = dict(meta, V=V)
+                torch.cuda.empty_cache() if device.type == "cuda" else None
+                p = probs((bs, n, V), gen, device)
+                # Tree sampler: each child drawn from its parent's target row (a plausible draft).
+                par_row = torch.zeros((bs, n), dtype=torch.int64, device=device)
+                for node in range(n):
+                    kids_mask = torch.zeros((bs, n), dtype=torch.bool, device=device)
+                    c = nt[:, node].clone()
+                    for _ in range(n):
+                        live = c >= 0
+                        kids_mask.scatter_(1, c.clamp(min=0)[:, None], live[:, None])
+                        c = torch.where(live, ns.gather(1, c.clamp(min=0)[:, None])[:, 0], c)
+                    par_row = torch.where(kids_mask, node, par_row)
+                tree_cand = torch.stack([gumbel_sample(p[:, j], gen) for j in range(n)], 1)  # token drawn from row j
+                tree_cand = tree_cand.gather(1, par_row)  # node c takes a draw from its parent's row
+                u = torch.rand((bs, n), generator=gen, device=device)
+                uf = torch.rand((bs,), generator=gen, device=device)
+                skw = dict(W=W, threshold_single=1.0, threshold_acc=1.0, new=True)
+                _, launch = triton_verify.tree_sampling_prepare(tree_cand, ri, nt, ns, u, uf, p, **skw)
+                impls = {"triton": (lambda: triton_verify.tree_sampling_target_only(
+                    tree_cand, ri, nt, ns, u, uf, p, num_speculative_tokens=W, validate=False), launch)}
+                if p_bytes <= MAX_TORCH_PROB_BYTES:
+                    call = lambda: tb["tree_sampling_target_only"](tree_cand, ri, nt, ns, u, uf, p,  # noqa: E731
+                                                                   num_speculative_tokens=W, validate=False)
+                    impls["torch"] = (call, call)
+                bench_impls(results, timer, "tree_sampling_target_only", vmeta, impls, bytes_touched=bs * V * 4)
+                del launch, impls
+
+                if topk == 1:  # the chain sampler needs a chain: N = n slots
+                    # The draft's proposals resemble the target's rows (a useful draft): q ~ softmax(0.8 log p + noise).
+                    q = torch.softmax(0.8 * p[:, : n - 1].clamp_min(1e-30).log()
+                                      + 0.5 * torch.randn((bs, n - 1, V), generator=gen, device=device), dim=-1)
+                    chain_cand = torch.cat([torch.zeros((bs, 1), dtype=torch.int64, device=device),
+                                            torch.stack([gumbel_sample(q[:, j], gen) for j in range(n - 1)], 1)], 1)
+                    cri = torch.arange(bs * n, device=device).reshape(bs, n)
+                    (c_pred, c_acc, c_num), launch = triton_verify.chain_prepare(chain_cand, cri, u, uf, p, q, new=True)
+                    call = lambda: triton_verify.chain_rejection_sampling(  # noqa: E731
+                        chain_cand, cri, u, uf, p, q, num_speculative_tokens=n, validate=False)
+                    impls = {"triton": (call, launch)}
+                    if p_bytes <= MAX_TORCH_PROB_BYTES:
+                        tcall = lambda: tb["chain_rejection_sampling"](chain_cand, cri, u, uf, p, q,  # noqa: E731
+                                                                       num_speculative_tokens=n, validate=False)
+                        impls["torch"] = (tcall, tcall)
+                    if sgl is not None:
+                        s_pred = torch.zeros(bs * n, dtype=torch.int32, device=device)
+                        s_acc = torch.full((bs, n), -1, dtype=torch.int32, device=device)
+                        s_num = torch.empty(bs, dtype=torch.int32, device=device)
+
+                        def sgl_chain_call():
+                            pred = torch.zeros(bs * n, dtype=torch.int32, device=device)
+                            acc = torch.full((bs, n), -1, dtype=torch.int32, device=device)
+                            num = torch.empty(bs, dtype=torch.int32, device=device)
+                            sgl.chain_sampling(pred, acc, num, chain_cand, cri, None, None, u, uf, p, q, 1.0, 1.0, True)
+
+                        impls["sglang"] = (sgl_chain_call, lambda: sgl.chain_sampling(
+                            s_pred, s_acc, s_num, chain_cand, cri, None, None, u, uf, p, q, 1.0, 1.0, True))
+                    # bytes counted: one full p row and one q row per request
+                    bench_impls(results, timer, "chain_rejection_sampling", vmeta, impls, bytes_touched=2 * bs * V * 4)
+                    launch()
+                    if sgl is not None:
+                        sgl.chain_sampling(s_pred, s_acc, s_num, chain_cand, cri, None, None, u, uf, p, q, 1.0, 1.0, True)
+                        record(results, op="chain_rejection_sampling", impl="check",
+                               same_as_sglang=bool(torch.equal(c_acc, s_acc) and torch.equal(c_pred, s_pred)),
+                               mismatching_requests=int((c_acc != s_acc).any(1).sum()),
+                               mean_accept_len=round(float(c_num.float().mean()) + 1, 2), **vmeta)
+                    del q, launch, impls
+                    if bs <= 512:  # the logits -> probabilities kernel (temperature 0.7, no top-k/p)
+                        logits = torch.randn((bs * n, V), generator=gen, device=device)
+                        call = lambda: triton_sampling.target_probs_from_logits(logits, temperature=0.7,  # noqa: E731
+                                                                                validate=False)
+                        bench_impls(results, timer, "target_probs_from_logits", vmeta, {"triton": (call, call)},
+                                    bytes_touched=bs * n * V * 4 * 2)
+                        del logits
+                del p
+            if topk == 1:  # DSpark window = the chain; small per-request kernels
+                dtp = torch.where(torch.rand((bs, n), generator=gen, device=device) < 0.8, cand.roll(-1, 1), cand)
+                call = lambda: triton_dspark.dspark_accept_greedy(cand, dtp, validate=False)  # noqa: E731
+                tcall = lambda: tb["dspark_accept_greedy"](cand, dtp, validate=False)  # noqa: E731
+                bench_impls(results, timer, "dspark_accept_greedy", meta, {"triton": (call, call), "torch": (tcall, tcall)})
+                at = res.predicts.view(bs, n)[:, :W].contiguous()
+                lens = res.accept_token_num + 1
+                call = lambda: triton_sampling.fill_bonus_tokens(at, lens, stride=n, validate=False)  # noqa: E731
+                tcall = lambda: tb["fill_bonus_tokens"](at, lens, stride=n, validate=False)  # noqa: E731
+                bench_impls(results, timer, "fill_bonus_tokens", meta, {"triton": (call, call), "torch": (tcall, tcall)})
+    return results
+
+
+def markdown(results) -> str:
+    """The README table: every figure with its ratio to SGLang's Triton kernel and to an empty kernel."""
+    empty = next(r for r in results if r["op"] == "empty_triton_kernel")
+    key = lambda r: (r["op"], r.get("topk"), r.get("depth"), r.get("n"), r.get("bs"), r.get("V"))  # noqa: E731
+    sgl = {key(r): r for r in results if r.get("impl") == "sglang" and "python_us" in r}
+    lines = ["| op | topk,depth,n | bs | V | impl | python us | x SGLang | x empty | graph us | x SGLang | x empty | TB/s (graph) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+
+    def ratio(a, b):
+        return f"{a / b:.2f}" if a is not None and b else "-"
+    for r in results:
+        if "python_us" not in r or r["op"] == "empty_triton_kernel":
+            continue
+        s = sgl.get(key(r), {})
+        lines.append("| {op} | {shape} | {bs} | {V} | {impl} | {py:.1f} | {rps} | {rpe} | {gr} | {rgs} | {rge} | {bw} |".format(
+            op=r["op"], shape=f'{r["topk"]},{r["depth"]},{r["n"]}', bs=r["bs"], V=r.get("V", "-"), impl=r["impl"],
+            py=r["python_us"], rps=ratio(r["python_us"], s.get("python_us")), rpe=ratio(r["python_us"], empty["python_us"]),
+            gr="-" if r["graph_us"] is None else f'{r["graph_us"]:.2f}', rgs=ratio(r["graph_us"], s.get("graph_us")),
+            rge=ratio(r["graph_us"], empty["graph_us"]), bw=r.get("graph_TBps", "-")))
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", help="write every measurement as JSON here")
+    ap.add_argument("--markdown", help="write the README table here")
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes (CPU interpreter check of the script)")
+    args = ap.parse_args()
+    results = run(args)
+    if args.out:
+        Path(args.out).write_text(json.dumps(results, indent=1))
+    table = markdown(results)
+    if args.markdown:
+        Path(args.markdown).write_text(table + "\n")
+    print(table)
+
+
+if __name__ == "__main__":
+    main()
