@@ -147,9 +147,10 @@ def _dot_bytes(dot: str, fmt: str) -> bytes:
     return dot_to_svg(dot) if fmt == "svg" else dot_to_png(dot)
 
 
-def export_controls(s, dot: str | None = None, key: str = "export", expanded: bool = False) -> None:
+def export_controls(s, dot: str | None = None, key: str = "export", expanded: bool = False, fig=None) -> None:
     """Download buttons: scenario JSON, a ready-to-run pytest file, the animation as one offline HTML
-    file, and (given ``dot``) the figure as SVG / PNG. Anything that cannot be made here says why."""
+    file, (given ``dot``) the tree figure as SVG / PNG, and (given a plotly ``fig``) that chart as
+    offline HTML, plus PNG when kaleido is installed. Anything that cannot be made here says why."""
     from specviz.export import GRAPHVIZ_HINT, has_dot
 
     name = "".join(ch if ch.isalnum() else "_" for ch in s.name) or "scenario"
@@ -184,3 +185,15 @@ def export_controls(s, dot: str | None = None, key: str = "export", expanded: bo
             else:
                 st.info(ui.tr("SVG / PNG export {why}.", "SVG / PNG 导出需要 Graphviz 的 dot 程序（apt-get install -y graphviz）。",
                               why=GRAPHVIZ_HINT))
+        if fig is not None:
+            from specviz.export import figure_to_html, figure_to_png
+
+            c1, c2 = st.columns(2)
+            c1.download_button(ui.tr("Chart as HTML (offline)", "图表（离线 HTML）"), figure_to_html(fig), file_name=f"{name}_chart.html",
+                               mime="text/html", key=f"w_{key}_chart_html", width="stretch")
+            try:
+                c2.download_button(ui.tr("Chart as PNG", "图表（PNG）"), figure_to_png(fig), file_name=f"{name}_chart.png",
+                                   mime="image/png", key=f"w_{key}_chart_png", width="stretch")
+            except SpecvizError as exc:
+                c2.caption(ui.tr("PNG: {d}", "PNG：需要 kaleido 与 chromium（pip install kaleido）；也可以用图表右上角的相机图标保存。",
+                                 d=exc.detail))
