@@ -162,3 +162,26 @@ def test_rules_in_chinese(running):
     for claim in ({"accept_lens": 2}, {"predicts": [0, 2, 0, 0, 0]}, {"outputs": ["R", "A", "C"]}, {"committed_rows": [1, 3]}):
         g = audit(running, claim).first_error
         assert g.rule_zh and any("\u4e00" <= ch <= "\u9fff" for ch in g.rule_zh), claim
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_random_questions_audit_clean_and_catch_any_change(seed):
+    """On random greedy trees: the reference's own outputs pass, and changing any one accept_index slot,
+    output token or the length is caught at exactly that place."""
+    from specviz.audit import quiz_scenario
+
+    s = quiz_scenario(seed)
+    exp = expected_outputs(s)
+    assert audit(s, exp).ok
+    ai = exp["accept_index"][0]
+    for j in range(len(ai)):
+        bad = list(ai)
+        bad[j] = (bad[j] + 2) if bad[j] >= 0 else 1
+        f = audit(s, {"accept_index": [bad]}).first_error
+        assert f is not None and f.field == "accept_index" and f.rule and f.rule_zh
+    outs = exp["outputs"][0]
+    bad_out = outs[:-1] + [(outs[-1] + 1) % len(s.vocab)]
+    f = audit(s, {"outputs": [bad_out]}).first_error
+    assert f is not None and f.field == "outputs"
+    f = audit(s, {"accept_lens": [exp["accept_lens"][0] + 1]}).first_error
+    assert f is not None and f.expected == exp["accept_lens"][0]
