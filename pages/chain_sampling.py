@@ -215,7 +215,19 @@ if new_p != [list(map(float, r)) for r in p_rows] or new_q != [list(map(float, r
         st.session_state.pop("sv_chain_pending_p", None)
         st.session_state.pop("sv_chain_pending_q", None)
         st.rerun()
-st.button(tr("Normalise rows (divide each row by its sum)", "归一化（每行除以其和）"), key="w_chain_norm", on_click=_normalise)
+def _on_semantics():
+    cur = ui.scenario(SLOT)
+    ui.set_scenario(SLOT, cur.replace(semantics=st.session_state["w_chain_sem"]))
+
+
+nb, sb = st.columns([1, 1])
+nb.button(tr("Normalise rows (divide each row by its sum)", "归一化（每行除以其和）"), key="w_chain_norm", on_click=_normalise)
+sb.radio(tr("semantics", "语义版本"), ["0.5.23", "earlier"], key=_synced("w_chain_sem", s.semantics), horizontal=True,
+         on_change=_on_semantics,
+         help=tr("0.5.23 accepts only when 0 < q ≤ 1 and u·q < p, and zeroes q outside [0, 1] in the residual; earlier releases "
+                 "test u·q < p alone, so a proposal with q = 0 and p > 0 is accepted.",
+                 "0.5.23 仅在 0 < q ≤ 1 且 u·q < p 时接受，并在 residual 中把 [0, 1] 之外的 q 置 0；更早版本只检验 u·q < p，"
+                 "因此 q = 0 且 p > 0 的候选会被接受。"))
 with st.expander(tr("Edit p and q as text (paste rows: one row per line)", "以文本编辑 p 与 q（每行一个分布）")):
     tx1, tx2 = st.columns(2)
     p_text = tx1.text_area("target_probs (p)", dist.rows_to_text(p_rows), key=f"w_chain_ptext::{VER}", height=130)
@@ -247,6 +259,7 @@ if st.session_state.get("sv_chain_step_ver") != ui.scenario_version(SLOT):  # ne
     st.session_state["sv_chain_step_ver"] = ui.scenario_version(SLOT)
     ui.set_step("chain", len(frames) - 1)
 cur = ui.step_controls("chain", len(frames), start=len(frames) - 1)
+ui.legend()
 frame = frames[cur]
 seen = events[:cur]
 

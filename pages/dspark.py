@@ -205,6 +205,7 @@ if st.session_state.get("sv_dspark_step_ver") != ui.scenario_version(SLOT):  # n
     st.session_state["sv_dspark_step_ver"] = ui.scenario_version(SLOT)
     ui.set_step("dspark", len(frames) - 1)
 cur = ui.step_controls("dspark", len(frames), start=len(frames) - 1)
+ui.legend()
 seen = events[:cur]
 ev = frames[cur].event
 done = any(e.kind == "commit" for e in seen)

@@ -216,6 +216,7 @@ if st.session_state.get("sv_to_step_ver") != VER_NOW:  # new inputs: show their 
     st.session_state["sv_to_step_ver"] = VER_NOW
     ui.set_step("target_only", len(frames) - 1)
 cur = ui.step_controls("target_only", len(frames), start=len(frames) - 1)
+ui.legend()
 frame = frames[cur]
 seen = events[:cur]
 ev = frame.event

@@ -232,3 +232,19 @@ def test_triton_interpreter_monte_carlo_waits_for_the_button(path, pre):
     _clean(at)
     assert not any(m.label == "TV distance to p" for m in at.metric)
     assert at.button(key=f"w_{pre}_mc_go").label == "Run 100 trials"
+
+
+@pytest.mark.filterwarnings("ignore::specviz.errors.SpecvizWarning")  # the badge's backend comparison warns too
+def test_chain_semantics_switch_on_a_zero_q_proposal():
+    """q(A) = 0 although the Draft proposed A (impossible for a real draft): 0.5.23 rejects (0 < q fails),
+    earlier releases accept (u·0 < p = .3). A warning explains the degenerate input."""
+    at = _run(CHAIN)
+    ver = at.session_state["sv_ver::chain"] if "sv_ver::chain" in at.session_state else 0
+    at.text_area(key=f"w_chain_qtext::{ver}").set_value("0 0.5 0.5 0")
+    at.button(key="w_chain_apply").click().run()
+    _clean(at)
+    assert any("q = 0" in w.value for w in at.warning)
+    assert "accept_lens = 1" in _output(at)  # rejected; the residual (.3 0 0) can only give A as the correction
+    at.radio(key="w_chain_sem").set_value("earlier").run()
+    _clean(at)
+    assert "accept_lens = 2" in _output(at)  # accepted: A, then the bonus from the next row
