@@ -235,3 +235,20 @@ def test_rerun_times(capsys):
     with capsys.disabled():
         print("\nmedian rerun (ms): " + ", ".join(f"{k} {v * 1000:.0f}" for k, v in figures.items()))
     assert all(v < 1.5 for v in figures.values()), figures  # generous: CI machines are slow; the report has the real figures
+
+
+def test_tour_buttons_open_every_live_page():
+    """Every "open the live page" button of every stop switches to a page that runs without exception."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.run()
+    opened = []
+    for stop in range(6):
+        at.session_state["sv_tour_step"] = stop
+        at.switch_page("pages/tour.py").run()
+        keys = [b.key for b in at.button if b.key and b.key.startswith(f"w_tour_page::{stop}::") and not b.disabled]
+        for k in keys:
+            at.switch_page("pages/tour.py").run()
+            at.button(key=k).click().run()
+            assert not at.exception, (k, [e.value for e in at.exception])
+            opened.append(at.title[0].value if at.title else "")
+    assert "Greedy accept" in opened and len(opened) >= 6
