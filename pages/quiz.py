@@ -12,7 +12,6 @@ from specviz.audit import check_answer, expected_outputs, quiz_fields, quiz_scen
 from specviz.errors import SpecvizError
 from specviz.pitfalls import display
 from specviz.render.tree import tree_dot
-from specviz.scenario import scenario_from_json
 from specviz.ui import common as ui
 from specviz.ui import share_ui
 
