@@ -27,6 +27,8 @@ def _fig(name: str, *args, **kwargs):
     return getattr(RENDER, name)(*args, **kwargs)
 
 
+# Wide even when opened by a deep link (Streamlit then runs this file without app.py's router).
+st.set_page_config(layout="wide")
 ui.page_setup("dspark", slot=None)
 # The key numbers (correct_len, TV distance, ...) must read from the back of a room.
 st.markdown("<style>[data-testid='stMetricValue'], [data-testid='stMetricValue'] * {font-size: 2.4rem !important; "
