@@ -146,6 +146,18 @@ with c1:
         if b2.button(tr("− draft", "− Draft"), key="w_ds_del", disabled=T <= 2):
             if _update(chain=list(req.chain)[:-1], target_predict=list(tp_labels)[:-1], verify_len=None):
                 st.rerun()
+    else:
+        sp = [list(map(float, r)) for r in (req.target_probs if req.target_probs is not None else s.target_probs(0).tolist())]
+        if b1.button(tr("+ draft", "+ Draft"), key="w_ds_add", disabled=T >= 8):
+            # The new draft proposes the first token; its q copies the previous last p row, its own p row is uniform.
+            uni = [1.0 / len(vocab)] * len(vocab)
+            if _update(chain=list(req.chain) + [vocab[0]], target_probs=sp + [uni], draft_probs=[list(r) for r in req.draft_probs] + [sp[-1]],
+                       coins=list(req.coins) + [0.5], verify_len=None):
+                st.rerun()
+        if b2.button(tr("− draft", "− Draft"), key="w_ds_del", disabled=T <= 2):
+            if _update(chain=list(req.chain)[:-1], target_probs=sp[:-1], draft_probs=[list(r) for r in req.draft_probs][:-1],
+                       coins=list(req.coins)[:-1], verify_len=None):
+                st.rerun()
 with c2:
     k = _synced("w_ds_prefix", int(req.seq_len))
     st.number_input(tr("prefix_lens (tokens already in KV)", "prefix_lens（已在 KV 中的 token 数）"), 0, 10**6, key=k,

@@ -248,3 +248,15 @@ def test_chain_semantics_switch_on_a_zero_q_proposal():
     at.radio(key="w_chain_sem").set_value("earlier").run()
     _clean(at)
     assert "accept_lens = 2" in _output(at)  # accepted: A, then the bonus from the next row
+
+
+def test_dspark_sampling_adds_and_removes_a_draft():
+    at = _run(DSPARK)
+    at.radio(key="w_ds_mode").set_value("sampling").run()
+    at.button(key="w_ds_add").click().run()
+    _clean(at)
+    req = json.loads(at.session_state["sv_scn::dspark"])["requests"][0]
+    assert len(req["chain"]) == 3 and len(req["target_probs"]) == 3 and len(req["draft_probs"]) == 2 and len(req["coins"]) == 2
+    at.button(key="w_ds_del").click().run()
+    _clean(at)
+    assert _metric(at, "correct_len") == "1" and _metric(at, "bonus") == "B"  # back to the preset's window
