@@ -350,10 +350,10 @@ with right:
                         width="stretch", key="chain_residual_step")
     elif focus_slot is not None:
         d = test_of[focus_slot]
-        verdict_known = any(e.kind in ("accept", "reject") and e.node == focus_slot for e in seen) or ev.kind == "accept_test"
+        tested = any(e.kind == "accept_test" and e.node == focus_slot for e in seen)  # at "visit" the verdict is not out yet
         st.markdown(tr("**Slot {s}: is {t} accepted?**", "**位置 {s}：{t} 是否被接受？**", s=focus_slot, t=req.chain[focus_slot]))
         st.plotly_chart(_fig("accept_test_figure", d["p"], d["q"], d["coin"], token=req.chain[focus_slot],
-                                              accepted=d["accepted"] if verdict_known else d["accepted"],
+                                              accepted=d["accepted"] if tested else None,
                                               text={"accept": tr("accept: u < p/q", "接受：u < p/q"), "reject": tr("reject", "拒绝"),
                                                     "x": tr("coin u (0..1)", "随机数 u（0..1）")}),
                         width="stretch", key="chain_test_step")

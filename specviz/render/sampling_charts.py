@@ -72,9 +72,12 @@ def chain_dot(tokens: Sequence[str], states: Sequence[str], *, bonus: str | None
     return "\n".join(lines)
 
 
-def accept_test_figure(p_tok: float, q_tok: float, coin: float, *, token: str, accepted: bool,
+def accept_test_figure(p_tok: float, q_tok: float, coin: float, *, token: str, accepted: bool | None,
                        text: dict | None = None) -> go.Figure:
-    """The test u*q < p on a 0..1 bar of coins: [0, min(1, p/q)) accepts, the rest rejects; the coin is a marker."""
+    """The test u*q < p on a 0..1 bar of coins: [0, min(1, p/q)) accepts, the rest rejects; the coin is a marker.
+
+    accepted: the verdict (✔ / ✘ beside the coin), or None before the test is shown.
+    """
     t = {"accept": "accept: u < p/q", "reject": "reject", "coin": "coin u", "title": "",
          "x": "coin u (0..1)"} | (text or {})
     a = min(1.0, p_tok / q_tok) if q_tok > 0 else (1.0 if p_tok > 0 else 0.0)
@@ -90,11 +93,11 @@ def accept_test_figure(p_tok: float, q_tok: float, coin: float, *, token: str, a
             fig.add_annotation(x=(1 + a) / 2, y=0, text=f"<b>{t['reject']}</b>", showarrow=False, font=dict(color="white", size=PLOT_FONT_SIZE))
     fig.add_annotation(x=a, y=-0.62, text=f"p/q = {_fmt(p_tok)}/{_fmt(q_tok)} = {_fmt(p_tok / q_tok) if q_tok > 0 else '∞'}",
                        showarrow=False, font=dict(size=PLOT_FONT_SIZE - 2, color="#444444"))
-    verdict = "✔" if accepted else "✘"
+    verdict = "" if accepted is None else ("✔" if accepted else "✘")
     fig.add_scatter(x=[coin], y=[0.62], mode="markers", name=t["coin"], showlegend=False,
                     marker=dict(symbol="triangle-down", size=28, color="black", line=dict(color="white", width=2)),
                     hovertemplate=(f"u = {_fmt(coin)}<br>u·q = {_fmt(coin)} × {_fmt(q_tok)} = {_fmt(coin * q_tok)}"
-                                   f"<br>p = {_fmt(p_tok)}<br>u·q &lt; p ? {accepted}<extra></extra>"))
+                                   f"<br>p = {_fmt(p_tok)}" + ("" if accepted is None else f"<br>u·q &lt; p ? {accepted}") + "<extra></extra>"))
     fig.add_annotation(x=coin, y=0.98, text=f"<b>u = {_fmt(coin)}  {verdict}</b>", showarrow=False, font=dict(size=PLOT_FONT_SIZE + 1))
     fig.update_xaxes(range=[-0.01, 1.01], title_text=t["x"], showgrid=False, dtick=0.1)
     fig.update_yaxes(range=[-0.85, 1.15], showticklabels=False, showgrid=False, zeroline=False)
