@@ -312,20 +312,24 @@ def _svg_frame(s: Scenario, layouts, req_states, bonuses, row_word: str) -> str:
                          f'fill="{text_on(fill)}">{row_word} {row}</text></g>')
         if bonus:
             node, tok_id = bonus
-            bx = cx(node)  # directly under the last accepted row: the token emitted after it
-            by = cy(node) + NODE_H + GAP_Y
+            # Beside the last accepted row, right of every node at its depth: the token emitted after it.
+            same_depth = [i for i in range(n) if pos[i][1] == pos[node][1]]
+            bx = x0 + (max(pos[i][0] for i in same_depth) + 1) * (NODE_W + GAP_X) + NODE_W / 2
+            by = cy(node)
+            width_slots = max(width_slots, max(pos[i][0] for i in same_depth) + 2)
             fill = state_color("bonus")
-            parts.append(f'<line x1="{cx(node):.1f}" y1="{cy(node) + NODE_H / 2:.1f}" x2="{bx:.1f}" y2="{by - NODE_H / 2:.1f}" '
-                         f'stroke="{fill}" stroke-width="3" stroke-dasharray="6,4"/>')
+            # a dashed curve under the row's siblings, from the node's bottom to the bonus's bottom
+            y0 = by + NODE_H / 2
+            parts.append(f'<path d="M {cx(node):.1f} {y0:.1f} Q {(cx(node) + bx) / 2:.1f} {y0 + 34:.1f} {bx:.1f} {y0:.1f}" '
+                         f'fill="none" stroke="{fill}" stroke-width="3" stroke-dasharray="6,4"/>')
             parts.append(f'<g class="bonus"><title>bonus {html.escape(s.label(tok_id))}</title>'
                          f'<rect x="{bx - NODE_W / 2:.1f}" y="{by - NODE_H / 2:.1f}" width="{NODE_W}" height="{NODE_H}" rx="10" '
                          f'fill="{fill}" stroke="#000" stroke-width="2"/>'
                          f'<text x="{bx:.1f}" y="{by - 3:.1f}" text-anchor="middle" font-size="20" font-weight="bold">'
                          f'{html.escape(s.label(tok_id))} ★</text>'
                          f'<text x="{bx:.1f}" y="{by + 18:.1f}" text-anchor="middle" font-size="14">bonus</text></g>')
-            height = max(height, by + NODE_H)
         x0 += width_slots * (NODE_W + GAP_X) + 40
-        height = max(height, 40 + (depth + 1) * (NODE_H + GAP_Y) + 10)
+        height = max(height, 40 + depth * (NODE_H + GAP_Y) + 30)
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{x0:.0f}" height="{height:.0f}" '
             f'viewBox="0 0 {x0:.0f} {height:.0f}" font-family="{html.escape(FONT_FAMILY)}">' + "".join(parts) + "</svg>")
 
@@ -346,6 +350,15 @@ def _event_text(e, s: Scenario, lang: str) -> str:
             zh = (f"检验 {s.label(d['token'])}：coin {d['coin']:.4g} 对比累计概率 {d['prob_acc']:.4g}"
                   f" / threshold_acc → 界限 {d['bound']:.4g}：{'接受' if ok else '拒绝'}。")
         return zh if lang == "zh" else en
+    if e is not None and e.kind == "reject" and "target" not in e.data:
+        d = e.data
+        tok = s.label(d.get("token", 0))
+        if "q" in d:
+            return (f"{tok} is rejected: the residual relu(p - q) at this row gives the correction token." if lang != "zh"
+                    else f"{tok} 被拒绝：由这一行的 residual relu(p - q) 采样修正 token。")
+        return (f"{tok} is rejected: its target mass p = {d.get('p', 0):.4g} is written into the work buffer, and the scan "
+                f"moves to the next sibling." if lang != "zh" else
+                f"{tok} 被拒绝：它的 Target 概率 p = {d.get('p', 0):.4g} 写入工作缓冲区，扫描移到下一个兄弟节点。")
     if e is not None and e.kind == "residual":
         return ("Terminal distribution: " + str(e.data.get("source", ""))) if lang != "zh" else "终止分布：" + str(e.data.get("source", ""))
     if e is not None and e.kind == "compare" and s.algorithm.startswith("dspark"):

@@ -160,7 +160,9 @@ def _pad_scenario() -> Scenario:
     # Request 0 of the batch: the target predicts X after A, so only A is accepted and
     # accept_index[0] = [0, 1, -1]. The -1 then reads predicts[-1] = request 1's last row.
     return _with_request(preset("batch_two_requests"), 0, target_predict=["A", "X", "X", "X", "X"]).replace(
-        name="pitfall_pad_gather", title="A -1 pad gathered as an index")
+        name="pitfall_pad_gather", title="A -1 pad gathered as an index",
+        description="Request 0 accepts only A (the target predicts X after A): accept_index[0] = [0, 1, -1]. Request 1 "
+                    "accepts B, F: [5, 6, 9], so the last flat element predicts[9] is request 1's bonus Y.")
 
 
 def _bug_pad_gather(s: Scenario) -> dict:
@@ -180,7 +182,9 @@ def _bug_pad_gather(s: Scenario) -> dict:
 def _dspark_scenario() -> Scenario:
     # Drafts A, B, C; the target says A, X, C: B fails, C matches again later.
     return _with_request(preset("dspark_chain"), 0, target_predict=["A", "X", "C", "Y"]).replace(
-        name="pitfall_dspark_non_leading", title="A match after the first mismatch")
+        name="pitfall_dspark_non_leading", title="A match after the first mismatch",
+        description="Anchor R, drafts A, B, C; the target predicts A, X, C, Y. A matches, B does not (X), C matches again. "
+                    "correct_len = 1 (the leading run), bonus = target_predict[1] = X, output A X.")
 
 
 def _bug_count_all_matches(s: Scenario) -> dict:
@@ -219,8 +223,10 @@ def _bug_kv_by_outputs(s: Scenario) -> dict:
 
 
 def _buffer_scenario() -> Scenario:
-    return preset("thresholds_below_1").replace(threshold_acc=1.0, name="pitfall_buffer_as_q",
-                                                title="Target-only sampling with coin u[0] = .9")
+    return preset("thresholds_below_1").replace(
+        threshold_acc=1.0, name="pitfall_buffer_as_q", title="Target-only sampling with coin u[0] = .9",
+        description="Thresholds 1 (exact). Coin u[0] = .9 lies outside A's bucket [0, .5) and B's [.5, .8), so both root "
+                    "children are rejected; the terminal token comes from relu(p_R - buffer) = (0 0 0 0 .2 0): X.")
 
 
 def _bug_buffer_as_q(s: Scenario) -> dict:
@@ -262,7 +268,9 @@ def _q_zero_scenario() -> Scenario:
     # The draft "proposed" A although its q row gives A no mass (a broken draft_probs export).
     s = preset("pq_example")
     return _with_request(s, 0, draft_probs=[[0.0, 0.5, 0.5, 0.0]], coins=[0.7], coin_final=0.25).replace(
-        name="pitfall_q_zero", title="q(A) = 0 for the proposed token A")
+        name="pitfall_q_zero", title="q(A) = 0 for the proposed token A",
+        description="The draft 'proposed' A but its q row gives A no mass. 0.5.23 rejects (it needs 0 < q <= 1); the "
+                    "residual relu(p - q) = (.3 0 0) then gives A as the correction. Earlier releases accept A.")
 
 
 def _bug_q_zero(s: Scenario) -> dict:
@@ -311,7 +319,10 @@ def _top_p_scenario() -> Scenario:
     # q that matches is the truncated one; the target side is truncated as SGLang does.
     s = preset("pq_example")
     return _with_request(s, 0, target_probs=_truncate(_P_RAW), draft_probs=_truncate(_Q_RAW), coins=[0.9],
-                         coin_final=0.5).replace(name="pitfall_top_p_one_side", title="top_p = 0.8 on both sides")
+                         coin_final=0.5).replace(
+        name="pitfall_top_p_one_side", title="top_p = 0.8 on both sides",
+        description="p = top_p(.5 .35 .15) = (.588 .412 0), q = top_p(.6 .3 .1) = (.667 .333 0). A is accepted iff "
+                    "u*q(A) < p(A), i.e. u < .882; the coin .9 rejects it and the residual gives B.")
 
 
 def _bug_top_p_one_side(s: Scenario) -> dict:
