@@ -92,7 +92,8 @@ def accept_test_figure(p_tok: float, q_tok: float, coin: float, *, token: str, a
         if 1 - a > 0.12:
             fig.add_annotation(x=(1 + a) / 2, y=0, text=f"<b>{t['reject']}</b>", showarrow=False, font=dict(color="white", size=PLOT_FONT_SIZE))
     fig.add_annotation(x=a, y=-0.62, text=f"p/q = {_fmt(p_tok)}/{_fmt(q_tok)} = {_fmt(p_tok / q_tok) if q_tok > 0 else '∞'}",
-                       showarrow=False, font=dict(size=PLOT_FONT_SIZE - 2, color="#444444"))
+                       showarrow=False, xanchor="right" if a > 0.85 else ("left" if a < 0.15 else "center"),
+                       font=dict(size=PLOT_FONT_SIZE - 2, color="#444444"))
     verdict = "" if accepted is None else ("✔" if accepted else "✘")
     fig.add_scatter(x=[coin], y=[0.62], mode="markers", name=t["coin"], showlegend=False,
                     marker=dict(symbol="triangle-down", size=28, color="black", line=dict(color="white", width=2)),
