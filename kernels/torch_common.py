@@ -36,6 +36,8 @@ def pick_device(*values, default: str | torch.device = "cpu") -> torch.device:
 
 def as_tensor(name: str, x, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     """``x`` as a contiguous tensor of ``dtype`` on ``device`` (no copy when it already is one)."""
+    if isinstance(x, torch.Tensor) and x.dtype == dtype and x.device == device and x.is_contiguous():
+        return x  # the common case, kept cheap: benchmarks time the Python call
     if x is None:
         raise SpecvizError(name, "is missing: pass an array")
     if isinstance(x, torch.Tensor):

@@ -20,9 +20,11 @@ from .torch_verify import (check_chain_inputs, check_tree_inputs, check_tree_sam
 
 def per_row_values(name: str, value, rows: int, kind: str, device, validate: bool) -> torch.Tensor:
     """A scalar or one value per row as a float64 [rows] tensor; None -> NaN (off)."""
-    if validate or not isinstance(value, torch.Tensor):
+    if validate:
         return torch.as_tensor(_per_row(name, value, rows, kind), dtype=torch.float64, device=device)
-    v = value.to(device=device, dtype=torch.float64)
+    if value is None or isinstance(value, (int, float)):  # a fill on the device: no host copy (CUDA graphs)
+        return torch.full((rows,), float("nan") if value is None else float(value), dtype=torch.float64, device=device)
+    v = torch.as_tensor(value).to(device=device, dtype=torch.float64)
     return v.expand(rows) if v.dim() == 0 else v
 
 
@@ -89,9 +91,11 @@ def target_probs_from_logits(logits, *, temperature, top_k=None, top_p=None, val
     scaled = scaled - scaled.amax(dim=1, keepdim=True)
     e = torch.exp(scaled)
     probs = e / e.sum(dim=1, keepdim=True)
-    if bool((~torch.isnan(tk)).any()):
+    # Which renorms can apply is known on the host (rows where they are off pass through unchanged),
+    # so no device read: the function can be captured in a CUDA graph.
+    if top_k is not None or not isinstance(temperature, (int, float)) or temperature < GREEDY_TEMPERATURE:
         probs = renorm_top_k(probs, tk)
-    if bool((~torch.isnan(tpp)).any()):
+    if top_p is not None:
         probs = renorm_top_p(probs, tpp)
     return probs
 

@@ -31,7 +31,9 @@ def target_probs_from_logits(logits, *, temperature, top_k=None, top_p=None, val
         check_logits_args(logits, temp, tk, tpp)
     greedy = temp < GREEDY_TEMPERATURE
     temp32 = torch.where(greedy, torch.ones_like(temp), temp).to(F32).contiguous()
-    has_k = top_k is not None or bool(greedy.any())
+    # Greedy rows become top_k 1; a scalar temperature tells on the host whether any row is greedy
+    # (no device read, so the call can be captured in a CUDA graph).
+    has_k = top_k is not None or not isinstance(temperature, (int, float)) or temperature < GREEDY_TEMPERATURE
     has_p = top_p is not None
     tk32 = torch.where(greedy, torch.ones_like(tk), torch.nan_to_num(tk, nan=0.0)).to(F32).contiguous()
     tp32 = torch.nan_to_num(tpp, nan=1.0).to(F32).contiguous()

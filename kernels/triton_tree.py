@@ -50,7 +50,7 @@ def build_prepare(pl, si, sl, *, topk, depth, num_draft_tokens, tree_mask_mode, 
     if mode == 0:
         total = n * (int(sl.sum()) if seq_lens_sum is None else int(seq_lens_sum)) + bs * n * n
         mask = torch.ones(total, dtype=torch.bool, device=device)  # prefix cells pre-filled True (SGLang's wrapper)
-        seq_prefix = torch.cumsum(sl, 0) - sl
+        seq_prefix = torch.cumsum(sl, 0)  # the kernel subtracts its own length
         kernel_mask = mask
     elif mode == 1:
         mask = torch.empty(bs * n * n, dtype=torch.bool, device=device)  # every cell is written

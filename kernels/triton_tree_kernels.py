@@ -15,14 +15,14 @@ import triton.language as tl
 
 
 @triton.jit
-def build_tree_kernel(parent_list_ptr, selected_index_ptr, seq_lens_ptr, seq_prefix_ptr,
+def build_tree_kernel(parent_list_ptr, selected_index_ptr, seq_lens_ptr, seq_cumsum_ptr,
                       tree_mask_ptr, positions_ptr, retrieve_index_ptr, next_token_ptr, next_sibling_ptr,
-                      parent_list_stride, topk, depth, n,
+                      parent_list_stride: tl.constexpr, topk: tl.constexpr, depth: tl.constexpr, n: tl.constexpr,
                       MASK_MODE: tl.constexpr, BLOCK_N: tl.constexpr):
     """Request b = program_id(0).
 
     parent_list [bs, *] i64 (row stride parent_list_stride), selected_index [bs, n-1] i64,
-    seq_lens / seq_prefix (exclusive prefix sum) [bs] i64; outputs positions [bs*n] i64,
+    seq_lens / seq_cumsum (inclusive prefix sum; FULL_MASK only) [bs] i64; outputs positions [bs*n] i64,
     retrieve_* [bs, n] i64, tree_mask: MASK_MODE 0 = FULL_MASK bool (prefix cells left as
     pre-filled), 1 = QLEN_ONLY bool, 2 = QLEN_ONLY_BITPACKING (a signed view of the uint buffer).
     """
@@ -65,7 +65,7 @@ def build_tree_kernel(parent_list_ptr, selected_index_ptr, seq_lens_ptr, seq_pre
     tl.store(positions_ptr + row0 + i, seq_len + steps, mask=valid)
     cell_ok = valid[:, None] & valid[None, :]
     if MASK_MODE == 0:
-        seq_prefix = tl.load(seq_prefix_ptr + b)
+        seq_prefix = tl.load(seq_cumsum_ptr + b) - seq_len  # tokens of the requests before b
         start = n * n * b + n * seq_prefix + i * (seq_len + n) + seq_len  # [BLOCK_N] row starts
         tl.store(tree_mask_ptr + start[:, None] + i[None, :], anc, mask=cell_ok)
     elif MASK_MODE == 1:

@@ -47,7 +47,8 @@ def greedy_prepare(cand, ri, nt, ns, tp, *, W, predicts_init=0):
     bs, n = cand.shape
     predicts, accept_index, accept_token_num = _outputs(bs, n, W, cand.device)
     launch = functools.partial(verify_tree_greedy_kernel[(bs,)], predicts, accept_index, accept_token_num, cand, ri, nt,
-                               ns, tp, n, W, predicts_init, BLOCK_N=pow2(n), BLOCK_W=pow2(W), num_warps=1)
+                               ns, tp, N=n, W=W, PREDICTS_INIT=predicts_init, BLOCK_N=pow2(n), BLOCK_W=pow2(W),
+                               num_warps=1)
     return VerifyResult(predicts=predicts, accept_index=accept_index, accept_token_num=accept_token_num), launch
 
 

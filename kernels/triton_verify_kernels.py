@@ -75,51 +75,70 @@ def inverse_cdf_row(p_row_ptr, sub_row_ptr, use_sub, coin, V,
 @triton.jit
 def verify_tree_greedy_kernel(predicts_ptr, accept_index_ptr, accept_token_num_ptr,
                               candidates_ptr, retrieve_index_ptr, next_token_ptr, next_sibling_ptr, target_predict_ptr,
-                              n, W, predicts_init,
+                              N: tl.constexpr, W: tl.constexpr, PREDICTS_INIT: tl.constexpr,
                               BLOCK_N: tl.constexpr, BLOCK_W: tl.constexpr):
-    """Greedy tree walk (SEMANTICS.md §4) of request b = program_id(0).
+    """Greedy tree walk (SEMANTICS.md §4) of request b = program_id(0), entirely in registers.
 
-    predicts [bs*n] i32, accept_index [bs, W] i32, accept_token_num [bs] i32 (outputs);
-    candidates, retrieve_index, next_token, next_sibling, target_predict [bs, n] i64.
+    predicts [bs*N] i32, accept_index [bs, W] i32, accept_token_num [bs] i32 (outputs);
+    candidates, retrieve_index, next_token, next_sibling, target_predict [bs, N] i64.
+    The request's rows are loaded in one round (retrieve_index stays inside the request's block,
+    so target_predict at a node's row is a register permutation), the walk follows the links by
+    one-hot gathers of packed node records, and every output is stored once at the end: no
+    dependent global loads, no barrier. Token ids must fit in 31 bits (predicts is int32 anyway).
     """
     b = tl.program_id(0).to(tl.int64)
-    base = b * n
-    offs_n = tl.arange(0, BLOCK_N)
-    offs_w = tl.arange(0, BLOCK_W)
-    tl.store(predicts_ptr + base + offs_n, tl.full([BLOCK_N], 0, tl.int32) + predicts_init, mask=offs_n < n)
-    tl.store(accept_index_ptr + b * W + offs_w, tl.full([BLOCK_W], -1, tl.int32), mask=offs_w < W)
-    tl.debug_barrier()
+    base = b * N
+    i = tl.arange(0, BLOCK_N)
+    w = tl.arange(0, BLOCK_W)
+    valid = i < N
+    cand = tl.load(candidates_ptr + base + i, mask=valid, other=0)
+    nxt_tok = tl.load(next_token_ptr + base + i, mask=valid, other=-1)
+    nxt_sib = tl.load(next_sibling_ptr + base + i, mask=valid, other=-1)
+    row = tl.load(retrieve_index_ptr + base + i, mask=valid, other=0) - base  # local row of node i
+    tp_rows = tl.load(target_predict_ptr + base + i, mask=valid, other=0)  # by local row
+    tp_node = tl.sum(tl.where((row[:, None] == i[None, :]) & valid[None, :], tp_rows[None, :], 0), axis=1)
+    # Packed node records: A = token | next sibling + 1 << 32 | row << 48; B = target at the node's row | first child + 1 << 32
+    rec_a = cand | ((nxt_sib + 1) << 32) | (row << 48)
+    rec_b = tp_node | ((nxt_tok + 1) << 32)
+    mask32 = 0xFFFFFFFF
 
-    last = tl.load(retrieve_index_ptr + base)
-    tl.store(accept_index_ptr + b * W, last.to(tl.int32))
-    node = tl.zeros([], dtype=tl.int64)
+    root = tl.sum(tl.where(i == 0, rec_b, 0), axis=0)
+    target = root & mask32
+    child = (root >> 32) - 1
+    last = tl.sum(tl.where(i == 0, row, 0), axis=0)  # local row of the last accepted node
+    acc_rows = tl.where(w == 0, base + last, -1)
+    preds = tl.full([BLOCK_N], PREDICTS_INIT, tl.int64)
     k = tl.zeros([], dtype=tl.int32)
-    go = tl.full([], 1, dtype=tl.int32)
-    for _level in range(1, W):
-        if go != 0:
-            target = tl.load(target_predict_ptr + last)  # flat global row, as SGLang reads it
-            child = tl.load(next_token_ptr + base + node)
-            tok = tl.load(candidates_ptr + base + tl.maximum(child, 0))
-            while (child != -1) & (tok != target):  # scan siblings until one matches
-                child = tl.load(next_sibling_ptr + base + child)
-                tok = tl.load(candidates_ptr + base + tl.maximum(child, 0))
-            if child != -1:
-                tl.store(predicts_ptr + last, tok.to(tl.int32))
-                k += 1
-                last = tl.load(retrieve_index_ptr + base + child)
-                tl.store(accept_index_ptr + b * W + k, last.to(tl.int32))
-                node = child
-            else:
-                go = 0
+    go = k == 0
+    for _level in tl.static_range(1, W):
+        a = tl.sum(tl.where(i == child, rec_a, 0), axis=0)
+        tok = a & mask32
+        while go & (child != -1) & (tok != target):  # scan the siblings until one matches the target
+            child = ((a >> 32) & 0xFFFF) - 1
+            a = tl.sum(tl.where(i == child, rec_a, 0), axis=0)
+            tok = a & mask32
+        hit = go & (child != -1)
+        preds = tl.where(hit & (i == last), tok, preds)  # predicts[last] = accepted draft
+        k += hit.to(tl.int32)
+        child_row = a >> 48
+        acc_rows = tl.where(hit & (w == k), base + child_row, acc_rows)
+        last = tl.where(hit, child_row, last)
+        rb = tl.sum(tl.where(i == child, rec_b, 0), axis=0)  # the accepted node's target and first child
+        target = tl.where(hit, rb & mask32, target)
+        child = tl.where(hit, (rb >> 32) - 1, -1)
+        go = hit
+    preds = tl.where(i == last, target, preds)  # bonus / correction at the last accepted row
+    tl.store(predicts_ptr + base + i, preds.to(tl.int32), mask=valid)
+    tl.store(accept_index_ptr + b * W + w, acc_rows.to(tl.int32), mask=w < W)
     tl.store(accept_token_num_ptr + b, k)
-    tl.store(predicts_ptr + last, tl.load(target_predict_ptr + last).to(tl.int32))
 
 
 @triton.jit
 def tree_sampling_target_only_kernel(predicts_ptr, accept_index_ptr, accept_token_num_ptr, buf_ptr,
                                      candidates_ptr, retrieve_index_ptr, next_token_ptr, next_sibling_ptr,
                                      coins_ptr, final_coins_ptr, target_probs_ptr,
-                                     n, W, V, stride_p_b, stride_p_row, threshold_single, threshold_acc,
+                                     n: tl.constexpr, W: tl.constexpr, V: tl.constexpr, stride_p_b, stride_p_row,
+                                     threshold_single, threshold_acc,
                                      NEW_SEMANTICS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_W: tl.constexpr,
                                      BLOCK_V: tl.constexpr, NUM_VBLOCKS: tl.constexpr):
     """Target-only tree sampling (SEMANTICS.md §6) of request b = program_id(0).
@@ -184,7 +203,8 @@ def tree_sampling_target_only_kernel(predicts_ptr, accept_index_ptr, accept_toke
 def chain_rejection_sampling_kernel(predicts_ptr, accept_index_ptr, accept_token_num_ptr, bonus_ptr,
                                     candidates_ptr, retrieve_index_ptr, coins_ptr, final_coins_ptr,
                                     target_probs_ptr, draft_probs_ptr,
-                                    N, V, stride_coin_b, stride_p_b, stride_p_row, stride_q_b, stride_q_row,
+                                    N: tl.constexpr, V: tl.constexpr, stride_coin_b, stride_p_b, stride_p_row, stride_q_b,
+                                    stride_q_row,
                                     NEW_SEMANTICS: tl.constexpr, WRITE_BONUS: tl.constexpr, BLOCK_S: tl.constexpr,
                                     BLOCK_V: tl.constexpr, NUM_VBLOCKS: tl.constexpr):
     """Chain rejection sampling (SEMANTICS.md §7) of request b = program_id(0).

@@ -21,36 +21,40 @@ I64, I32, F32 = "*i64", "*i32", "*fp32"
 KERNELS = {
     "kernels.triton_tree_kernels": {
         f"build_tree_kernel[mode={mode},bits={bits}]": ("build_tree_kernel", {
-            "parent_list_ptr": I64, "selected_index_ptr": I64, "seq_lens_ptr": I64, "seq_prefix_ptr": I64,
+            "parent_list_ptr": I64, "selected_index_ptr": I64, "seq_lens_ptr": I64, "seq_cumsum_ptr": I64,
             "tree_mask_ptr": {0: "*i1", 1: "*i1", 2: f"*i{bits}"}[mode], "positions_ptr": I64,
             "retrieve_index_ptr": I64, "next_token_ptr": I64, "next_sibling_ptr": I64,
-            "parent_list_stride": "i32", "topk": "i32", "depth": "i32", "n": "i32",
-            "MASK_MODE": "constexpr", "BLOCK_N": "constexpr"}, {"MASK_MODE": mode, "BLOCK_N": 64})
+            "parent_list_stride": "constexpr", "topk": "constexpr", "depth": "constexpr", "n": "constexpr",
+            "MASK_MODE": "constexpr", "BLOCK_N": "constexpr"},
+            {"parent_list_stride": 17, "topk": 4, "depth": 5, "n": 64, "MASK_MODE": mode, "BLOCK_N": 64})
         for mode, bits in ((0, 8), (1, 8), (2, 8), (2, 16), (2, 32))
     },
     "kernels.triton_verify_kernels": {
         "verify_tree_greedy_kernel": ("verify_tree_greedy_kernel", {
             "predicts_ptr": I32, "accept_index_ptr": I32, "accept_token_num_ptr": I32, "candidates_ptr": I64,
             "retrieve_index_ptr": I64, "next_token_ptr": I64, "next_sibling_ptr": I64, "target_predict_ptr": I64,
-            "n": "i32", "W": "i32", "predicts_init": "i32", "BLOCK_N": "constexpr", "BLOCK_W": "constexpr"},
-            {"BLOCK_N": 64, "BLOCK_W": 8}),
+            "N": "constexpr", "W": "constexpr", "PREDICTS_INIT": "constexpr", "BLOCK_N": "constexpr",
+            "BLOCK_W": "constexpr"}, {"N": 64, "W": 6, "PREDICTS_INIT": 0, "BLOCK_N": 64, "BLOCK_W": 8}),
         **{f"tree_sampling_target_only_kernel[new={new}]": ("tree_sampling_target_only_kernel", {
             "predicts_ptr": I32, "accept_index_ptr": I32, "accept_token_num_ptr": I32, "buf_ptr": F32,
             "candidates_ptr": I64, "retrieve_index_ptr": I64, "next_token_ptr": I64, "next_sibling_ptr": I64,
-            "coins_ptr": F32, "final_coins_ptr": F32, "target_probs_ptr": F32, "n": "i32", "W": "i32", "V": "i32",
+            "coins_ptr": F32, "final_coins_ptr": F32, "target_probs_ptr": F32, "n": "constexpr", "W": "constexpr",
+            "V": "constexpr",
             "stride_p_b": "i64", "stride_p_row": "i32", "threshold_single": "fp32", "threshold_acc": "fp32",
             "NEW_SEMANTICS": "constexpr", "BLOCK_N": "constexpr", "BLOCK_W": "constexpr", "BLOCK_V": "constexpr",
             "NUM_VBLOCKS": "constexpr"},
-            {"NEW_SEMANTICS": new, "BLOCK_N": 64, "BLOCK_W": 8, "BLOCK_V": 4096, "NUM_VBLOCKS": 32})
+            {"n": 64, "W": 6, "V": 128256, "NEW_SEMANTICS": new, "BLOCK_N": 64, "BLOCK_W": 8, "BLOCK_V": 4096,
+             "NUM_VBLOCKS": 32})
             for new in (True, False)},
         **{f"chain_rejection_sampling_kernel[new={new},bonus={bonus}]": ("chain_rejection_sampling_kernel", {
             "predicts_ptr": I32, "accept_index_ptr": I32, "accept_token_num_ptr": I32, "bonus_ptr": I64,
             "candidates_ptr": I64, "retrieve_index_ptr": I64, "coins_ptr": F32, "final_coins_ptr": F32,
-            "target_probs_ptr": F32, "draft_probs_ptr": F32, "N": "i32", "V": "i32", "stride_coin_b": "i32",
+            "target_probs_ptr": F32, "draft_probs_ptr": F32, "N": "constexpr", "V": "constexpr", "stride_coin_b": "i32",
             "stride_p_b": "i64", "stride_p_row": "i32", "stride_q_b": "i64", "stride_q_row": "i32",
             "NEW_SEMANTICS": "constexpr", "WRITE_BONUS": "constexpr", "BLOCK_S": "constexpr", "BLOCK_V": "constexpr",
             "NUM_VBLOCKS": "constexpr"},
-            {"NEW_SEMANTICS": new, "WRITE_BONUS": bonus, "BLOCK_S": 8, "BLOCK_V": 4096, "NUM_VBLOCKS": 32})
+            {"N": 8, "V": 128256, "NEW_SEMANTICS": new, "WRITE_BONUS": bonus, "BLOCK_S": 8, "BLOCK_V": 4096,
+             "NUM_VBLOCKS": 32})
             for new in (True, False) for bonus in (True, False)},
     },
     "kernels.triton_sampling_kernels": {
