@@ -127,12 +127,16 @@ st.header(tr("1. Inputs", "1. 输入"))
 col_chain, col_coins = st.columns([3, 2], gap="large")
 with col_chain:
     st.markdown(tr("**Draft chain** (root R first; slot *s* holds draft *s*)", "**Draft 链**（首位是 root R；位置 *s* 是第 *s* 个 Draft）"))
-    ccols = st.columns(max(N, 2) + 1)
-    ccols[0].markdown(f"**root**<br><span style='font-size:1.6rem'>{req.chain[0]}</span>", unsafe_allow_html=True)
+    PER_ROW = 4  # a select box narrower than this cannot show its token
     new_chain = list(req.chain)
-    for sl in range(1, N):
-        k = _synced(f"w_chain_tok{sl}", req.chain[sl])
-        new_chain[sl] = ccols[sl].selectbox(tr("slot {s}", "位置 {s}", s=sl), vocab, key=k)
+    for start in range(0, N, PER_ROW):
+        ccols = st.columns(PER_ROW)
+        for j, sl in enumerate(range(start, min(N, start + PER_ROW))):
+            if sl == 0:
+                ccols[0].markdown(f"**root**<br><span style='font-size:1.6rem'>{req.chain[0]}</span>", unsafe_allow_html=True)
+                continue
+            k = _synced(f"w_chain_tok{sl}", req.chain[sl])
+            new_chain[sl] = ccols[j].selectbox(tr("slot {s}", "位置 {s}", s=sl), vocab, key=k)
     if new_chain != list(req.chain):
         if _update_request(chain=new_chain):
             st.rerun()
@@ -325,11 +329,14 @@ def _narrate(e) -> str:
 
 ev = frame.event
 st.info(f"**{tr('Step', '步骤')} {cur}/{len(frames) - 1}** — " + _narrate(ev))
+chain_dot = sc.chain_dot(list(req.chain), states, bonus=bonus, hovers=hovers,
+                         slot_names=["root"] + [tr("slot {s}", "位置 {s}", s=j) for j in range(1, N)], bonus_caption=ui.term("bonus"))
+if N > 4:  # a long chain gets the full width above the charts
+    st.graphviz_chart(chain_dot, width="stretch")
 left, right = st.columns([2, 3], gap="large")
 with left:
-    st.graphviz_chart(sc.chain_dot(list(req.chain), states, bonus=bonus, hovers=hovers,
-                                   slot_names=["root"] + [tr("slot {s}", "位置 {s}", s=j) for j in range(1, N)],
-                                   bonus_caption=ui.term("bonus")), width="content")
+    if N <= 4:
+        st.graphviz_chart(chain_dot, width="content")
     ai = frame.arrays["accept_index"].reshape(-1).tolist()
     pr = frame.arrays["predicts"].reshape(-1).tolist()
     ui.chip_row("accept_index", [ui.chip(v, "accepted" if v >= 0 else "pending", f"accept_index[0][{j}] = {v}") for j, v in enumerate(ai)])
