@@ -81,43 +81,38 @@ def test_animation_html_is_self_contained():
     assert "步骤" in text
 
 
-def test_animation_plays_offline_in_chromium(tmp_path):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    from conftest import CHROMIUM, CHROMIUM_ARGS
-
-    if not Path(CHROMIUM).exists():
-        pytest.skip("chromium is not installed")
+def test_animation_plays_offline_in_chromium(tmp_path, browser):
+    """pytest-playwright's browser (Debian chromium, see conftest); every non-file request is aborted."""
     path = tmp_path / "walk.html"
     path.write_text(animation_html(preset("running_example")), encoding="utf-8")
     requests = []
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
 
-        def route(r):
-            requests.append(r.request.url)
-            if r.request.url.startswith("file://"):
-                r.continue_()
-            else:
-                r.abort()
-        page.route("**/*", route)
-        page.goto(path.as_uri())
-        assert page.locator("body").get_attribute("data-step") == "0"
-        assert page.locator("g.node[data-state='accepted']").count() == 0
-        page.select_option("#speed", "4")
-        page.click("#play")
-        last = page.locator("#scrub").get_attribute("max")
-        deadline = time.monotonic() + 15
-        while page.locator("body").get_attribute("data-step") != last and time.monotonic() < deadline:
-            page.wait_for_timeout(200)  # the page's CSP forbids eval, so poll from here
-        assert page.locator("body").get_attribute("data-step") == last
-        assert page.locator("g.node[data-state='accepted']").count() == 3  # R, A, C
-        assert page.locator("g.bonus").count() == 1
-        page.click("#first")
-        assert page.locator("body").get_attribute("data-step") == "0"
-        page.keyboard.press("ArrowRight")
-        assert page.locator("body").get_attribute("data-step") == "1"
-        browser.close()
+    def route(r):
+        requests.append(r.request.url)
+        if r.request.url.startswith("file://"):
+            r.continue_()
+        else:
+            r.abort()
+    page.route("**/*", route)
+    page.goto(path.as_uri())
+    assert page.locator("body").get_attribute("data-step") == "0"
+    assert page.locator("g.node[data-state='accepted']").count() == 0
+    page.select_option("#speed", "4")
+    page.click("#play")
+    last = page.locator("#scrub").get_attribute("max")
+    deadline = time.monotonic() + 15
+    while page.locator("body").get_attribute("data-step") != last and time.monotonic() < deadline:
+        page.wait_for_timeout(200)  # the page's CSP forbids eval, so poll from here
+    assert page.locator("body").get_attribute("data-step") == last
+    assert page.locator("g.node[data-state='accepted']").count() == 3  # R, A, C
+    assert page.locator("g.bonus").count() == 1
+    page.click("#first")
+    assert page.locator("body").get_attribute("data-step") == "0"
+    page.keyboard.press("ArrowRight")
+    assert page.locator("body").get_attribute("data-step") == "1"
+    context.close()
     assert all(u.startswith("file://") for u in requests), requests
 
 
