@@ -126,10 +126,12 @@ with c1:
     else:
         st.markdown(tr("**Draft chain** (anchor first); the Target's p and the Draft's q per row are below",
                        "**Draft 链**（首位为 anchor）；每行的 Target p 与 Draft q 见下方"))
-    cols = st.columns(T)
     tp_labels = [vocab[t] for t in s.target_predict(0)] if greedy else None
+    PER_ROW = 5  # a select box narrower than this cannot show its token
     for t in range(T):
-        with cols[t]:
+        if t % PER_ROW == 0:
+            cols = st.columns(PER_ROW)
+        with cols[t % PER_ROW]:
             if t == 0:
                 st.markdown(f"**t=0 anchor**<br><span style='font-size:1.6rem'>{req.chain[0]}</span>", unsafe_allow_html=True)
             else:
@@ -306,7 +308,7 @@ if raw_len != correct_len:
 out = [vocab[int(x)] if int(x) < len(vocab) and (j < commit_lens or j < T - 1) else str(int(x))
        for j, x in enumerate(res["out_tokens"][0])]
 drafts = list(req.chain[1:])
-oc, kc = st.columns(2, gap="large")
+oc, kc = st.columns(2, gap="large") if T <= 6 else (st.container(), st.container())  # a wide window: one grid per row
 with oc:
     st.markdown(tr("**BuildOutTokens**: `out [bs, T]` = drafts, then 0; the bonus is scattered into column correct_len. "
                    "Only the first commit_lens entries are output; the rest are stale (grey).",

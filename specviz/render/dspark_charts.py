@@ -117,9 +117,9 @@ def match_figure(window: Sequence[str], target: Sequence[str], matches: Sequence
         hovers[2].append(f"draft at row {c + 1}: {window[c + 1]}")
         if c < shown:
             counted = m and (first_miss is None or c < first_miss)
-            ignored = m and not counted
-            cells[3].append("✔" if counted else ("(✔)" if ignored else "✘"))
-            states[3].append("accepted" if counted else ("discarded" if ignored else "rejected"))
+            ignored = first_miss is not None and c > first_miss  # after the first mismatch nothing counts, match or not
+            cells[3].append(("(✔)" if m else "(✘)") if ignored else ("✔" if counted else "✘"))
+            states[3].append("discarded" if ignored else ("accepted" if counted else "rejected"))
             hovers[3].append(f"{window[c + 1]} == {target[c]} ? {m}" + (f": {t['ignored']}" if ignored else ""))
         else:
             cells[3].append("?")
@@ -156,7 +156,8 @@ def out_tokens_figure(drafts: Sequence[str], out_tokens: Sequence[str], correct_
         else:
             states[1].append("discarded")
             hovers[1].append(f"out[{c}] = {out_tokens[c]}: {t['stale']} (column >= commit_lens = {correct_len + 1})")
-    return cell_grid_figure([t["before"], t["after"]], cells, states, hovers, col_names=[f"out[{c}]" for c in range(T)],
+    return cell_grid_figure([t["before"], t["after"]], cells, states, hovers,
+                            col_names=[f"out[{c}]" if T <= 6 else str(c) for c in range(T)],
                             marks=[(correct_len + 1, f"{t['commit']} = {correct_len + 1}")])
 
 
