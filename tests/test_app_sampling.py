@@ -260,3 +260,24 @@ def test_dspark_sampling_adds_and_removes_a_draft():
     at.button(key="w_ds_del").click().run()
     _clean(at)
     assert _metric(at, "correct_len") == "1" and _metric(at, "bonus") == "B"  # back to the preset's window
+
+
+def test_target_only_takes_the_tree_builder_tree():
+    """The Tree builder's tree (slot "tree": R; A, B; C, D under A; plus a third child E of B here) replaces the
+    page's tree; nodes that existed keep their p rows and coins, a new node gets a uniform row."""
+    from specviz.scenario import load_scenario
+
+    run = load_scenario(ROOT / "scenarios" / "running_example.json")
+    data = json.loads(run.to_json())
+    data["vocab"] = ["A", "B", "C", "D", "X", "R"]
+    data["requests"][0]["tree"] = {"parents": [-1, 0, 0, 1, 1, 2], "tokens": ["R", "A", "B", "C", "D", "X"]}
+    data["requests"][0]["target_predict"] = ["A", "C", "X", "X", "X", "X"]
+    at = AppTest.from_file(TARGET_ONLY, default_timeout=TIMEOUT)
+    at.session_state["sv_scn::tree"] = json.dumps(data)
+    at.run()
+    at.button(key="w_to_usetree").click().run()
+    _clean(at)
+    req = json.loads(at.session_state["sv_scn::target_only"])["requests"][0]
+    assert req["tree"]["parents"] == [-1, 0, 0, 1, 1, 2]
+    assert req["target_probs"][0] == [0.5, 0.3, 0, 0, 0.2, 0] and req["target_probs"][5] == pytest.approx([1 / 6] * 6)
+    assert "**A C X**" in _output(at)  # same coins on the shared nodes: the walk is unchanged
