@@ -252,3 +252,20 @@ def test_tour_buttons_open_every_live_page():
             assert not at.exception, (k, [e.value for e in at.exception])
             opened.append(at.title[0].value if at.title else "")
     assert "Greedy accept" in opened and len(opened) >= 6
+
+
+@pytest.mark.parametrize("name", ["pitfalls", "audit", "quiz", "tour"])
+def test_pages_in_chinese(name):
+    at = page(name)
+    at.radio(key="w_sv_lang").set_value("zh").run()
+    assert not at.exception
+    title = at.title[0].value
+    assert any("\u4e00" <= ch <= "\u9fff" for ch in title), title
+    if name == "pitfalls":
+        for p in PITFALLS:
+            at.radio(key="w_pitfall::zh").set_value(p.key).run()
+            assert not at.exception and p.fix["zh"] in texts(at).replace("\\*", "*")
+    if name == "audit":
+        at.button(key="w_audit_ex_bad").click().run()
+        assert any("第一个错误值" in e.value for e in at.error)
+        assert "root 的第 0 行必须排在最前" in texts(at)
