@@ -76,3 +76,30 @@ def flat_rows(x: torch.Tensor) -> torch.Tensor:
 def to_numpy_result(t):
     """Helper for tests and the app: a tensor (any device) as a numpy array."""
     return t.detach().cpu().numpy() if isinstance(t, torch.Tensor) else np.asarray(t)
+
+
+def check_parent_steps(parent_list: np.ndarray, selected_index: np.ndarray, topk: int) -> None:
+    """Kernel-backend rule for the tree build: a parent slot that a selected candidate uses holds -1 (an
+    invalid tree, SEMANTICS.md §3.4) or a candidate of the step before (slot 1 + topk*(s-1) + k is beam k
+    of step s-1, so its candidate index lies in that step's range). SGLang's draft always does this; it
+    bounds every chain to ``depth`` steps, which the Triton builder's closure relies on."""
+    slot = selected_index // topk
+    bs = selected_index.shape[0]
+    used = slot > 0
+    if not np.any(used):
+        return
+    step = (slot - 1) // topk  # the parent beam's draft step
+    lo = np.where(step == 0, 0, topk + topk * topk * (step - 1))
+    hi = np.where(step == 0, topk, topk + topk * topk * step)
+    rows = np.arange(bs)[:, None].repeat(selected_index.shape[1], 1)
+    value = parent_list[rows[used], slot[used]]
+    bad = (value != -1) & ((value < lo[used]) | (value >= hi[used]))
+    if np.any(bad):
+        j = int(np.argmax(bad))
+        b, s_ = int(rows[used][j]), int(slot[used][j])
+        raise SpecvizError(
+            "parent_list",
+            f"request {b} slot {s_} holds candidate {int(value[j])}, but slot {s_} is a beam of draft step "
+            f"{int(step[used][j])} whose candidates are {int(lo[used][j])}..{int(hi[used][j]) - 1}: each parent "
+            "slot names a candidate of the step before (or -1), as SGLang's draft builds it",
+        )

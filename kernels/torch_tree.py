@@ -17,7 +17,7 @@ import torch
 from specviz.reference.tree import INVALID_PARENT, TREE_MASK_MODES, check_build_args
 from specviz.results import TreeBuild
 
-from .torch_common import INT64, as_tensor, pick_device
+from .torch_common import INT64, as_tensor, check_parent_steps, pick_device
 
 MASK_DTYPES = ((8, torch.uint8), (16, torch.uint16), (32, torch.uint32))
 
@@ -83,7 +83,9 @@ def build_tree(parent_list, selected_index, verified_seq_len, *, topk, depth, nu
     """
     device = pick_device(parent_list, selected_index, verified_seq_len)
     if validate:
-        check_build_args(parent_list, selected_index, verified_seq_len, topk, depth, num_draft_tokens, tree_mask_mode)
+        pl_np, si_np, *_ = check_build_args(parent_list, selected_index, verified_seq_len, topk, depth,
+                                            num_draft_tokens, tree_mask_mode)
+        check_parent_steps(pl_np, si_np, int(topk))
     elif tree_mask_mode not in TREE_MASK_MODES:
         raise ValueError(tree_mask_mode)
     topk, depth, n = int(topk), int(depth), int(num_draft_tokens)

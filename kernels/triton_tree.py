@@ -8,7 +8,7 @@ import torch
 from specviz.reference.tree import TREE_MASK_MODES, check_build_args
 from specviz.results import TreeBuild
 
-from .torch_common import INT64, as_tensor
+from .torch_common import INT64, as_tensor, check_parent_steps
 from .torch_tree import MASK_DTYPES
 from .triton_common import pow2, triton_device
 from .triton_tree_kernels import build_tree_kernel
@@ -26,7 +26,9 @@ def build_tree(parent_list, selected_index, verified_seq_len, *, topk, depth, nu
     """
     device = triton_device(parent_list, selected_index, verified_seq_len)
     if validate:
-        check_build_args(parent_list, selected_index, verified_seq_len, topk, depth, num_draft_tokens, tree_mask_mode)
+        pl_np, si_np, *_ = check_build_args(parent_list, selected_index, verified_seq_len, topk, depth,
+                                            num_draft_tokens, tree_mask_mode)
+        check_parent_steps(pl_np, si_np, int(topk))
     result, launch = build_prepare(as_tensor("parent_list", parent_list, INT64, device),
                                    as_tensor("selected_index", selected_index, INT64, device),
                                    as_tensor("verified_seq_len", verified_seq_len, INT64, device), topk=topk, depth=depth,
@@ -62,7 +64,7 @@ def build_prepare(pl, si, sl, *, topk, depth, num_draft_tokens, tree_mask_mode, 
         seq_prefix = sl
         kernel_mask = mask.view(SIGNED_VIEW[dtype])
     launch = functools.partial(build_tree_kernel[(bs,)], pl, si, sl, seq_prefix, kernel_mask, positions, ri, nt, ns,
-                               pl.stride(0), topk, depth, n, MASK_MODE=mode, BLOCK_N=pow2(n),
-                               num_warps=1 if n <= 16 else 4)
+                               pl.stride(0), topk, depth, n, MASK_MODE=mode, BLOCK_N=pow2(n, 16),
+                               SQUARINGS=max(0, (depth - 1).bit_length()), num_warps=1 if n <= 16 else 4)
     return TreeBuild(tree_mask=mask, positions=positions, retrieve_index=ri, retrieve_next_token=nt,
                      retrieve_next_sibling=ns), launch

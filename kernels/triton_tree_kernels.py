@@ -7,8 +7,12 @@ whole request is a handful of [n, n] register tiles:
 * parent of node i: match its parent candidate against every selected candidate at once;
 * first child of p = the lowest i whose parent is p; next sibling of i = the next higher node with
   i's parent (the closed form of SGLang's reverse-order push-front loop);
-* ancestors: ``depth`` rounds of "step every node to its parent" (a one-hot gather in registers),
-  each marking one mask column per row, as the kernel's bounded walk does.
+* ancestors: the reflexive-transitive closure of "is the parent of", by ceil(log2(depth))
+  squarings of a 0/1 matrix on the tensor cores (``tl.dot``). A node lies at most ``depth``
+  steps below the root (its candidate's draft step), and an orphan's chain (§3.4) ends at the
+  orphan, so the closure is exactly the set SGLang's bounded walk marks; positions count it.
+  (The launcher's validation enforces that precondition: a parent slot names a candidate of the
+  step before, see ``torch_common.check_parent_steps``.)
 """
 import triton
 import triton.language as tl
@@ -18,21 +22,22 @@ import triton.language as tl
 def build_tree_kernel(parent_list_ptr, selected_index_ptr, seq_lens_ptr, seq_cumsum_ptr,
                       tree_mask_ptr, positions_ptr, retrieve_index_ptr, next_token_ptr, next_sibling_ptr,
                       parent_list_stride: tl.constexpr, topk: tl.constexpr, depth: tl.constexpr, n: tl.constexpr,
-                      MASK_MODE: tl.constexpr, BLOCK_N: tl.constexpr):
+                      MASK_MODE: tl.constexpr, BLOCK_N: tl.constexpr, SQUARINGS: tl.constexpr):
     """Request b = program_id(0).
 
     parent_list [bs, *] i64 (row stride parent_list_stride), selected_index [bs, n-1] i64,
     seq_lens / seq_cumsum (inclusive prefix sum; FULL_MASK only) [bs] i64; outputs positions [bs*n] i64,
     retrieve_* [bs, n] i64, tree_mask: MASK_MODE 0 = FULL_MASK bool (prefix cells left as
     pre-filled), 1 = QLEN_ONLY bool, 2 = QLEN_ONLY_BITPACKING (a signed view of the uint buffer).
+    BLOCK_N >= 16 (tl.dot); SQUARINGS = ceil(log2(depth)).
     """
     b = tl.program_id(0).to(tl.int64)
     i = tl.arange(0, BLOCK_N)
     valid = i < n
     draft = valid & (i >= 1)
-    sel = tl.load(selected_index_ptr + b * (n - 1) + i - 1, mask=draft, other=-1)  # candidate held by node i
+    sel = tl.load(selected_index_ptr + b * (n - 1) + i - 1, mask=draft, other=-1).to(tl.int32)  # candidate of node i
     slot = sel // topk
-    parent_cand = tl.load(parent_list_ptr + b * parent_list_stride + slot, mask=draft & (slot > 0), other=-1)
+    parent_cand = tl.load(parent_list_ptr + b * parent_list_stride + slot, mask=draft & (slot > 0), other=-1).to(tl.int32)
     # parent node = the node whose candidate equals parent_cand (candidates are distinct)
     same_cand = (sel[None, :] == parent_cand[:, None]) & draft[None, :] & (slot[:, None] > 0)
     holder = tl.max(tl.where(same_cand, i[None, :], -1), axis=1)
@@ -51,16 +56,14 @@ def build_tree_kernel(parent_list_ptr, selected_index_ptr, seq_lens_ptr, seq_cum
     tl.store(next_sibling_ptr + row0 + i, tl.where(nxt < big, nxt, -1).to(tl.int64), mask=valid)
     tl.store(retrieve_index_ptr + row0 + i, row0 + i, mask=valid)
 
-    # Ancestor walk: at most `depth` steps up, each marks the current node's column.
-    cur = i
-    steps = tl.zeros([BLOCK_N], dtype=tl.int32)
-    anc = (i[None, :] == 0) & valid[:, None]
-    for _ in range(depth):
-        alive = cur > 0
-        anc = anc | ((cur[:, None] == i[None, :]) & alive[:, None])
-        steps += alive.to(tl.int32)
-        up = tl.sum(tl.where(cur[:, None] == i[None, :], par[None, :], 0), axis=1)  # par[cur] (one-hot gather)
-        cur = tl.where(alive, up, cur)
+    # Ancestor sets: closure of (self | parent) by repeated squaring (0/1 counts are exact in fp32).
+    reach = ((i[:, None] == i[None, :]) | (par[:, None] == i[None, :])) & valid[:, None]
+    for _ in tl.static_range(SQUARINGS):
+        r16 = reach.to(tl.float16)
+        reach = tl.dot(r16, r16) > 0.0
+    anc = reach | ((i[None, :] == 0) & valid[:, None])
+    # steps = non-root nodes on the chain (the reference's walk count)
+    steps = tl.sum(reach.to(tl.int32), axis=1) - tl.sum(tl.where(i[None, :] == 0, reach.to(tl.int32), 0), axis=1)
     seq_len = tl.load(seq_lens_ptr + b)
     tl.store(positions_ptr + row0 + i, seq_len + steps, mask=valid)
     cell_ok = valid[:, None] & valid[None, :]

@@ -96,7 +96,10 @@ def verify_tree_greedy_kernel(predicts_ptr, accept_index_ptr, accept_token_num_p
     nxt_sib = tl.load(next_sibling_ptr + base + i, mask=valid, other=-1)
     row = tl.load(retrieve_index_ptr + base + i, mask=valid, other=0) - base  # local row of node i
     tp_rows = tl.load(target_predict_ptr + base + i, mask=valid, other=0)  # by local row
-    tp_node = tl.sum(tl.where((row[:, None] == i[None, :]) & valid[None, :], tp_rows[None, :], 0), axis=1)
+    if tl.min(tl.where(valid, row == i, True).to(tl.int32), axis=0) == 1:
+        tp_node = tp_rows  # the usual layout (row of node i = b*N + i): no permutation
+    else:
+        tp_node = tl.sum(tl.where((row[:, None] == i[None, :]) & valid[None, :], tp_rows[None, :], 0), axis=1)
     # Packed node records: A = token | next sibling + 1 << 32 | row << 48; B = target at the node's row | first child + 1 << 32
     rec_a = cand | ((nxt_sib + 1) << 32) | (row << 48)
     rec_b = tp_node | ((nxt_tok + 1) << 32)

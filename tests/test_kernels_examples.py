@@ -249,3 +249,16 @@ def test_rows_outside_the_request_block_are_refused(ops):
     with pytest.raises(SpecvizError, match="^retrieve_index.*twice"):
         ops.verify_tree_greedy(cand, [[0, 0], [2, 3]], [[1, -1]] * 2, [[-1, -1]] * 2, [[1, 1]] * 2,
                                num_speculative_tokens=2)
+
+
+def test_parent_slot_from_a_later_step_is_refused(ops):
+    """Slot 1 is beam 0 of step 0, so it must name a step-0 candidate (0 or 1 with topk 2), not 4."""
+    with pytest.raises(SpecvizError, match="^parent_list.*step 0"):
+        ops.build_tree([[-1, 4, 1]], SELECTED, SEQ_LENS, topk=2, depth=2, num_draft_tokens=5)
+
+
+def test_orphaned_node_stays_unlinked(ops):
+    """Selecting candidate 4 (a child of B) without B (candidate 1) orphans it (SEMANTICS.md §3.4)."""
+    with pytest.warns(Warning):
+        check_all("build_tree", PARENT_LIST, [[0, 2, 3, 4]], SEQ_LENS, topk=2, depth=2, num_draft_tokens=5,
+                  tree_mask_mode="qlen_only")
