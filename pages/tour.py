@@ -9,6 +9,7 @@ from pathlib import Path
 import streamlit as st
 
 from specviz.engine import run_scenario
+from specviz.render.tree import tree_dot
 from specviz.ui import common as ui
 from specviz.ui import share_ui
 
@@ -83,7 +84,7 @@ def live_summary(slot) -> str:
         if s.algorithm.startswith("dspark"):
             parts.append(f"correct_len {c.num_correct_drafts} → {outs}")
         else:
-            parts.append(f"rows {c.accept_rows} → {outs}")
+            parts.append(f"{ui.tr('rows', '行')} {c.accept_rows} → {outs}")
     return f"`{s.name}` · " + "; ".join(parts)
 
 
@@ -211,8 +212,29 @@ with nav[2]:
                      format_func=lambda k: STOPS[k]["title"][lang_i].split("·")[0].strip(), label_visibility="collapsed")
 
 st.header(stop["title"][lang_i])
-st.markdown(f"### {ui.tr('What to look at', '看什么')}")
-st.markdown(f"<div style='font-size:1.25rem;line-height:1.6'>{stop['look'][lang_i]}</div>", unsafe_allow_html=True)
+look_col, fig_col = st.columns([1.4, 1], gap="large")
+with look_col:
+    st.markdown(f"### {ui.tr('What to look at', '看什么')}")
+    st.markdown(f"<div style='font-size:1.25rem;line-height:1.6'>{stop['look'][lang_i]}</div>", unsafe_allow_html=True)
+live_slot = next((slot for _, slot, _, _ in stop["pages"] if slot), None)
+if live_slot:
+    with fig_col:
+        try:
+            fig_s = ui.scenario(live_slot)
+            commit = run_scenario(fig_s, with_trace=False).commits[0]
+            tree = fig_s.tree(0)
+            n0 = fig_s.n
+            dot = tree_dot(tree.parents, [fig_s.label(t) for t in tree.tokens], rows=list(range(n0)),
+                           states={i: ("accepted" if i in commit.accept_nodes else "discarded") for i in range(n0)},
+                           bonus=(commit.accept_nodes[-1], fig_s.label(commit.next_root)), bonus_label=ui.term("bonus"),
+                           row_word=ui.term("row"))
+            if not fig_s.is_tree:
+                dot = dot.replace("rankdir=TB", "rankdir=LR", 1)
+            st.caption(ui.tr("Live: the inputs on that page now ({name}, request 0)", "实时：该页面当前的输入（{name}，请求 0）",
+                             name=fig_s.name))
+            st.graphviz_chart(dot, width="content")
+        except Exception:  # noqa: BLE001  the picture never breaks the tour
+            pass
 
 st.markdown(f"### {ui.tr('Open the live page', '打开对应页面')}")
 pcols = st.columns(max(1, len(stop["pages"])))
