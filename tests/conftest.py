@@ -13,6 +13,7 @@ scrolls on its own and ``full_page=True`` does not extend a screenshot.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -52,11 +53,10 @@ def _wait_health(url: str, proc: subprocess.Popen, timeout: float = 90.0) -> Non
     raise RuntimeError(f"streamlit at {url} was not healthy within {timeout:.0f} s")
 
 
-@pytest.fixture(scope="session")
-def app_server(tmp_path_factory):
-    """Base URL of a headless ``streamlit run app.py`` on a free port of 127.0.0.1."""
+@contextlib.contextmanager
+def start_app_server(log: Path):
+    """A headless ``streamlit run app.py`` on a free port of 127.0.0.1; yields its base URL."""
     port = _free_port()
-    log = tmp_path_factory.mktemp("streamlit") / "server.log"
     env = dict(os.environ, TRITON_INTERPRET=os.environ.get("TRITON_INTERPRET", "1"),
                STREAMLIT_BROWSER_GATHER_USAGE_STATS="false")
     cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
@@ -66,16 +66,24 @@ def app_server(tmp_path_factory):
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_health(url, proc)
-    except RuntimeError as exc:
+        try:
+            _wait_health(url, proc)
+        except RuntimeError as exc:
+            raise RuntimeError(f"{exc}\n--- server log ---\n{log.read_text()}") from None
+        yield url
+    finally:
         proc.terminate()
-        raise RuntimeError(f"{exc}\n--- server log ---\n{log.read_text()}") from None
-    yield url
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture(scope="session")
+def app_server(tmp_path_factory):
+    """Base URL of a headless ``streamlit run app.py`` on a free port of 127.0.0.1."""
+    with start_app_server(tmp_path_factory.mktemp("streamlit") / "server.log") as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -572,8 +572,24 @@ html, body, [data-testid="stAppViewContainer"] { font-size: 19px; }
 """
 
 
+def route_through_app() -> None:
+    """Send a deep link (e.g. /greedy opened in a fresh server) through app.py's router.
+
+    Streamlit runs a file of ``pages/`` on its own (its old multipage mode) while no script has
+    called ``st.navigation`` yet in this server process, which happens when the very first
+    request is a deep link: the page then has no router, no titles and no Triton set-up. Switching
+    that mode off and rerunning runs app.py, whose st.navigation resolves the same URL path.
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
 def page_setup(page: str, slot: str | None = "tree") -> None:
     """Per page: CSS, and the sidebar with the language toggle, backend selector and scenario I/O."""
+    route_through_app()
     st.markdown(CSS, unsafe_allow_html=True)
     st.session_state["sv_page"] = page
     st.session_state["sv_playing_keys"] = set()
