@@ -20,6 +20,7 @@ if str(HERE) not in sys.path:
 # (file names, English title, Chinese title, icon), in teaching order; the first file that exists is used.
 PAGES = [
     (("overview.py",), "Overview", "概览", ":material/home:"),
+    (("tour.py",), "Guided tour", "导览", ":material/tour:"),
     (("tree_builder.py",), "Tree builder", "构建验证树", ":material/account_tree:"),
     (("greedy.py",), "Greedy accept", "贪心接受", ":material/check_circle:"),
     (("chain_sampling.py", "chain_rejection.py"), "Chain rejection sampling", "链式拒绝采样", ":material/casino:"),
@@ -27,6 +28,9 @@ PAGES = [
      ":material/forest:"),
     (("dspark.py", "dspark_chain.py"), "DSpark chain", "DSpark 链", ":material/linear_scale:"),
     (("batch_kv.py",), "Batch and KV commit", "批处理与 KV 提交", ":material/view_list:"),
+    (("pitfalls.py",), "Pitfall gallery", "常见错误", ":material/bug_report:"),
+    (("audit.py",), "Audit your outputs", "核对你的输出", ":material/fact_check:"),
+    (("quiz.py",), "Quiz", "测验", ":material/quiz:"),
 ]
 
 
