@@ -269,3 +269,27 @@ def test_pages_in_chinese(name):
         at.button(key="w_audit_ex_bad").click().run()
         assert any("第一个错误值" in e.value for e in at.error)
         assert "root 的第 0 行必须排在最前" in texts(at)
+
+
+PAGE_SLOTS = {"greedy": ("pages/greedy.py", "tree"), "batch_kv": ("pages/batch_kv.py", "batch"),
+              "dspark": ("pages/dspark.py", "dspark"), "target_only": ("pages/target_only.py", "target_only"),
+              "chain_sampling": ("pages/chain_sampling.py", "chain")}
+
+
+def test_pitfall_live_buttons_open_their_pages():
+    """"Explore these inputs on the live page" loads the pitfall's scenario into that page's slot; the page runs."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.run()
+    for p in PITFALLS:
+        at.switch_page("pages/pitfalls.py").run()
+        at.radio(key="w_pitfall::en").set_value(p.key).run()
+        if not [b for b in at.button if b.key == "w_pitfall_live"]:
+            continue
+        at.button(key="w_pitfall_live").click().run()
+        assert not at.exception, (p.key, [e.value for e in at.exception])
+        # (AppTest does not follow st.switch_page from a column button; the browser test does.) The click put the
+        # pitfall's inputs into the live page's slot; that page runs on them.
+        page_file, slot = PAGE_SLOTS[p.page]
+        assert scenario_from_json(at.session_state[f"sv_scn::{slot}"]) == p.scenario(), p.key
+        at.switch_page(page_file).run()
+        assert not at.exception, (p.key, [e.value for e in at.exception])

@@ -142,3 +142,21 @@ def test_copy_link_round_trip_in_the_browser(page, browser, open_page, screensho
     _no_exception(fresh)
     expect(fresh.get_by_role("heading", name=re.compile("q = 0 for a proposed token"))).to_be_visible()
     fresh.context.close()
+
+
+def test_pitfall_buttons_switch_pages(page, open_page):
+    open_page(page, "")  # the router first (a fresh server's first deep link skips app.py)
+    open_page(page, "pitfalls")
+    page.get_by_text("2. Gathering predicts through a -1 pad").first.click()
+    wait_for_app(page)
+    page.get_by_role("button", name="Audit the buggy outputs").click()
+    wait_for_app(page)
+    expect(page).to_have_url(re.compile(r"/audit"))
+    expect(page.get_by_text(re.compile(r"First wrong value: accept_tokens\[0\]\[2\]")).first).to_be_visible()
+    open_page(page, "pitfalls")  # a reload is a new session: pick the entry again
+    page.get_by_text("2. Gathering predicts through a -1 pad").first.click()
+    wait_for_app(page)
+    page.get_by_role("button", name="Explore these inputs on the live page").click()
+    wait_for_app(page)
+    expect(page).to_have_url(re.compile(r"/batch_kv"))
+    _no_exception(page)
