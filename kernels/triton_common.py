@@ -17,6 +17,9 @@ def interpreting() -> bool:
 
 def triton_device(*values) -> torch.device:
     """Where the kernels run: the inputs' CUDA device; else the CPU under the interpreter; else cuda:0."""
+    first = values[0] if values else None
+    if isinstance(first, torch.Tensor) and first.is_cuda:  # the common case, kept cheap
+        return first.device
     dev = pick_device(*values)
     if dev.type == "cuda":
         return dev

@@ -46,9 +46,8 @@ def build_prepare(pl, si, sl, *, topk, depth, num_draft_tokens, tree_mask_mode, 
     bs = sl.shape[0]
     if pl.dim() != 2 or pl.shape[1] == 0:
         pl = torch.zeros((bs, 1), dtype=INT64, device=device)  # depth 1: never read
-    out = torch.empty((3 * bs * n + bs * n,), dtype=INT64, device=device)
-    ri, nt, ns = (out[j * bs * n:(j + 1) * bs * n].view(bs, n) for j in range(3))
-    positions = out[3 * bs * n:]
+    ri, nt, ns = (torch.empty((bs, n), dtype=INT64, device=device) for _ in range(3))  # every cell is written
+    positions = torch.empty(bs * n, dtype=INT64, device=device)
     if mode == 0:
         total = n * (int(sl.sum()) if seq_lens_sum is None else int(seq_lens_sum)) + bs * n * n
         mask = torch.ones(total, dtype=torch.bool, device=device)  # prefix cells pre-filled True (SGLang's wrapper)

@@ -114,11 +114,15 @@ def verify_tree_greedy_kernel(predicts_ptr, accept_index_ptr, accept_token_num_p
     k = tl.zeros([], dtype=tl.int32)
     go = k == 0
     for _level in tl.static_range(1, W):
+        # Both records of the candidate child are gathered together (independent reductions overlap),
+        # so accepting it needs no further gather.
         a = tl.sum(tl.where(i == child, rec_a, 0), axis=0)
+        rb = tl.sum(tl.where(i == child, rec_b, 0), axis=0)
         tok = a & mask32
         while go & (child != -1) & (tok != target):  # scan the siblings until one matches the target
             child = ((a >> 32) & 0xFFFF) - 1
             a = tl.sum(tl.where(i == child, rec_a, 0), axis=0)
+            rb = tl.sum(tl.where(i == child, rec_b, 0), axis=0)
             tok = a & mask32
         hit = go & (child != -1)
         preds = tl.where(hit & (i == last), tok, preds)  # predicts[last] = accepted draft
@@ -126,8 +130,7 @@ def verify_tree_greedy_kernel(predicts_ptr, accept_index_ptr, accept_token_num_p
         child_row = a >> 48
         acc_rows = tl.where(hit & (w == k), base + child_row, acc_rows)
         last = tl.where(hit, child_row, last)
-        rb = tl.sum(tl.where(i == child, rec_b, 0), axis=0)  # the accepted node's target and first child
-        target = tl.where(hit, rb & mask32, target)
+        target = tl.where(hit, rb & mask32, target)  # the accepted node's target and first child
         child = tl.where(hit, (rb >> 32) - 1, -1)
         go = hit
     preds = tl.where(i == last, target, preds)  # bonus / correction at the last accepted row
