@@ -7,7 +7,7 @@ import json
 
 import streamlit as st
 
-from specviz.audit import audit, auditable_fields, expected_outputs, parse_claimed_text
+from specviz.audit import audit, auditable_fields, expected_outputs, parse_claimed_text, row_outputs
 from specviz.errors import SpecvizError
 from specviz.pitfalls import display
 from specviz.render.tables import highlight_rows, shift_table
@@ -194,14 +194,7 @@ with g2:
              "output": ui.tr("its prediction = output", "它的预测 = 输出"), "kv": ui.tr("KV", "KV"),
              "pos": ui.tr("position", "位置"), "discarded": ui.term("discarded")}
     positions = [commit.seq_len + d for d in tree.depths()]
-    predicts = run.result.get("predicts")
-    if predicts is None:  # DSpark greedy: row t emits out_tokens[t] on the committed prefix
-        import numpy as np
-
-        predicts = np.zeros(len(s.requests) * n, dtype=np.int64)
-        for k, node in enumerate(commit.accept_nodes):
-            predicts[b * n + node] = commit.output_tokens[k]
-    table = shift_table(n, labels, [b * n + i for i in range(n)], predicts.reshape(-1), commit.accept_nodes, positions, words,
+    table = shift_table(n, labels, [b * n + i for i in range(n)], row_outputs(run), commit.accept_nodes, positions, words,
                         label_of=s.label)
     row_states = {i: ("accepted" if i in commit.accept_nodes else "discarded") for i in range(n)}
     if bad_node is not None and 0 <= bad_node < n:

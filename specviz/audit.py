@@ -859,6 +859,19 @@ def expected_outputs(scenario: Scenario, run: Run | None = None) -> dict:
     return {k: exp[k] for k in auditable_fields(scenario) if k in exp}
 
 
+def row_outputs(run: Run) -> list:
+    """The token each committed verify row emits, flat over global rows [bs*n] (0 elsewhere).
+
+    EAGLE: predicts at the accepted rows; DSpark (no predicts for greedy): out_tokens[t] at row t of
+    the committed prefix. Used by the shift table (input row -> output)."""
+    n = run.scenario.n
+    out = [0] * (len(run.commits) * n)
+    for c in run.commits:
+        for node, tok in zip(c.accept_nodes, c.output_tokens):
+            out[c.request * n + node] = int(tok)
+    return out
+
+
 def load_audit_request(data: dict, base_dir: str = ".") -> tuple[Scenario, dict]:
     """{"scenario": {...}} or {"scenario_file": path} plus {"claimed": {...}} -> (Scenario, claimed)."""
     if not isinstance(data, dict):
