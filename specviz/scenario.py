@@ -70,6 +70,7 @@ class Scenario(_Strict):
     name: str = Field(min_length=1, max_length=80)
     title: str = ""
     description: str = ""
+    description_zh: str = ""  # the same in 简体中文, for the app's Chinese mode
     algorithm: Literal["greedy", "target_only", "chain_rejection", "dspark_greedy", "dspark_sampling"]
     vocab: list[str] = Field(min_length=1, max_length=MAX_VOCAB)
     requests: list[RequestSpec] = Field(min_length=1, max_length=MAX_BATCH)
@@ -86,6 +87,10 @@ class Scenario(_Strict):
         return self
 
     # -- derived values --------------------------------------------------------------------
+    def describe(self, lang: str = "en") -> str:
+        """The description in the app's language ('en' or 'zh'); English when no translation is given."""
+        return self.description_zh if lang == "zh" and self.description_zh else self.description
+
     @property
     def is_tree(self) -> bool:
         return self.algorithm in TREE_ALGORITHMS

@@ -179,3 +179,10 @@ def test_scenario_is_frozen_and_replace_validates():
     assert s.replace(semantics="earlier").semantics == "earlier"
     with pytest.raises(SpecvizError, match="semantics"):
         s.replace(semantics="0.4")
+
+
+@pytest.mark.parametrize("path", PRESETS)
+def test_preset_descriptions_exist_in_both_languages(path):
+    s = load_scenario(path)
+    assert s.describe("en") == s.description
+    assert s.describe("zh") == s.description_zh and s.description_zh != s.description
