@@ -3,6 +3,8 @@
 Streamlit runs a pages/ file on its own while no script has called st.navigation yet in the
 server process; specviz.ui.common.route_through_app sends such a first request through app.py.
 """
+from playwright.sync_api import expect
+
 from conftest import start_app_server, wait_for_app
 
 
@@ -10,9 +12,12 @@ def test_deep_link_on_a_fresh_server_gets_the_router(tmp_path, page, screenshot_
     with start_app_server(tmp_path / "server.log") as url:
         page.goto(f"{url}/greedy", wait_until="domcontentloaded")
         wait_for_app(page)
+        # The first run reruns itself through app.py: wait for the routed page, not the first paint.
+        expect(page.get_by_role("heading", name="Greedy accept")).to_be_visible(timeout=30_000)
+        wait_for_app(page)
         nav = page.locator('[data-testid="stSidebarNav"]')
-        # The router's titles ("Greedy accept"), not file names ("greedy", "app").
-        assert nav.get_by_text("Greedy accept").count() == 1
-        assert nav.get_by_text("app", exact=True).count() == 0
-        assert page.get_by_role("heading", name="Greedy accept").count() >= 1
+        # The router's titles ("Greedy accept", "Guided tour"), not file names ("greedy", "app").
+        expect(nav.get_by_text("Greedy accept")).to_have_count(1)
+        expect(nav.get_by_text("Guided tour")).to_have_count(1)
+        expect(nav.get_by_text("app", exact=True)).to_have_count(0)
         page.screenshot(path=str(screenshot_dir / "deep_link_greedy.png"))
