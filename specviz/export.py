@@ -12,8 +12,10 @@ No streamlit here.
 """
 from __future__ import annotations
 
+import functools
 import html
 import json
+import os
 import shutil
 import subprocess
 import textwrap
@@ -181,15 +183,42 @@ def _kaleido_ready() -> str | None:
     return None
 
 
-def figure_to_png(fig) -> bytes:
+@functools.lru_cache(maxsize=1)
+def _chromium_path() -> str | None:
+    """The Chromium kaleido would drive (BROWSER_PATH, PATH, typical install paths), or None."""
+    try:
+        from choreographer.browsers.chromium import Chromium  # kaleido's browser driver  # noqa: PLC0415
+
+        return Chromium.find_browser(skip_local=False)
+    except Exception:  # noqa: BLE001  another choreographer version: look on PATH ourselves
+        return os.environ.get("BROWSER_PATH") or next(
+            (p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome", "chrome")) if p), None)
+
+
+def kaleido_problem() -> str | None:
+    """Why plotly figures cannot be exported as PNG / SVG here, or None when they can.
+
+    kaleido (>= 1.0) renders in a Chromium it finds on the machine (Debian: apt-get install -y chromium).
+    """
     why = _kaleido_ready()
+    if why:
+        return why
+    if _chromium_path() is None:
+        return "plotly PNG/SVG export needs a Chromium for kaleido, and none was found (apt-get install -y chromium)"
+    return None
+
+
+def figure_to_png(fig) -> bytes:
+    """A plotly figure as PNG bytes (2x scale, for slides; ~2 s: kaleido starts a Chromium)."""
+    why = kaleido_problem()
     if why:
         raise SpecvizError("export", why + ": use the camera icon on the chart, or export the chart as HTML")
     return fig.to_image(format="png", scale=2)
 
 
 def figure_to_svg(fig) -> bytes:
-    why = _kaleido_ready()
+    """A plotly figure as SVG bytes (~2 s: kaleido starts a Chromium)."""
+    why = kaleido_problem()
     if why:
         raise SpecvizError("export", why + ": use the camera icon on the chart, or export the chart as HTML")
     return fig.to_image(format="svg")

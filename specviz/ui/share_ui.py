@@ -1,14 +1,21 @@
 """Shareable links and export buttons for any page (Streamlit side of specviz.share / specviz.export).
 
+Every page puts them in the same place, the bottom of the sidebar:
+
     from specviz.ui import share_ui
-    share_ui.load_shared_state()     # first thing on a page (before ui.page_setup): applies ?s=... once
+    share_ui.load_shared_state()          # first thing on a page (before ui.page_setup): applies ?s=... once
+    ui.page_setup(KEY, SLOT)
+    linked = share_ui.link_arrived(KEY)   # a refused link's st.error at the top; the link's extras (dict) if one just arrived
     ...
-    share_ui.share_controls("greedy", slot="tree", step_key="greedy")   # "copy link" box; keeps ?s= up to date
-    share_ui.export_controls(s, dot=dot)                                # JSON / pytest / HTML animation / SVG / PNG
+    share_ui.sidebar_controls(KEY, s, slot=SLOT, step_key=KEY, dot=dot, fig=fig)   # share box + export box
 
 A link carries the whole scenario (of one slot), the page, the language and the animation step,
 compressed into one query value (``specviz.share``). Loading a link validates it; a malformed or
 oversized link is refused with st.error naming the problem, never a traceback.
+
+Export files that cost more than a moment (the HTML animation, figures through Graphviz or
+kaleido: ~2 s for a plotly PNG) are built only when their button is clicked (a callable given to
+st.download_button), never on a rerun.
 """
 from __future__ import annotations
 
@@ -43,6 +50,7 @@ def apply_state(state: ShareState) -> None:
     if state.step_key:
         ui.set_step(state.step_key, state.step)
     st.session_state[f"sv_share_extra::{state.page}"] = dict(state.extra)
+    st.session_state[f"sv_share_new::{state.page}"] = True
 
 
 def load_shared_state() -> ShareState | None:
@@ -71,6 +79,16 @@ def show_link_error() -> None:
     if exc is not None:
         st.error(ui.tr("This link could not be loaded: **{f}**: {d}. The page shows its default state instead.",
                        "无法加载此链接：**{f}**：{d}。页面改为显示默认状态。", f=exc.field, d=exc.detail), icon="🔗")
+
+
+def link_arrived(page: str) -> dict | None:
+    """Call right after ``ui.page_setup``: shows why a link was refused (st.error at the top of the
+    page), and returns the page-specific extras of a link applied in this run ({} when it had
+    none), else None. A page uses it to let the link's step win over "new inputs: show the last step"."""
+    show_link_error()
+    if st.session_state.pop(f"sv_share_new::{page}", False):
+        return shared_extra(page)
+    return None
 
 
 def _base_url() -> str:
@@ -112,11 +130,16 @@ def share_controls(page: str, slot: str | None = None, step_key: str | None = No
             st.query_params[QUERY_KEY] = token
         except Exception:  # noqa: BLE001  outside a browser session
             pass
-    with st.expander(ui.tr("🔗 Share this view (copy link)", "🔗 分享此视图（复制链接）"), expanded=expanded):
-        st.caption(ui.tr("The link holds the scenario, this page, the language and the animation step. "
-                         "Click the copy icon at the right of the box.",
-                         "链接包含场景、当前页面、语言与动画步骤。点击框右侧的复制图标即可复制。"))
-        st.code(url, language=None, wrap_lines=True)
+    with st.expander(ui.tr("🔗 Share this view", "🔗 分享此视图"), expanded=expanded):
+        # (no language name here: page texts such as "English" stay unique for the language toggle)
+        what = [ui.tr("this page", "此页面"), ui.tr("the language", "语言")]
+        if state.scenario is not None:
+            what.insert(0, ui.tr("the scenario '{n}'", "场景“{n}”", n=state.scenario.name))
+        if state.step_key:
+            what.append(ui.tr("step {k}", "第 {k} 步", k=state.step))
+        st.caption(ui.tr("Point at the box and click its copy icon. The link holds {w}.",
+                         "指向下面的框并点击其复制图标。链接包含{w}。", w=", ".join(what)))
+        st.code(url, language=None, wrap_lines=False)
     return url
 
 
@@ -132,68 +155,111 @@ def _pytest_text(scenario_json: str) -> str:
     return pytest_file(scenario_from_json(scenario_json))
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
-def _animation(scenario_json: str, lang: str) -> str:
-    from specviz.export import animation_html
-    from specviz.scenario import scenario_from_json
+def _animation_file(scenario_json: str, lang: str):
+    """Deferred: the offline HTML animation, built when the button is clicked; a page saying why if it cannot be."""
+    def build() -> str:
+        import html as _html
 
-    return animation_html(scenario_from_json(scenario_json), lang)
+        from specviz.export import animation_html
+        from specviz.scenario import scenario_from_json
+
+        try:
+            return animation_html(scenario_from_json(scenario_json), lang)
+        except SpecvizError as exc:
+            return (f"<!DOCTYPE html><meta charset='utf-8'><title>specviz export</title>"
+                    f"<p>No animation for this scenario: <b>{_html.escape(exc.field)}</b>: {_html.escape(exc.detail)}</p>")
+    return build
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def _dot_bytes(dot: str, fmt: str) -> bytes:
-    from specviz.export import dot_to_png, dot_to_svg
+def _dot_file(dot: str, fmt: str):
+    def build() -> bytes:
+        from specviz.export import dot_to_png, dot_to_svg
 
-    return dot_to_svg(dot) if fmt == "svg" else dot_to_png(dot)
+        return dot_to_svg(dot) if fmt == "svg" else dot_to_png(dot)
+    return build
 
 
-def export_controls(s, dot: str | None = None, key: str = "export", expanded: bool = False, fig=None) -> None:
+def _figure_file(fig, fmt: str):
+    def build():
+        from specviz.export import figure_to_html, figure_to_png, figure_to_svg
+
+        return {"png": figure_to_png, "svg": figure_to_svg, "html": figure_to_html}[fmt](fig)
+    return build
+
+
+def export_controls(s, dot: str | None = None, key: str = "export", expanded: bool = False, fig=None,
+                    dot_what: str | None = None, fig_what: str | None = None) -> None:
     """Download buttons: scenario JSON, a ready-to-run pytest file, the animation as one offline HTML
-    file, (given ``dot``) the tree figure as SVG / PNG, and (given a plotly ``fig``) that chart as
-    offline HTML, plus PNG when kaleido is installed. Anything that cannot be made here says why."""
-    from specviz.export import GRAPHVIZ_HINT, has_dot
+    file; given ``dot``, that Graphviz figure as SVG / PNG; given a plotly ``fig``, that chart as
+    SVG / PNG (kaleido) and offline HTML. ``dot_what`` / ``fig_what`` name the figures on the
+    buttons' captions (e.g. "the tree at step 3"). Anything that cannot be made here says why.
+
+    One button per line (it lives in the narrow sidebar); files that take time are built on click.
+    """
+    from specviz.export import GRAPHVIZ_HINT, has_dot, kaleido_problem
 
     name = "".join(ch if ch.isalnum() else "_" for ch in s.name) or "scenario"
     text = s.to_json(indent=None)
-    with st.expander(ui.tr("⬇ Export (JSON, pytest, HTML animation, SVG/PNG)", "⬇ 导出（JSON、pytest、HTML 动画、SVG/PNG）"),
-                     expanded=expanded):
-        cols = st.columns(3)
-        cols[0].download_button(ui.tr("Scenario JSON", "场景 JSON"), s.to_json(), file_name=f"{name}.json",
-                                mime="application/json", key=f"w_{key}_json", width="stretch")
+    with st.expander(ui.tr("⬇ Export", "⬇ 导出"), expanded=expanded):
+        st.caption(ui.tr("**This example**", "**此示例**"))
+        st.download_button(ui.tr("Scenario JSON", "场景 JSON"), s.to_json(), file_name=f"{name}.json",
+                           mime="application/json", key=f"w_{key}_json", width="stretch", on_click="ignore",
+                           icon=":material/data_object:")
         try:
-            cols[1].download_button(ui.tr("pytest file", "pytest 测试文件"), _pytest_text(text), file_name=f"test_{name}.py",
-                                    mime="text/x-python", key=f"w_{key}_pytest", width="stretch",
-                                    help=ui.tr("Inputs, coins and expected accept_index / outputs, calling specviz.reference; "
-                                               "run it with pytest.",
-                                               "包含输入、coin 与期望的 accept_index / 输出，调用 specviz.reference；用 pytest 运行。"))
-            cols[2].download_button(ui.tr("Animation (offline HTML)", "动画（离线 HTML）"), _animation(text, ui.lang()),
-                                    file_name=f"{name}_walk.html", mime="text/html", key=f"w_{key}_html", width="stretch",
-                                    help=ui.tr("One self-contained file: opens offline, arrow keys step, space plays.",
-                                               "单个自包含文件：离线打开，方向键单步，空格播放。"))
+            st.download_button(ui.tr("pytest file", "pytest 测试文件"), _pytest_text(text), file_name=f"test_{name}.py",
+                               mime="text/x-python", key=f"w_{key}_pytest", width="stretch", on_click="ignore",
+                               icon=":material/science:",
+                               help=ui.tr("Inputs, coins and expected accept_index / outputs, calling specviz.reference; "
+                                          "run it with pytest.",
+                                          "包含输入、coin 与期望的 accept_index / 输出，调用 specviz.reference；用 pytest 运行。"))
         except SpecvizError as exc:
             ui.show_error(exc)
+        st.download_button(ui.tr("Animation (offline HTML)", "动画（离线 HTML）"), _animation_file(text, ui.lang()),
+                           file_name=f"{name}_walk.html", mime="text/html", key=f"w_{key}_html", width="stretch",
+                           on_click="ignore", icon=":material/slideshow:",
+                           help=ui.tr("One self-contained file for slides: opens offline, arrow keys step, space plays.",
+                                      "用于幻灯片的单个自包含文件：离线打开，方向键单步，空格播放。"))
         if dot is not None:
+            st.caption("**" + (dot_what or ui.tr("The figure", "图")) + "**")
             if has_dot():
-                c1, c2 = st.columns(2)
-                try:
-                    c1.download_button(ui.tr("Figure as SVG", "图（SVG）"), _dot_bytes(dot, "svg"), file_name=f"{name}.svg",
-                                       mime="image/svg+xml", key=f"w_{key}_svg", width="stretch")
-                    c2.download_button(ui.tr("Figure as PNG", "图（PNG）"), _dot_bytes(dot, "png"), file_name=f"{name}.png",
-                                       mime="image/png", key=f"w_{key}_png", width="stretch")
-                except SpecvizError as exc:
-                    ui.show_error(exc)
+                st.download_button(ui.tr("Figure as SVG", "图（SVG）"), _dot_file(dot, "svg"), file_name=f"{name}.svg",
+                                   mime="image/svg+xml", key=f"w_{key}_svg", width="stretch", on_click="ignore",
+                                   icon=":material/image:")
+                st.download_button(ui.tr("Figure as PNG", "图（PNG）"), _dot_file(dot, "png"), file_name=f"{name}.png",
+                                   mime="image/png", key=f"w_{key}_png", width="stretch", on_click="ignore",
+                                   icon=":material/image:")
             else:
                 st.info(ui.tr("SVG / PNG export {why}.", "SVG / PNG 导出需要 Graphviz 的 dot 程序（apt-get install -y graphviz）。",
                               why=GRAPHVIZ_HINT))
         if fig is not None:
-            from specviz.export import figure_to_html, figure_to_png
+            st.caption("**" + (fig_what or ui.tr("The chart", "图表")) + "**")
+            why = kaleido_problem()
+            slow = ui.tr("Drawn by kaleido when you click: the download starts after about 2 s.",
+                         "点击后由 kaleido 绘制：约 2 秒后开始下载。")
+            if why is None:
+                st.download_button(ui.tr("Chart as SVG", "图表（SVG）"), _figure_file(fig, "svg"), file_name=f"{name}_chart.svg",
+                                   mime="image/svg+xml", key=f"w_{key}_chart_svg", width="stretch", on_click="ignore",
+                                   icon=":material/bar_chart:", help=slow)
+                st.download_button(ui.tr("Chart as PNG", "图表（PNG）"), _figure_file(fig, "png"), file_name=f"{name}_chart.png",
+                                   mime="image/png", key=f"w_{key}_chart_png", width="stretch", on_click="ignore",
+                                   icon=":material/bar_chart:", help=slow)
+            else:
+                st.caption(ui.tr("SVG / PNG: {d}. The camera icon on the chart saves a PNG too.",
+                                 "SVG / PNG：{d}。也可以用图表右上角的相机图标保存 PNG。", d=why))
+            st.download_button(ui.tr("Chart as HTML (offline)", "图表（离线 HTML）"), _figure_file(fig, "html"),
+                               file_name=f"{name}_chart.html", mime="text/html", key=f"w_{key}_chart_html", width="stretch",
+                               on_click="ignore", icon=":material/bar_chart:",
+                               help=ui.tr("The interactive chart as one offline file.", "交互式图表，单个离线文件。"))
 
-            c1, c2 = st.columns(2)
-            c1.download_button(ui.tr("Chart as HTML (offline)", "图表（离线 HTML）"), figure_to_html(fig), file_name=f"{name}_chart.html",
-                               mime="text/html", key=f"w_{key}_chart_html", width="stretch")
-            try:
-                c2.download_button(ui.tr("Chart as PNG", "图表（PNG）"), figure_to_png(fig), file_name=f"{name}_chart.png",
-                                   mime="image/png", key=f"w_{key}_chart_png", width="stretch")
-            except SpecvizError as exc:
-                c2.caption(ui.tr("PNG: {d}", "PNG：需要 kaleido 与 chromium（pip install kaleido）；也可以用图表右上角的相机图标保存。",
-                                 d=exc.detail))
+
+def sidebar_controls(page: str, s=None, slot: str | None = None, step_key: str | None = None, extra: dict | None = None,
+                     dot: str | None = None, fig=None, dot_what: str | None = None, fig_what: str | None = None,
+                     key: str | None = None) -> str | None:
+    """The share box and (given a scenario ``s``) the export box, at the bottom of the sidebar: the
+    same place on every page. Call it at the end of the page, when the step and figures are known.
+    Returns the link (see ``share_controls``)."""
+    with st.sidebar:
+        url = share_controls(page, slot=slot, step_key=step_key, extra=extra)
+        if s is not None:
+            export_controls(s, dot=dot, fig=fig, key=key or f"{page}_export", dot_what=dot_what, fig_what=fig_what)
+    return url
