@@ -30,6 +30,7 @@ TEXT = "sv_audit_text"
 st.set_page_config(layout="wide")
 share_ui.load_shared_state()
 ui.page_setup(KEY, SLOT)
+share_ui.link_arrived(KEY)
 extra = share_ui.shared_extra(KEY)
 if "text" in extra and st.session_state.get("sv_audit_text_from_link") != extra["text"]:
     st.session_state["sv_audit_text_from_link"] = extra["text"]
@@ -214,6 +215,6 @@ with st.expander(ui.tr("The same check from the command line", "在命令行中�
         claimed = {}
     st.code(json.dumps({"scenario": json.loads(s_json), "claimed": claimed}, ensure_ascii=False)[:6000], language="json")
 
-share_ui.share_controls(KEY, slot=SLOT, extra={"text": text[:4000]} if text.strip() else None)
-share_ui.export_controls(s, dot=dot, key="audit_export")
+share_ui.sidebar_controls(KEY, s, slot=SLOT, extra={"text": text[:4000]} if text.strip() else None, dot=dot,
+                          key="audit_export")
 ui.end_page()

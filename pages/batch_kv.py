@@ -6,9 +6,15 @@ from specviz.render.tree import forest_dot
 from specviz.scenario import MAX_BATCH
 from specviz.ui import common as ui
 from specviz.ui import edits
+from specviz.ui import share_ui
 
 SLOT = "batch"
-ui.page_setup("batch_kv", SLOT)
+KEY = "batch_kv"
+share_ui.load_shared_state()  # a shared link (?s=...) sets the scenario, language and step before any widget
+ui.page_setup(KEY, SLOT)
+linked = share_ui.link_arrived(KEY)
+if linked is not None:
+    ui.set_value("sv_wrong::batch", bool(linked.get("wrong", False)))
 s = ui.scenario(SLOT)
 ver = ui.scenario_version(SLOT)
 
@@ -27,6 +33,7 @@ if s.algorithm != "greedy" or not s.is_tree:
     if st.button(ui.tr("Load the two-request batch", "加载两请求批次"), key="w_load_batch"):
         ui.set_scenario(SLOT, ui.load_preset("batch_two_requests"))
         st.rerun()
+    share_ui.sidebar_controls(KEY, s, slot=SLOT)
     st.stop()
 
 bs, n = len(s.requests), s.n
@@ -84,6 +91,7 @@ with st.expander(ui.tr("Edit the batch", "编辑批次"), expanded=False):
 
 run = ui.run(s)
 if run is None:
+    share_ui.sidebar_controls(KEY, s, slot=SLOT)
     st.stop()
 ui.backend_badge(s)
 W = s.width
@@ -101,7 +109,8 @@ for b, (tree, c) in enumerate(zip(trees, run.commits)):
                      "tooltips": tips, "bonus": (c.accept_nodes[-1], s.label(c.next_root)), "bonus_label": ui.term("bonus"),
                      "row_word": ui.term("row"), "cluster": ui.tr("request {b} · seq_len {sl}", "请求 {b} · seq_len {sl}", b=b,
                                                                    sl=c.seq_len)})
-st.graphviz_chart(forest_dot(trees_kw, rankdir="LR" if n > 16 else "TB"), width="content" if n <= 16 else "stretch")
+forest = forest_dot(trees_kw, rankdir="LR" if n > 16 else "TB")
+st.graphviz_chart(forest, width="content" if n <= 16 else "stretch")
 ui.legend()
 
 left, right = st.columns([1.6, 1], gap="large")
@@ -162,4 +171,6 @@ else:
 ui.raw_tensors({**ui.shaped(run.inputs), **ui.shaped(run.result),
                 "accept_lens": ([c.accept_len for c in run.commits], "[bs]"),
                 "new_seq_lens": ([c.new_seq_len for c in run.commits], "[bs]")})
+share_ui.sidebar_controls(KEY, s, slot=SLOT, extra={"wrong": True} if wrong else None, dot=forest,
+                          dot_what=ui.tr("The batch's trees", "批次中的树"))
 ui.end_page()

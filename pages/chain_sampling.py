@@ -13,8 +13,11 @@ from specviz.frames import replay
 from specviz.render import sampling_charts as sc
 from specviz.scenario import scenario_from_dict, scenario_from_json
 from specviz.ui import common as ui
+from specviz.ui import share_ui
 
 SLOT = "chain"
+KEY = "chain_sampling"
+STEP = "chain"  # the animation's step key
 PRESETS = ["pq_example"]
 tr = ui.tr
 RENDER = sc
@@ -28,7 +31,10 @@ def _fig(name: str, *args, **kwargs):
 
 # Wide even when opened by a deep link (Streamlit then runs this file without app.py's router).
 st.set_page_config(layout="wide")
-ui.page_setup("chain_sampling", slot=None)
+share_ui.load_shared_state()  # a shared link (?s=...) sets the scenario, language and step before any widget
+ui.page_setup(KEY, slot=None)
+if share_ui.link_arrived(KEY) is not None:  # keep the link's step (new inputs otherwise jump to the last step)
+    st.session_state["sv_chain_step_ver"] = ui.scenario_version(SLOT)
 # The key numbers (correct_len, TV distance, ...) must read from the back of a room.
 st.markdown("<style>[data-testid='stMetricValue'], [data-testid='stMetricValue'] * {font-size: 2.4rem !important; "
             "font-weight: 700 !important; line-height: 1.2 !important;}</style>", unsafe_allow_html=True)
@@ -50,6 +56,7 @@ if s.algorithm != "chain_rejection":
     if st.button(tr("Load the p/q example", "加载 p/q 示例"), key="w_chain_reset"):
         ui.set_scenario(SLOT, ui.load_preset("pq_example"))
         st.rerun()
+    share_ui.sidebar_controls(KEY, s, slot=SLOT, step_key=STEP)
     st.stop()
 
 req = s.requests[0]
@@ -253,6 +260,7 @@ req = s.requests[0]
 p_rows = _p_rows(s)
 run = ui.run(s)
 if run is None:
+    share_ui.sidebar_controls(KEY, s, slot=SLOT, step_key=STEP)
     st.stop()
 for w in run.warnings:
     st.warning(w)
@@ -264,7 +272,7 @@ events = run.trace.events
 if st.session_state.get("sv_chain_step_ver") != ui.scenario_version(SLOT):  # new inputs: show their outcome first
     st.session_state["sv_chain_step_ver"] = ui.scenario_version(SLOT)
     ui.set_step("chain", len(frames) - 1)
-cur = ui.step_controls("chain", len(frames), start=len(frames) - 1)
+cur = ui.step_controls(STEP, len(frames), start=len(frames) - 1)
 ui.legend()
 frame = frames[cur]
 seen = events[:cur]
@@ -343,6 +351,7 @@ with left:
     written = {i for e in seen for (name, i, _) in e.writes if name == "predicts"}
     ui.chip_row("predicts", [ui.chip(vocab[v], "accepted", f"predicts[{j}] = {v} ({vocab[v]})") if j in written and 0 <= v < len(vocab)
                              else ui.chip("·", "pending", f"predicts[{j}]: not written (init {v})") for j, v in enumerate(pr)])
+step_fig = step_fig_what = None  # the chart of this step, for the export box
 with right:
     if ev is not None and ev.kind in ("residual", "terminal", "commit"):
         res_ev = next(e for e in events if e.kind == "residual")
@@ -350,20 +359,22 @@ with right:
         k = res_ev.node
         full = res_ev.data.get("q") is None
         st.markdown(tr("**Terminal draw at row {k}** ({src})", "**第 {k} 行的终止采样**（{src}）", k=k, src=res_ev.data["source"]))
-        st.plotly_chart(_fig("residual_figure", vocab, p_rows[k], None if full else req.draft_probs[k],
-                                           coin_final=req.coin_final if ev.kind != "residual" else None,
-                                           chosen=term_ev.data["token"] if ev.kind != "residual" else None, bonus_from_p=full,
-                                           text={"norm": tr("normalised", "归一化"), "cdf": tr("terminal draw", "终止采样")}),
-                        width="stretch", key="chain_residual_step")
+        step_fig = _fig("residual_figure", vocab, p_rows[k], None if full else req.draft_probs[k],
+                        coin_final=req.coin_final if ev.kind != "residual" else None,
+                        chosen=term_ev.data["token"] if ev.kind != "residual" else None, bonus_from_p=full,
+                        text={"norm": tr("normalised", "归一化"), "cdf": tr("terminal draw", "终止采样")})
+        step_fig_what = tr("The terminal draw at row {k} (step {c})", "第 {k} 行的终止采样（第 {c} 步）", k=k, c=cur)
+        st.plotly_chart(step_fig, width="stretch", key="chain_residual_step")
     elif focus_slot is not None:
         d = test_of[focus_slot]
         tested = any(e.kind == "accept_test" and e.node == focus_slot for e in seen)  # at "visit" the verdict is not out yet
         st.markdown(tr("**Slot {s}: is {t} accepted?**", "**位置 {s}：{t} 是否被接受？**", s=focus_slot, t=req.chain[focus_slot]))
-        st.plotly_chart(_fig("accept_test_figure", d["p"], d["q"], d["coin"], token=req.chain[focus_slot],
-                                              accepted=d["accepted"] if tested else None,
-                                              text={"accept": tr("accept: u < p/q", "接受：u < p/q"), "reject": tr("reject", "拒绝"),
-                                                    "x": tr("coin u (0..1)", "随机数 u（0..1）")}),
-                        width="stretch", key="chain_test_step")
+        step_fig = _fig("accept_test_figure", d["p"], d["q"], d["coin"], token=req.chain[focus_slot],
+                        accepted=d["accepted"] if tested else None,
+                        text={"accept": tr("accept: u < p/q", "接受：u < p/q"), "reject": tr("reject", "拒绝"),
+                              "x": tr("coin u (0..1)", "随机数 u（0..1）")})
+        step_fig_what = tr("The accept test of slot {s} (step {c})", "位置 {s} 的接受检验（第 {c} 步）", s=focus_slot, c=cur)
+        st.plotly_chart(step_fig, width="stretch", key="chain_test_step")
     else:
         st.caption(tr("Press ▶ to test the first draft.", "按 ▶ 检验第一个 Draft。"))
 
@@ -469,4 +480,6 @@ if mc_args is not None:
                        t=req.chain[1]))
 
 ui.raw_tensors(ui.shaped({k: v for k, v in run.inputs.items()} | {k: v for k, v in run.result.items()}))
+share_ui.sidebar_controls(KEY, s, slot=SLOT, step_key=STEP, dot=chain_dot, fig=step_fig,
+                          dot_what=tr("The chain at step {c}", "第 {c} 步的链", c=cur), fig_what=step_fig_what)
 ui.end_page()

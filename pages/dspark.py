@@ -14,8 +14,10 @@ from specviz.render import dspark_charts as dc
 from specviz.render import sampling_charts as sc
 from specviz.scenario import scenario_from_dict
 from specviz.ui import common as ui
+from specviz.ui import share_ui
 
 SLOT = "dspark"
+KEY = STEP = "dspark"  # page name and the animation's step key
 PRESETS = ["dspark_chain", "dspark_sampling"]
 tr = ui.tr
 RENDER = dc
@@ -29,7 +31,10 @@ def _fig(name: str, *args, **kwargs):
 
 # Wide even when opened by a deep link (Streamlit then runs this file without app.py's router).
 st.set_page_config(layout="wide")
-ui.page_setup("dspark", slot=None)
+share_ui.load_shared_state()  # a shared link (?s=...) sets the scenario, language and step before any widget
+ui.page_setup(KEY, slot=None)
+if share_ui.link_arrived(KEY) is not None:  # keep the link's step (new inputs otherwise jump to the last step)
+    st.session_state["sv_dspark_step_ver"] = ui.scenario_version(SLOT)
 # The key numbers (correct_len, TV distance, ...) must read from the back of a room.
 st.markdown("<style>[data-testid='stMetricValue'], [data-testid='stMetricValue'] * {font-size: 2.4rem !important; "
             "font-weight: 700 !important; line-height: 1.2 !important;}</style>", unsafe_allow_html=True)
@@ -52,6 +57,7 @@ if s.algorithm not in ("dspark_greedy", "dspark_sampling"):
     if st.button(tr("Load the DSpark example", "加载 DSpark 示例"), key="w_ds_reset"):
         ui.set_scenario(SLOT, ui.load_preset("dspark_chain"))
         st.rerun()
+    share_ui.sidebar_controls(KEY, s, slot=SLOT, step_key=STEP)
     st.stop()
 
 VER = ui.scenario_version(SLOT)
@@ -203,6 +209,7 @@ req = s.requests[0]
 T = len(req.chain)
 run = ui.run(s)
 if run is None:
+    share_ui.sidebar_controls(KEY, s, slot=SLOT, step_key=STEP)
     st.stop()
 for w in run.warnings:
     st.warning(w)
@@ -220,7 +227,7 @@ events = run.trace.events
 if st.session_state.get("sv_dspark_step_ver") != ui.scenario_version(SLOT):  # new inputs: show their outcome first
     st.session_state["sv_dspark_step_ver"] = ui.scenario_version(SLOT)
     ui.set_step("dspark", len(frames) - 1)
-cur = ui.step_controls("dspark", len(frames), start=len(frames) - 1)
+cur = ui.step_controls(STEP, len(frames), start=len(frames) - 1)
 ui.legend()
 seen = events[:cur]
 ev = frames[cur].event
@@ -265,12 +272,13 @@ if greedy:
     window = list(req.chain)
     matches = [req.chain[t + 1] == vocab[tp_ids[t]] for t in range(T - 1)]
     compared = sum(1 for e in seen if e.kind == "compare")
-    st.plotly_chart(_fig("match_figure", window, [vocab[x] for x in tp_ids], matches, correct_len, raw_correct_len=raw_len,
-                                    verify_len=vlen if vlen < T else None, compared=compared, show_result=done,
-                                    text={"row": tr("verify row (input)", "Verify 输入行"), "target": tr("Target predicts after it", "Target 在其后的预测"),
-                                          "draft": tr("next draft", "下一个 Draft"), "match": tr("match?", "匹配？"),
-                                          "ignored": tr("ignored: after a mismatch", "分歧之后：忽略")}),
-                    width="stretch", key="ds_match")
+    step_fig = _fig("match_figure", window, [vocab[x] for x in tp_ids], matches, correct_len, raw_correct_len=raw_len,
+                    verify_len=vlen if vlen < T else None, compared=compared, show_result=done,
+                    text={"row": tr("verify row (input)", "Verify 输入行"), "target": tr("Target predicts after it", "Target 在其后的预测"),
+                          "draft": tr("next draft", "下一个 Draft"), "match": tr("match?", "匹配？"),
+                          "ignored": tr("ignored: after a mismatch", "分歧之后：忽略")})
+    step_dot = None
+    st.plotly_chart(step_fig, width="stretch", key="ds_match")
     ignored = [t + 1 for t in range(T - 1) if matches[t] and t >= raw_len + 1]
     if ignored:
         st.caption(tr("Draft(s) at row {r} match the target but come after the first mismatch: (✔) ignored — the leading run stops at the first ✘.",
@@ -285,8 +293,10 @@ else:
             states[e.node] = "accepted"
         elif e.kind == "reject":
             states[e.node] = "rejected"
-    st.graphviz_chart(sc.chain_dot(list(req.chain), states, bonus=bonus if done else None, bonus_caption=ui.term("bonus"),
-                                   slot_names=["anchor"] + [f"t={j}" for j in range(1, T)]), width="content")
+    step_fig = None
+    step_dot = sc.chain_dot(list(req.chain), states, bonus=bonus if done else None, bonus_caption=ui.term("bonus"),
+                            slot_names=["anchor"] + [f"t={j}" for j in range(1, T)])
+    st.graphviz_chart(step_dot, width="content")
     rows = [{"t": e.node, "draft": vocab[e.data["token"]], "p": e.data["p"], "q": e.data["q"], "u": e.data["coin"],
              "u·q": e.data["u_times_q"], tr("verdict", "结果"): "✔" if e.data["accepted"] else "✘"}
             for e in events if e.kind == "accept_test"]
@@ -342,4 +352,7 @@ st.caption(tr("A tree must say which rows were chosen (accept_index); on a chain
               "树需要告诉后续模块具体选中了哪些行（accept_index）；链只需长度即可还原这些行。"))
 
 ui.raw_tensors(ui.shaped(dict(run.inputs) | dict(run.result)))
+share_ui.sidebar_controls(KEY, s, slot=SLOT, step_key=STEP, dot=step_dot, fig=step_fig,
+                          dot_what=tr("The chain at step {c}", "第 {c} 步的链", c=cur),
+                          fig_what=tr("The match chart (step {c})", "匹配图（第 {c} 步）", c=cur))
 ui.end_page()

@@ -11,10 +11,15 @@ from specviz.render.tree import tree_dot
 from specviz.render.walk import describe, mark_sibling_visits, node_states
 from specviz.ui import common as ui
 from specviz.ui import edits
+from specviz.ui import share_ui
 
 SLOT = "tree"
 KEY = "greedy"
+share_ui.load_shared_state()  # a shared link (?s=...) sets the scenario, language and step before any widget
 ui.page_setup(KEY, SLOT)
+linked = share_ui.link_arrived(KEY)
+if linked is not None and isinstance(linked.get("req"), int):
+    ui.set_value("sv_req::tree", linked["req"])
 s = ui.scenario(SLOT)
 ver = ui.scenario_version(SLOT)
 
@@ -33,6 +38,7 @@ if s.algorithm != "greedy":
     if st.button(ui.tr("Load the running example", "加载示例"), key="w_load_running"):
         ui.set_scenario(SLOT, ui.load_preset("running_example"))
         st.rerun()
+    share_ui.sidebar_controls(KEY, s, slot=SLOT, step_key=KEY)
     st.stop()
 
 b = 0
@@ -99,6 +105,7 @@ else:
 
 run = ui.run(s)
 if run is None:
+    share_ui.sidebar_controls(KEY, s, slot=SLOT, step_key=KEY)
     st.stop()
 
 # -- the walk, step by step ---------------------------------------------------------------------
@@ -211,4 +218,6 @@ arrays = {k: v for k, v in run.inputs.items()}
 ui.raw_tensors({**ui.shaped(arrays),
                 **{f"{k} (step {step})": (v, ui.SGLANG_SHAPES.get(k, "")) for k, v in frame.arrays.items()},
                 **{f"{k} (result, {ui.backend_label(run.backend)})": (v, ui.SGLANG_SHAPES.get(k, "")) for k, v in run.result.items()}})
+share_ui.sidebar_controls(KEY, s, slot=SLOT, step_key=KEY, extra={"req": b} if b else None, dot=dot,
+                          dot_what=ui.tr("The tree at step {k}", "第 {k} 步的树", k=step))
 ui.end_page()

@@ -3,9 +3,13 @@ import streamlit as st
 
 from specviz.render.tree import loop_dot, tree_dot
 from specviz.ui import common as ui
+from specviz.ui import share_ui
 
 SLOT = "tree"
-ui.page_setup("overview", SLOT)
+KEY = "overview"
+share_ui.load_shared_state()  # a shared link (?s=...) sets the scenario, language and step before any widget
+ui.page_setup(KEY, SLOT)
+share_ui.link_arrived(KEY)
 s = ui.scenario(SLOT)
 
 st.title(ui.tr("The Accept stage of speculative decoding", "投机解码中的 Accept 阶段"))
@@ -46,6 +50,7 @@ if s.name != "running_example":
 else:
     st.caption(s.description)
 
+tree_fig = None
 if commit is not None:
     tree = s.tree(0)
     labels = [s.label(t) for t in tree.tokens]
@@ -54,9 +59,9 @@ if commit is not None:
     tips = {i: f"node {i}: {labels[i]}, row {i}, target_predict = {s.requests[0].target_predict[i]}" for i in range(tree.n)}
     left, right = st.columns([1, 1], gap="large")
     with left:
-        st.graphviz_chart(tree_dot(tree.parents, labels, states=states, tooltips=tips, row_word=ui.term("row"),
-                                   bonus=(commit.accept_nodes[-1], s.label(commit.next_root)), bonus_label=ui.term("bonus")),
-                          width="content")
+        tree_fig = tree_dot(tree.parents, labels, states=states, tooltips=tips, row_word=ui.term("row"),
+                            bonus=(commit.accept_nodes[-1], s.label(commit.next_root)), bonus_label=ui.term("bonus"))
+        st.graphviz_chart(tree_fig, width="content")
     with right:
         ui.chip_row("accept_index", [ui.chip(r, "accepted" if r >= 0 else "pending")
                                      for r in run.result["accept_index"].reshape(len(s.requests), -1)[0]])
@@ -106,4 +111,5 @@ for paths, label, icon, what in LINKS:
         if ui.page_link(path, label, icon=icon):
             st.caption(what)
             k += 1
+share_ui.sidebar_controls(KEY, s, slot=SLOT, dot=tree_fig, dot_what=ui.tr("The accepted path in the tree", "树中被接受的路径"))
 ui.end_page()

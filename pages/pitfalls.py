@@ -24,6 +24,7 @@ def md(text: str) -> str:
 st.set_page_config(layout="wide")
 share_ui.load_shared_state()
 ui.page_setup(KEY, slot=None)
+share_ui.link_arrived(KEY)
 
 # Which live page (and scenario slot) explores a pitfall's scenario further.
 PAGE_SLOTS = {"greedy": ("pages/greedy.py", "tree"), "batch_kv": ("pages/batch_kv.py", "batch"),
@@ -169,6 +170,6 @@ with main_col:
                  width="stretch"):
         st.switch_page("pages/audit.py")
 
-    share_ui.share_controls(KEY, extra={"pitfall": key})
-    share_ui.export_controls(s, dot=correct_dot, key="pitfall_export")
+    share_ui.sidebar_controls(KEY, s, extra={"pitfall": key}, dot=correct_dot, key="pitfall_export",
+                              dot_what=ui.tr("The correct side's tree", "正确一侧的树"))
 ui.end_page()

@@ -24,6 +24,7 @@ QUIZ_PRESETS = ["running_example", "sibling_match", "root_mismatch", "full_accep
 st.set_page_config(layout="wide")
 share_ui.load_shared_state()
 ui.page_setup(KEY, slot=None)
+share_ui.link_arrived(KEY)
 s = ui.scenario(SLOT, default="running_example")
 ver = ui.scenario_version(SLOT)
 lang = ui.lang()
@@ -184,7 +185,7 @@ if reveal:
                                                                                 "committed_rows", "committed_tokens", "new_seq_lens")
             if f in exp]
     st.table(pd.DataFrame(rows))
-    share_ui.export_controls(s, key="quiz_export")
 
-share_ui.share_controls(KEY, slot=SLOT)
+# The export box holds the answers (the pytest file's expectations): offered only after the reveal.
+share_ui.sidebar_controls(KEY, s if reveal else None, slot=SLOT, key="quiz_export")
 ui.end_page()

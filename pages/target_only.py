@@ -14,8 +14,10 @@ from specviz.frames import replay
 from specviz.render import sampling_charts as sc
 from specviz.scenario import scenario_from_dict, scenario_from_json
 from specviz.ui import common as ui
+from specviz.ui import share_ui
 
 SLOT = "target_only"
+KEY = STEP = "target_only"  # page name and the animation's step key
 PRESETS = ["target_only_sampling", "target_only_rejected_sibling", "thresholds_below_1", "semantics_disagree"]
 tr = ui.tr
 RENDER = sc
@@ -29,7 +31,10 @@ def _fig(name: str, *args, **kwargs):
 
 # Wide even when opened by a deep link (Streamlit then runs this file without app.py's router).
 st.set_page_config(layout="wide")
-ui.page_setup("target_only", slot=None)
+share_ui.load_shared_state()  # a shared link (?s=...) sets the scenario, language and step before any widget
+ui.page_setup(KEY, slot=None)
+if share_ui.link_arrived(KEY) is not None:  # keep the link's step (new inputs otherwise jump to the last step)
+    st.session_state["sv_to_step_ver"] = ui.scenario_version(SLOT)
 # The key numbers (correct_len, TV distance, ...) must read from the back of a room.
 st.markdown("<style>[data-testid='stMetricValue'], [data-testid='stMetricValue'] * {font-size: 2.4rem !important; "
             "font-weight: 700 !important; line-height: 1.2 !important;}</style>", unsafe_allow_html=True)
@@ -53,6 +58,7 @@ if s.algorithm != "target_only":
     if st.button(tr("Load the running example with p", "加载带 p 的教学例子"), key="w_to_reset"):
         ui.set_scenario(SLOT, ui.load_preset("target_only_sampling"))
         st.rerun()
+    share_ui.sidebar_controls(KEY, s, slot=SLOT, step_key=STEP)
     st.stop()
 
 req = s.requests[0]
@@ -205,6 +211,7 @@ s = ui.scenario(SLOT)
 req = s.requests[0]
 run = ui.run(s)
 if run is None:
+    share_ui.sidebar_controls(KEY, s, slot=SLOT, step_key=STEP)
     st.stop()
 for w in run.warnings:
     st.warning(w)
@@ -217,7 +224,7 @@ events = run.trace.events
 if st.session_state.get("sv_to_step_ver") != VER_NOW:  # new inputs: show their outcome first (the last frame)
     st.session_state["sv_to_step_ver"] = VER_NOW
     ui.set_step("target_only", len(frames) - 1)
-cur = ui.step_controls("target_only", len(frames), start=len(frames) - 1)
+cur = ui.step_controls(STEP, len(frames), start=len(frames) - 1)
 ui.legend()
 frame = frames[cur]
 seen = events[:cur]
@@ -321,6 +328,7 @@ with left:
                     [ui.chip(f"{j}→{vocab[pr[j]]}", "accepted", f"predicts[{j}] = {pr[j]} ({vocab[pr[j]]})") for j in sorted(written)]
                     or [ui.chip("·", "pending", tr("nothing written yet", "尚未写入"))])
 with right:
+    step_fig = step_fig_what = None  # the chart of this step, for the export box
     sibs = children[parent]
     if sibs and not (ev is not None and ev.kind in ("residual", "terminal", "commit")):
         buckets = dist.sibling_buckets(p_rows[parent], [tree.tokens[c] for c in sibs], sibs, threshold_single=s.threshold_single,
@@ -331,22 +339,26 @@ with right:
                 verdicts[sibs.index(e.node)] = "accepted" if e.kind == "accept" else "rejected"
         st.markdown(tr("**Level scan under node {p} ({t})** — coin u[{p}] against the buckets",
                        "**节点 {p}（{t}）下的一层扫描** — 随机数 u[{p}] 对照各个桶", p=parent, t=labels[parent]))
-        st.plotly_chart(_fig("buckets_figure", buckets, [f"{c}: {labels[c]}" for c in sibs], float(req.coins[parent]),
-                                          current=sibs.index(current_child) if current_child in sibs else None,
-                                          verdicts=verdicts, threshold_acc=s.threshold_acc,
-                                          text={"rest": tr("no sibling: relu(p − buffer)", "全部拒绝：relu(p − buffer)"),
-                                                "x": tr("coin u (0..1)", "随机数 u（0..1）")}),
-                        width="stretch", key="to_buckets")
+        step_fig = _fig("buckets_figure", buckets, [f"{c}: {labels[c]}" for c in sibs], float(req.coins[parent]),
+                        current=sibs.index(current_child) if current_child in sibs else None,
+                        verdicts=verdicts, threshold_acc=s.threshold_acc,
+                        text={"rest": tr("no sibling: relu(p − buffer)", "全部拒绝：relu(p − buffer)"),
+                              "x": tr("coin u (0..1)", "随机数 u（0..1）")})
+        step_fig_what = tr("The level scan under node {p} (step {c})", "节点 {p} 下的一层扫描（第 {c} 步）", p=parent, c=cur)
+        st.plotly_chart(step_fig, width="stretch", key="to_buckets")
     buf_row = frame.arrays["draft_probs"].reshape(n, -1)[parent]
     res_ev = next((e for e in seen if e.kind == "residual"), None)
     term_ev = next((e for e in seen if e.kind == "terminal"), None)
     st.markdown(tr("**Row {p}: p, the work buffer, relu(p − buffer)**", "**第 {p} 行：p、工作缓冲区、relu(p − buffer)**", p=parent))
-    st.plotly_chart(_fig("buffer_figure", vocab, p_rows[parent], buf_row, dist=res_ev.data["dist"] if res_ev else None,
-                                     coin_final=req.coin_final if term_ev else None,
-                                     chosen=term_ev.data["token"] if term_ev else None,
-                                     text={"p": tr("p (Target row)", "p（Target 行）"), "buf": tr("work buffer draft_probs", "工作缓冲区 draft_probs"),
-                                           "cdf": tr("terminal draw", "终止采样")}),
-                    width="stretch", key="to_buffer")
+    buffer_fig = _fig("buffer_figure", vocab, p_rows[parent], buf_row, dist=res_ev.data["dist"] if res_ev else None,
+                      coin_final=req.coin_final if term_ev else None,
+                      chosen=term_ev.data["token"] if term_ev else None,
+                      text={"p": tr("p (Target row)", "p（Target 行）"), "buf": tr("work buffer draft_probs", "工作缓冲区 draft_probs"),
+                            "cdf": tr("terminal draw", "终止采样")})
+    if step_fig is None:
+        step_fig = buffer_fig
+        step_fig_what = tr("Row {p}: p, the work buffer (step {c})", "第 {p} 行：p 与工作缓冲区（第 {c} 步）", p=parent, c=cur)
+    st.plotly_chart(buffer_fig, width="stretch", key="to_buffer")
 
 c = run.commit
 st.success(tr("Output this round: **{o}** — accept_index {ai}, accept_lens = {al}; next root **{nr}**.",
@@ -439,4 +451,6 @@ with b:
         "- 只有阈值为 1 时精确；buffer **不是 q**"))
 
 ui.raw_tensors(ui.shaped(dict(run.inputs) | dict(run.result)))
+share_ui.sidebar_controls(KEY, s, slot=SLOT, step_key=STEP, dot=tree_dot, fig=step_fig,
+                          dot_what=tr("The tree at step {c}", "第 {c} 步的树", c=cur), fig_what=step_fig_what)
 ui.end_page()

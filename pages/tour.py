@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 st.set_page_config(layout="wide")
 share_ui.load_shared_state()
 ui.page_setup(KEY, slot=None)
+share_ui.link_arrived(KEY)
 
 
 # -- checks on the live pages' scenarios (inputs in session state -> reference run) ----------------
@@ -272,5 +273,5 @@ for k, (prompt, check) in enumerate(stop["tries"]):
 st.caption(ui.tr("⬜/✅ prompts are checked against the live page's current inputs; 💭 prompts are for discussion.",
                  "⬜/✅ 的提示会根据对应页面当前的输入自动检查；💭 的提示用于讨论。"))
 st.progress((step + 1) / len(STOPS), text=ui.tr("Stop {k} of {n}", "第 {k} 站，共 {n} 站", k=step + 1, n=len(STOPS)))
-share_ui.share_controls(KEY, extra={"stop": step})
+share_ui.sidebar_controls(KEY, extra={"stop": step})
 ui.end_page()

@@ -11,9 +11,17 @@ from specviz.render.tables import retrieve_table, selected_style
 from specviz.render.tree import tree_dot
 from specviz.ui import common as ui
 from specviz.ui import edits
+from specviz.ui import share_ui
 
 SLOT = "tree"
-ui.page_setup("tree_builder", SLOT)
+KEY = "tree_builder"
+share_ui.load_shared_state()  # a shared link (?s=...) sets the scenario, language and step before any widget
+ui.page_setup(KEY, SLOT)
+linked = share_ui.link_arrived(KEY)
+if linked is not None:  # the request and the selected node travel with the link
+    for name, skey in (("req", "sv_req::tree"), ("sel", "sv_sel::tree")):
+        if isinstance(linked.get(name), int) and linked[name] >= 0:
+            ui.set_value(skey, linked[name])
 s = ui.scenario(SLOT)
 ver = ui.scenario_version(SLOT)
 
@@ -128,6 +136,7 @@ def _mask_fig(text: str, b: int, mode: str, selected: int, words: tuple):
 
 
 views = None
+dot = mask_fig = None
 with ui.guard():
     views = _views(s.to_json(indent=None), b, s.tree_mask_mode)
 
@@ -256,9 +265,9 @@ if views is not None:
         st.info(views["reason"])
     m_col, s_col = st.columns([1, 1], gap="large")
     with m_col:
-        st.plotly_chart(_mask_fig(s.to_json(indent=None), b, s.tree_mask_mode, sel,
-                                  (ui.tr("attends to", "可见"), ui.tr("masked", "屏蔽"), ui.term("row"), ui.tr("column", "列"))),
-                        width="stretch", key="w_mask_fig")
+        mask_fig = _mask_fig(s.to_json(indent=None), b, s.tree_mask_mode, sel,
+                             (ui.tr("attends to", "可见"), ui.tr("masked", "屏蔽"), ui.term("row"), ui.tr("column", "列")))
+        st.plotly_chart(mask_fig, width="stretch", key="w_mask_fig")
     with s_col:
         st.markdown(ui.tr("Row i may attend to column j (✓): itself and its ancestors. How **{m}** stores it:",
                           "第 i 行可以看到第 j 列（✓）：自身及其祖先。**{m}** 的存储方式：", m=s.tree_mask_mode))
@@ -293,4 +302,7 @@ if views is not None:
                         "retrieve_next_sibling": (build.retrieve_next_sibling, "[bs, n]"),
                         "positions": (build.positions, "[bs*n]")})
 
+share_ui.sidebar_controls(KEY, s, slot=SLOT, extra={"req": b, "sel": int(st.session_state.get("sv_sel::tree", 0))}, dot=dot,
+                          fig=mask_fig, dot_what=ui.tr("The tree with its links", "树及其链接"),
+                          fig_what=ui.tr("The tree mask ({m})", "树掩码（{m}）", m=s.tree_mask_mode))
 ui.end_page()

@@ -130,8 +130,9 @@ def test_copy_link_round_trip_in_the_browser(page, browser, open_page, screensho
     open_page(page, "pitfalls")
     page.get_by_text("6. q = 0 for a proposed token").first.click()
     wait_for_app(page)
-    page.get_by_text(re.compile("Share this view")).first.click()
-    code = page.locator('[data-testid="stCode"] code').last
+    sidebar = page.locator('[data-testid="stSidebar"]')  # every page's share box sits at the bottom of the sidebar
+    sidebar.get_by_text(re.compile("Share this view")).first.click()
+    code = sidebar.locator('[data-testid="stCode"] code').first
     code.wait_for(timeout=15_000)
     url = code.inner_text().strip()
     assert "/pitfalls?s=" in url
