@@ -5,6 +5,9 @@
 For each page and scenario: one warm-up run (fills st.cache_data: the engine run, the backend
 comparison), then ``--reruns`` reruns of the script, as a person clicking a widget causes.
 Prints the median and the 90th percentile per rerun; the target is a median <= 150 ms.
+A rerun includes the sidebar's share box (the link is encoded on every run) and export box; the
+export files themselves (HTML animation, SVG / PNG through Graphviz or kaleido) are built only
+when a button is clicked, so no rerun pays for them.
 
 The 64-node tree is an EAGLE rollout with topk 4 (4 children of the root, then up to 4 parents
 x 4 children per depth: 1 + 4 + 16 + 16 + 16 + 11 nodes, depth 5), so the tree builder runs
