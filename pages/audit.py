@@ -86,8 +86,8 @@ with c1:
     st.selectbox(ui.tr("Preset", "预设"), names, index=names.index(s.name) if s.name in names else None,
                  key=f"w_audit_preset::{ver}", on_change=pick_preset, placeholder=ui.tr("choose a preset", "选择预设"))
     st.markdown(f"`{s.algorithm}` · bs = {len(s.requests)} · n = {s.n} · W = {s.width}")
-    if s.description:
-        st.caption(s.description)
+    if s.describe(ui.lang()):
+        st.caption(s.describe(ui.lang()))
     with st.expander(ui.tr("Edit the inputs as JSON", "以 JSON 编辑输入"), expanded=False):
         jkey = f"w_audit_json::{ver}"
         st.text_area(ui.tr("Scenario JSON", "场景 JSON"), s.to_json(), key=jkey, height=260)

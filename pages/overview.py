@@ -48,7 +48,7 @@ if s.name != "running_example":
         ui.set_scenario(SLOT, ui.load_preset("running_example"))
         st.rerun()
 else:
-    st.caption(s.description)
+    st.caption(s.describe(ui.lang()))
 
 tree_fig = None
 if commit is not None:

@@ -511,7 +511,7 @@ def animation_html(s: Scenario, lang: str = "en") -> str:
     data = json.dumps(frames, ensure_ascii=False).replace("</", "<\\/")
     title = f"specviz · {s.title or s.name}"
     return (_HTML.replace("__FRAMES__", data).replace("__TITLE__", html.escape(title))
-            .replace("__DESC__", html.escape(s.description or "")).replace("__LEGEND__", legend)
+            .replace("__DESC__", html.escape(s.describe(lang))).replace("__LEGEND__", legend)
             .replace("__VOCAB__", html.escape(("# 词表 token id: " if zh else "# vocab token ids: ")
                                               + "  ".join(f"{i}={t}" for i, t in enumerate(s.vocab[:40]))))
             .replace("__FONT__", FONT_FAMILY).replace("__LANG__", "zh-CN" if zh else "en")
