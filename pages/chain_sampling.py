@@ -13,7 +13,7 @@ from specviz.frames import replay
 from specviz.render import sampling_charts as sc
 from specviz.scenario import scenario_from_dict, scenario_from_json
 from specviz.ui import common as ui
-from specviz.ui import share_ui
+from specviz.ui import sampling_page, share_ui
 
 SLOT = "chain"
 KEY = "chain_sampling"
@@ -22,24 +22,12 @@ PRESETS = ["pq_example"]
 tr = ui.tr
 RENDER = sc
 
-@st.cache_resource(show_spinner=False, max_entries=256)
+
 def _fig(name: str, *args, **kwargs):
-    """A renderer's plotly figure, built once per distinct input and shared (never mutated after building):
-    building a figure costs tens of ms, which a rerun with unchanged inputs should not pay again."""
-    return getattr(RENDER, name)(*args, **kwargs)
+    return sampling_page.figure(RENDER, name, *args, **kwargs)
 
 
-# Wide even when opened by a deep link (Streamlit then runs this file without app.py's router).
-st.set_page_config(layout="wide")
-share_ui.load_shared_state()  # a shared link (?s=...) sets the scenario, language and step before any widget
-ui.page_setup(KEY, slot=None)
-if share_ui.link_arrived(KEY) is not None:  # keep the link's step (new inputs otherwise jump to the last step)
-    st.session_state["sv_chain_step_ver"] = ui.scenario_version(SLOT)
-# The key numbers (correct_len, TV distance, ...) must read from the back of a room.
-st.markdown("<style>[data-testid='stMetricValue'], [data-testid='stMetricValue'] * {font-size: 2.4rem !important; "
-            "font-weight: 700 !important; line-height: 1.2 !important;}</style>", unsafe_allow_html=True)
-ui.scenario_io(SLOT, presets=PRESETS)
-s = ui.scenario(SLOT)
+s = sampling_page.start(KEY, SLOT, PRESETS, step_version_key="sv_chain_step_ver")
 
 st.title(tr("Chain rejection sampling: u·q < p", "链式拒绝采样（Classic Rejection Sampling）：u·q < p"))
 st.markdown(tr(

@@ -1,0 +1,43 @@
+"""The opening every sampling page shares (chain rejection, target-only, DSpark).
+
+    from specviz.ui import sampling_page
+    s = sampling_page.start(KEY, SLOT, PRESETS, step_version_key="sv_chain_step_ver")
+    fig = sampling_page.figure(sc, "residual_figure", ...)
+"""
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+import streamlit as st
+
+from specviz.ui import common as ui
+from specviz.ui import share_ui
+
+# The key numbers (correct_len, TV distance, ...) must read from the back of a room.
+METRIC_CSS = ("<style>[data-testid='stMetricValue'], [data-testid='stMetricValue'] * {font-size: 2.4rem !important; "
+              "font-weight: 700 !important; line-height: 1.2 !important;}</style>")
+
+
+@st.cache_resource(show_spinner=False, max_entries=768)
+def _cached_figure(module: str, name: str, *args, **kwargs):
+    return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+
+def figure(render: ModuleType, name: str, *args, **kwargs):
+    """A renderer's plotly figure, built once per distinct input and shared (never mutated after
+    building): building a figure costs tens of ms, which a rerun with unchanged inputs should not pay."""
+    return _cached_figure(render.__name__, name, *args, **kwargs)
+
+
+def start(key: str, slot: str, presets: list, step_version_key: str):
+    """Layout, shared link, sidebar, scenario I/O; returns the page's scenario."""
+    # Wide even when opened by a deep link (Streamlit then first runs this file without app.py's router).
+    st.set_page_config(layout="wide")
+    share_ui.load_shared_state()  # a shared link (?s=...) sets the scenario, language and step before any widget
+    ui.page_setup(key, slot=None)
+    if share_ui.link_arrived(key) is not None:  # keep the link's step (new inputs otherwise jump to the last step)
+        st.session_state[step_version_key] = ui.scenario_version(slot)
+    st.markdown(METRIC_CSS, unsafe_allow_html=True)
+    ui.scenario_io(slot, presets=presets)
+    return ui.scenario(slot)
