@@ -8,8 +8,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from specviz.errors import SpecvizError
-from specviz.reference.dspark import _windows
+from specviz.reference.dspark import _windows, check_cap_args, check_finalize_args, check_out_tokens_args
 from specviz.validate import check_shape, check_tokens, int_array
 
 from .torch_common import F32, INT32, INT64, as_tensor, pick_device
@@ -60,16 +59,6 @@ def dspark_accept_sampling(candidates, target_probs, draft_probs, uniform_sample
     return k.to(INT32), bonus
 
 
-def check_cap_args(correct_len, verify_lens):
-    cl = int_array("correct_len", correct_len, 1)
-    vl = int_array("verify_lens", verify_lens, 1)
-    check_shape("verify_lens", vl, cl.shape, "(one per request, like correct_len)")
-    if np.any(vl < 1):
-        raise SpecvizError("verify_lens", f"holds {int(vl.min())}: a verify window holds at least the anchor (>= 1)")
-    if np.any(cl < 0):
-        raise SpecvizError("correct_len", f"holds {int(cl.min())}: lengths cannot be negative")
-
-
 def cap_correct_len(correct_len, verify_lens, *, validate=True):
     """capped = min(correct_len, verify_lens - 1); cap_trim_lens = correct_len - capped (both int32)."""
     device = pick_device(correct_len, verify_lens)
@@ -81,16 +70,6 @@ def cap_correct_len(correct_len, verify_lens, *, validate=True):
     return capped.to(INT32), (cl - capped).to(INT32)
 
 
-def check_finalize_args(correct_len, prefix_lens):
-    cl = int_array("correct_len", correct_len, 1)
-    pl = int_array("prefix_lens", prefix_lens, 1)
-    check_shape("prefix_lens", pl, cl.shape, "(one per request, like correct_len)")
-    if np.any(cl < 0):
-        raise SpecvizError("correct_len", f"holds {int(cl.min())}: lengths cannot be negative")
-    if np.any(pl < 0):
-        raise SpecvizError("prefix_lens", f"holds {int(pl.min())}: lengths cannot be negative")
-
-
 def finalize_accept_lens(correct_len, prefix_lens, *, validate=True):
     """commit_lens = correct_len + 1 (int32); new_seq_lens = prefix_lens + commit_lens (int64)."""
     device = pick_device(correct_len, prefix_lens)
@@ -100,17 +79,6 @@ def finalize_accept_lens(correct_len, prefix_lens, *, validate=True):
     pl = as_tensor("prefix_lens", prefix_lens, INT64, device)
     commit = cl + 1
     return commit.to(INT32), pl + commit
-
-
-def check_out_tokens_args(draft_tokens, correct_len, bonus):
-    dt = int_array("draft_tokens", draft_tokens, 2)
-    bs, gamma = dt.shape
-    cl = int_array("correct_len", correct_len, 1)
-    bn = int_array("bonus", bonus, 1)
-    check_shape("correct_len", cl, (bs,), "(one per request)")
-    check_shape("bonus", bn, (bs,), "(one per request)")
-    if np.any((cl < 0) | (cl > gamma)):
-        raise SpecvizError("correct_len", f"holds {int(cl.min()) if cl.min() < 0 else int(cl.max())}: it lies in [0, gamma = {gamma}]")
 
 
 def build_out_tokens(draft_tokens, correct_len, bonus, *, validate=True):

@@ -2,12 +2,10 @@
 over the Triton kernels (the same driver as the torch backend's, ``torch_sampling.eagle_sample_with``)."""
 from __future__ import annotations
 
-import numpy as np
 import torch
 
-from specviz.errors import SpecvizError
-from specviz.reference.sampling import GREEDY_TEMPERATURE
-from specviz.validate import float_array, int_array
+from specviz.reference.sampling import GREEDY_TEMPERATURE, check_fill_bonus_args
+from specviz.validate import float_array
 
 from .torch_common import F32, INT32, INT64, as_tensor
 from .torch_sampling import check_logits_args, eagle_sample_with, per_row_values
@@ -48,14 +46,7 @@ def fill_bonus_tokens(accept_tokens, accept_lens, *, stride, validate=True) -> t
     """bonus[b] = accept_tokens_flat[b*stride + accept_lens[b] - 1] (int32). stride = W = S+1, not n."""
     device = triton_device(accept_tokens, accept_lens)
     if validate:
-        at = int_array("accept_tokens", accept_tokens).reshape(-1)
-        al = int_array("accept_lens", accept_lens, 1)
-        if isinstance(stride, bool) or not isinstance(stride, (int, np.integer)) or stride < 1:
-            raise SpecvizError("stride", f"is {stride!r}: it must be a whole number >= 1 (accept_index.shape[1])")
-        if np.any(al < 1) or np.any(al > stride):
-            raise SpecvizError("accept_lens", f"holds {int(al.min()) if al.min() < 1 else int(al.max())}: each length lies in [1, stride = {stride}]")
-        if at.size < al.shape[0] * stride:
-            raise SpecvizError("accept_tokens", f"has {at.size} entries; {al.shape[0]} requests x stride {stride} need {al.shape[0] * stride}")
+        check_fill_bonus_args(accept_tokens, accept_lens, stride)
     at = as_tensor("accept_tokens", accept_tokens, INT64, device).reshape(-1)
     al = as_tensor("accept_lens", accept_lens, INT64, device)
     bs = al.shape[0]

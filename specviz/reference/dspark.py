@@ -70,8 +70,8 @@ def dspark_accept_sampling(candidates, target_probs, draft_probs, uniform_sample
     return correct_len, bonus
 
 
-def cap_correct_len(correct_len, verify_lens):
-    """capped = min(correct_len, verify_lens - 1); cap_trim_lens = correct_len - capped (both int32)."""
+def check_cap_args(correct_len, verify_lens):
+    """Validate cap_correct_len's inputs (shared by every backend); returns them as int64 arrays."""
     cl = int_array("correct_len", correct_len, 1)
     vl = int_array("verify_lens", verify_lens, 1)
     check_shape("verify_lens", vl, cl.shape, "(one per request, like correct_len)")
@@ -79,12 +79,18 @@ def cap_correct_len(correct_len, verify_lens):
         raise SpecvizError("verify_lens", f"holds {int(vl.min())}: a verify window holds at least the anchor (>= 1)")
     if np.any(cl < 0):
         raise SpecvizError("correct_len", f"holds {int(cl.min())}: lengths cannot be negative")
+    return cl, vl
+
+
+def cap_correct_len(correct_len, verify_lens):
+    """capped = min(correct_len, verify_lens - 1); cap_trim_lens = correct_len - capped (both int32)."""
+    cl, vl = check_cap_args(correct_len, verify_lens)
     capped = np.minimum(cl, vl - 1).astype(np.int32)
     return capped, (cl - capped).astype(np.int32)
 
 
-def finalize_accept_lens(correct_len, prefix_lens):
-    """commit_lens = correct_len + 1 (int32); new_seq_lens = prefix_lens + commit_lens (int64)."""
+def check_finalize_args(correct_len, prefix_lens):
+    """Validate finalize_accept_lens's inputs (shared by every backend); returns them as int64 arrays."""
     cl = int_array("correct_len", correct_len, 1)
     pl = int_array("prefix_lens", prefix_lens, 1)
     check_shape("prefix_lens", pl, cl.shape, "(one per request, like correct_len)")
@@ -92,15 +98,18 @@ def finalize_accept_lens(correct_len, prefix_lens):
         raise SpecvizError("correct_len", f"holds {int(cl.min())}: lengths cannot be negative")
     if np.any(pl < 0):
         raise SpecvizError("prefix_lens", f"holds {int(pl.min())}: lengths cannot be negative")
+    return cl, pl
+
+
+def finalize_accept_lens(correct_len, prefix_lens):
+    """commit_lens = correct_len + 1 (int32); new_seq_lens = prefix_lens + commit_lens (int64)."""
+    cl, pl = check_finalize_args(correct_len, prefix_lens)
     commit = (cl + 1).astype(np.int32)
     return commit, (pl + commit).astype(np.int64)
 
 
-def build_out_tokens(draft_tokens, correct_len, bonus):
-    """out [bs, T] int64: drafts in columns 0..gamma-1, 0 in column gamma, then bonus scattered at correct_len.
-
-    Only the first commit_lens = correct_len + 1 entries are output; later ones are stale.
-    """
+def check_out_tokens_args(draft_tokens, correct_len, bonus):
+    """Validate build_out_tokens's inputs (shared by every backend); returns them as int64 arrays."""
     dt = int_array("draft_tokens", draft_tokens, 2)
     bs, gamma = dt.shape
     cl = int_array("correct_len", correct_len, 1)
@@ -109,6 +118,16 @@ def build_out_tokens(draft_tokens, correct_len, bonus):
     check_shape("bonus", bn, (bs,), "(one per request)")
     if np.any((cl < 0) | (cl > gamma)):
         raise SpecvizError("correct_len", f"holds {int(cl.min()) if cl.min() < 0 else int(cl.max())}: it lies in [0, gamma = {gamma}]")
+    return dt, cl, bn
+
+
+def build_out_tokens(draft_tokens, correct_len, bonus):
+    """out [bs, T] int64: drafts in columns 0..gamma-1, 0 in column gamma, then bonus scattered at correct_len.
+
+    Only the first commit_lens = correct_len + 1 entries are output; later ones are stale.
+    """
+    dt, cl, bn = check_out_tokens_args(draft_tokens, correct_len, bonus)
+    bs, gamma = dt.shape
     out = np.zeros((bs, gamma + 1), dtype=np.int64)
     out[:, :gamma] = dt
     out[np.arange(bs), cl] = bn

@@ -85,8 +85,8 @@ def target_probs_from_logits(logits, *, temperature, top_k=None, top_p=None) -> 
     return probs
 
 
-def fill_bonus_tokens(accept_tokens, accept_lens, *, stride) -> np.ndarray:
-    """bonus[b] = accept_tokens_flat[b*stride + accept_lens[b] - 1] (int32). stride = W = S+1, not n."""
+def check_fill_bonus_args(accept_tokens, accept_lens, stride):
+    """Validate fill_bonus_tokens's inputs (shared by every backend); returns (flat tokens, lengths)."""
     at = int_array("accept_tokens", accept_tokens).reshape(-1)
     al = int_array("accept_lens", accept_lens, 1)
     if isinstance(stride, bool) or not isinstance(stride, (int, np.integer)) or stride < 1:
@@ -95,6 +95,12 @@ def fill_bonus_tokens(accept_tokens, accept_lens, *, stride) -> np.ndarray:
         raise SpecvizError("accept_lens", f"holds {int(al.min()) if al.min() < 1 else int(al.max())}: each length lies in [1, stride = {stride}]")
     if at.size < al.shape[0] * stride:
         raise SpecvizError("accept_tokens", f"has {at.size} entries; {al.shape[0]} requests x stride {stride} need {al.shape[0] * stride}")
+    return at, al
+
+
+def fill_bonus_tokens(accept_tokens, accept_lens, *, stride) -> np.ndarray:
+    """bonus[b] = accept_tokens_flat[b*stride + accept_lens[b] - 1] (int32). stride = W = S+1, not n."""
+    at, al = check_fill_bonus_args(accept_tokens, accept_lens, stride)
     idx = np.arange(al.shape[0]) * int(stride) + al - 1
     return at[idx].astype(np.int32)
 

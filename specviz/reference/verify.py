@@ -14,7 +14,7 @@ from ..errors import SpecvizError, SpecvizWarning
 from ..results import TreeSampleResult, VerifyResult
 from ..trace import Trace
 from ..validate import (check_semantics, check_shape, check_tokens, check_tree_arrays, check_width, coin_array,
-                        float_array, int_array, prob_array)
+                        int_array, prob_array)
 
 F32 = np.float32
 
