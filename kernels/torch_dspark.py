@@ -8,8 +8,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from specviz.reference.dspark import _windows, check_cap_args, check_finalize_args, check_out_tokens_args
-from specviz.validate import check_shape, check_tokens, int_array
+from specviz.reference.dspark import _windows, check_cap_args, check_greedy_args, check_finalize_args, check_out_tokens_args
 
 from .torch_common import F32, INT32, INT64, as_tensor, pick_device
 from .torch_verify import chain_core, check_chain_inputs
@@ -22,10 +21,7 @@ def dspark_accept_greedy(candidates, target_predict, *, validate=True):
     """
     device = pick_device(candidates, target_predict)
     if validate:
-        cand_np = _windows("candidates", candidates)
-        tp_np = int_array("target_predict", target_predict, 2)
-        check_shape("target_predict", tp_np, cand_np.shape, "(like candidates: [bs, T])")
-        check_tokens("target_predict", tp_np, None)
+        check_greedy_args(candidates, target_predict)
     cand = as_tensor("candidates", candidates, INT64, device)
     tp = as_tensor("target_predict", target_predict, INT64, device)
     match = cand[:, 1:] == tp[:, :-1]  # [bs, T-1]

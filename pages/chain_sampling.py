@@ -38,14 +38,8 @@ st.markdown(tr(
     "第一次拒绝即停止：从归一化的 **max(p − q, 0)**（residual）采样修正 token。若全部 Draft 被接受，"
     "**bonus** 直接从 Target 分布 p 采样。"))
 
-if s.algorithm != "chain_rejection":
-    st.error(tr("The scenario in this page's slot uses algorithm **{a}**; this page needs **chain_rejection**.",
-                "本页的场景使用算法 **{a}**，本页需要 **chain_rejection**。", a=s.algorithm))
-    if st.button(tr("Load the p/q example", "加载 p/q 示例"), key="w_chain_reset"):
-        ui.set_scenario(SLOT, ui.load_preset("pq_example"))
-        st.rerun()
-    share_ui.sidebar_controls(KEY, s, slot=SLOT, step_key=STEP)
-    st.stop()
+sampling_page.require_algorithm(s, KEY, SLOT, STEP, ("chain_rejection",), "pq_example",
+                               ("Load the p/q example", "加载 p/q 示例"), "w_chain_reset")
 
 req = s.requests[0]
 vocab = list(s.vocab)

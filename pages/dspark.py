@@ -39,14 +39,8 @@ st.markdown(tr(
     "所以 Accept 的结果就是一个数 **correct_len**：与 Target 一致的 Draft 前缀长度；"
     "**commit_lens = correct_len + 1** 行保留 KV，同时输出同样数量的 token（被接受的 Draft + bonus）。"))
 
-if s.algorithm not in ("dspark_greedy", "dspark_sampling"):
-    st.error(tr("The scenario in this page's slot uses algorithm **{a}**; this page needs dspark_greedy or dspark_sampling.",
-                "本页的场景使用算法 **{a}**，本页需要 dspark_greedy 或 dspark_sampling。", a=s.algorithm))
-    if st.button(tr("Load the DSpark example", "加载 DSpark 示例"), key="w_ds_reset"):
-        ui.set_scenario(SLOT, ui.load_preset("dspark_chain"))
-        st.rerun()
-    share_ui.sidebar_controls(KEY, s, slot=SLOT, step_key=STEP)
-    st.stop()
+sampling_page.require_algorithm(s, KEY, SLOT, STEP, ("dspark_greedy", "dspark_sampling"), "dspark_chain",
+                               ("Load the DSpark example", "加载 DSpark 示例"), "w_ds_reset")
 
 VER = ui.scenario_version(SLOT)
 req = s.requests[0]

@@ -40,14 +40,8 @@ st.markdown(tr(
     "所以兄弟节点把 0..1 区间切成若干桶。被拒绝的兄弟把其 p 写入工作缓冲区 `draft_probs`；"
     "若全部被拒，终止 token 从 **relu(p − buffer)** 采样。全程不使用 q。"))
 
-if s.algorithm != "target_only":
-    st.error(tr("The scenario in this page's slot uses algorithm **{a}**; this page needs **target_only**.",
-                "本页的场景使用算法 **{a}**，本页需要 **target_only**。", a=s.algorithm))
-    if st.button(tr("Load the running example with p", "加载带 p 的教学例子"), key="w_to_reset"):
-        ui.set_scenario(SLOT, ui.load_preset("target_only_sampling"))
-        st.rerun()
-    share_ui.sidebar_controls(KEY, s, slot=SLOT, step_key=STEP)
-    st.stop()
+sampling_page.require_algorithm(s, KEY, SLOT, STEP, ("target_only",), "target_only_sampling",
+                               ("Load the running example with p", "加载带 p 的教学例子"), "w_to_reset")
 
 req = s.requests[0]
 vocab = list(s.vocab)

@@ -21,17 +21,23 @@ def _windows(name: str, candidates) -> np.ndarray:
     return cand
 
 
+def check_greedy_args(candidates, target_predict):
+    """Validate dspark_accept_greedy's inputs (shared by every backend); returns them as int64 arrays."""
+    cand = _windows("candidates", candidates)
+    tp = int_array("target_predict", target_predict, 2)
+    check_shape("target_predict", tp, cand.shape, "(like candidates: [bs, T])")
+    check_tokens("target_predict", tp, None)
+    return cand, tp
+
+
 def dspark_accept_greedy(candidates, target_predict, *, trace: Trace | None = None):
     """correct_len = leading run of candidates[:, t+1] == target_predict[:, t]; bonus = target_predict[correct_len].
 
     candidates [bs, T], target_predict [bs, T] -> (correct_len int32 [bs], bonus int64 [bs]).
     A match after the first mismatch is ignored.
     """
-    cand = _windows("candidates", candidates)
+    cand, tp = check_greedy_args(candidates, target_predict)
     bs, T = cand.shape
-    tp = int_array("target_predict", target_predict, 2)
-    check_shape("target_predict", tp, (bs, T), "(like candidates: [bs, T])")
-    check_tokens("target_predict", tp, None)
     match = cand[:, 1:] == tp[:, :-1]  # [bs, T-1]
     # Leading run: cumulative product stops at the first False.
     correct_len = np.cumprod(match, axis=1).sum(axis=1).astype(np.int32) if T > 1 else np.zeros(bs, np.int32)

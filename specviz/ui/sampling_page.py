@@ -41,3 +41,19 @@ def start(key: str, slot: str, presets: list, step_version_key: str):
     st.markdown(METRIC_CSS, unsafe_allow_html=True)
     ui.scenario_io(slot, presets=presets)
     return ui.scenario(slot)
+
+
+def require_algorithm(s, key: str, slot: str, step_key: str, algorithms: tuple, preset: str,
+                      button: tuple, button_key: str) -> None:
+    """Stop the page with an error (and a button that loads ``preset``) unless s.algorithm fits."""
+    if s.algorithm in algorithms:
+        return
+    need = " or ".join(algorithms)
+    need_zh = " 或 ".join(algorithms)
+    st.error(ui.tr("The scenario in this page's slot uses algorithm **{a}**; this page needs **{n}**.",
+                   "本页的场景使用算法 **{a}**，本页需要 **{nz}**。", a=s.algorithm, n=need, nz=need_zh))
+    if st.button(ui.tr(*button), key=button_key):
+        ui.set_scenario(slot, ui.load_preset(preset))
+        st.rerun()
+    share_ui.sidebar_controls(key, s, slot=slot, step_key=step_key)
+    st.stop()
