@@ -224,8 +224,9 @@ http://localhost:8501 (Streamlit's default port). Any further flag goes to Strea
 
 _EPILOG_RUN = _HELP_BACKENDS + """
 
-Scenario files: the JSON format is described in docs/scenario_format.md; the presets are in
-scenarios/ (e.g. scenarios/running_example.json).
+Scenario files: the JSON format is described in docs/scenario_format.md. FILE may also name a
+preset shipped with specviz, from any directory: specviz run running_example
+Presets: {presets}
 """
 
 _EPILOG_CHECK = """Recomputes the scenario with the numpy reference and checks every invariant of the semantics
@@ -265,6 +266,23 @@ tree can be drawn by an EAGLE rollout, topk, depth, parent_list and selected_ind
 """
 
 
+def _scenario_arg(value: str) -> str:
+    """FILE as given; a bare preset name (``running_example`` or ``running_example.json``) that is no
+    file here names the preset shipped with specviz, so ``specviz run running_example`` works anywhere."""
+    if os.path.exists(value) or "/" in value or os.sep in value:
+        return value
+    from .paths import scenario_dir
+
+    preset = scenario_dir() / (value if value.endswith(".json") else value + ".json")
+    return str(preset) if preset.is_file() else value
+
+
+def _preset_names() -> str:
+    from .paths import scenario_dir
+
+    return ", ".join(sorted(p.stem for p in scenario_dir().glob("*.json"))) or "(none found)"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="specviz", description="The Accept stage of speculative decoding, SGLang 0.5.23 semantics.",
@@ -274,15 +292,16 @@ def main(argv=None) -> int:
     p = sub.add_parser("app", help="start the Streamlit app (http://localhost:8501); further flags go to Streamlit",
                        epilog=_EPILOG_APP, formatter_class=fmt)
     p.set_defaults(fn=None)
-    p = sub.add_parser("run", help="run a scenario and print the steps and the result", epilog=_EPILOG_RUN, formatter_class=fmt)
-    p.add_argument("file", help="a scenario JSON file (docs/scenario_format.md)")
+    p = sub.add_parser("run", help="run a scenario and print the steps and the result",
+                       epilog=_EPILOG_RUN.format(presets=_preset_names()), formatter_class=fmt)
+    p.add_argument("file", type=_scenario_arg, help="a scenario JSON file (docs/scenario_format.md) or a preset name")
     p.add_argument("--backend", default="numpy", choices=("numpy", "torch", "triton"),
                    help="numpy (default), torch, or triton (needs a CUDA GPU or TRITON_INTERPRET=1)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(fn=cmd_run)
     p = sub.add_parser("check", help="recompute a scenario and verify every invariant of docs/SEMANTICS.md",
                        epilog=_EPILOG_CHECK, formatter_class=fmt)
-    p.add_argument("file", help="a scenario JSON file (docs/scenario_format.md)")
+    p.add_argument("file", type=_scenario_arg, help="a scenario JSON file (docs/scenario_format.md) or a preset name")
     p.add_argument("--backends", default="",
                    help="comma-separated backends to compare with the reference, e.g. numpy,torch,triton "
                         "(triton needs a CUDA GPU or TRITON_INTERPRET=1)")
@@ -294,7 +313,7 @@ def main(argv=None) -> int:
     p.add_argument("file", help="an audit JSON file: {\"scenario_file\" | \"scenario\", \"claimed\"} (see below)")
     p.set_defaults(fn=cmd_audit)
     p = sub.add_parser("convert", help="show the SGLang forms of a scenario's trees", epilog=_EPILOG_CONVERT, formatter_class=fmt)
-    p.add_argument("file", help="a scenario JSON file (docs/scenario_format.md)")
+    p.add_argument("file", type=_scenario_arg, help="a scenario JSON file (docs/scenario_format.md) or a preset name")
     p.add_argument("--topk", type=int, default=None)
     p.set_defaults(fn=cmd_convert)
     args, extra = parser.parse_known_args(argv)

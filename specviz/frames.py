@@ -20,7 +20,7 @@ class Frame:
 
     def _repr_html_(self) -> str:
         """Jupyter rich display: the step, its event and the arrays (escaped HTML)."""
-        from .notebook import frame_html
+        from .display import frame_html
 
         return frame_html(self)
 

@@ -153,16 +153,11 @@ class Scenario(_Strict):
         body = self.model_dump(mode="json", exclude_defaults=True)
         return json.dumps({"format": FORMAT, "version": VERSION, **body}, indent=indent, ensure_ascii=False)
 
-    # -- Jupyter rich display (escaped HTML; the tree as SVG when graphviz's dot is installed) --
+    # -- Jupyter rich display: escaped HTML tables and the tree as an outline --------------------
     def _repr_html_(self) -> str:
-        from .notebook import scenario_html
+        from .display import scenario_html
 
         return scenario_html(self)
-
-    def _repr_svg_(self) -> str | None:
-        from .notebook import scenario_svg
-
-        return scenario_svg(self)
 
     def replace(self, **changes) -> "Scenario":
         """A new validated scenario with some top-level fields changed."""

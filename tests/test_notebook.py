@@ -48,15 +48,21 @@ def test_user_text_is_escaped_in_the_display():
         assert "<img" not in html and "onerror=alert(1)&gt;" in html
 
 
-def test_svg_needs_dot_and_carries_no_script():
+def test_run_svg_needs_dot_and_carries_no_script():
     import shutil
 
-    s = load_scenario(scenario_dir() / "running_example.json")
-    svg = s._repr_svg_()
+    run = run_scenario(load_scenario(scenario_dir() / "running_example.json"))
+    svg = run._repr_svg_()
     if shutil.which("dot") is None:
-        assert svg is None
+        assert svg is None and "specviz-tree" in run._repr_html_()  # the outline stands in for the figure
     else:
-        assert svg.startswith("<svg") and "<script" not in svg
+        assert svg.startswith("<svg") and "<script" not in svg and "<svg" in run._repr_html_()
+
+
+def test_scenario_shows_its_tree_as_an_outline():
+    html = load_scenario(scenario_dir() / "running_example.json")._repr_html_()
+    # R has children A, B; A has children C, D (nested lists, rows shown)
+    assert html.count("<ul") == 3 and "A <small>(node 1, row 1)</small>" in html
 
 
 def test_example_notebook_executes(tmp_path):

@@ -92,7 +92,7 @@ def test_installed_package_runs_away_from_the_checkout(site, tmp_path):
     pkg_file, root, presets = probe.stdout.split()
     assert Path(pkg_file).is_relative_to(site) and Path(root) == site / "specviz" / "_app"
     assert int(presets) == len(list((ROOT / "scenarios").glob("*.json")))
-    run = subprocess.run([sys.executable, "-m", "specviz", "run", str(site / "specviz/_app/scenarios/running_example.json")],
+    run = subprocess.run([sys.executable, "-m", "specviz", "run", "running_example"],  # a preset by name, from anywhere
                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert "accept_index      [[0, 1, 3]]" in run.stdout
