@@ -47,7 +47,7 @@ import numpy as np
 import torch
 
 from ..errors import SpecvizError
-from .model import KVCache, TinyLM
+from .model import KVCache, TinyLM, single_threaded
 from .train import load_models
 
 ALGORITHMS = ("greedy", "target_only", "chain")
@@ -348,6 +348,7 @@ class Decoder:
         other.history, other.rounds = list(self.history), []
         return other
 
+    @single_threaded
     def step(self) -> Round:
         s, ops = self.settings, self.ops
         n, S, W = s.num_draft_tokens, s.depth, s.depth + 1
@@ -450,6 +451,7 @@ class Decoder:
         return _draw(dist, coin)
 
 
+@single_threaded
 def run_loop(prompt: str, settings: LoopSettings, models=None, max_tokens: int | None = None) -> LoopRun:
     """Run ``settings.rounds`` rounds (or until ``max_tokens`` tokens are emitted)."""
     dec = Decoder(prompt, settings, models)
@@ -462,6 +464,7 @@ def run_loop(prompt: str, settings: LoopSettings, models=None, max_tokens: int |
     return run
 
 
+@single_threaded
 def target_greedy(prompt_ids: list, num_tokens: int, models=None) -> list:
     """The Target's own greedy decoding, one token per forward (the reference proof 2 compares against)."""
     target, _, _ = models or load_models()

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .decode import Decoder, LoopSettings, target_greedy
+from .model import single_threaded
 from .train import load_models
 
 TREE_TOL = 1e-4   # float32 logits of magnitude ~10: sums in a different order differ by ~1e-6
@@ -61,6 +62,7 @@ class SamplingProof:
     observed: list           # [K] empirical frequencies
 
 
+@single_threaded
 def tree_pass_exact(run, models=None, tol: float = TREE_TOL) -> TreeProof:
     """Proof 1 over every node of every round of ``run``."""
     target, _, _ = models or load_models()
@@ -87,6 +89,7 @@ def tree_pass_exact(run, models=None, tol: float = TREE_TOL) -> TreeProof:
     return TreeProof(ok=m <= tol, max_abs_diff=m, per_round=per_round, worst=worst)
 
 
+@single_threaded
 def greedy_lossless(run, models=None) -> GreedyProof:
     """Proof 2: ``run`` (any algorithm's tree shape, greedy accept) against the Target's own greedy decoding."""
     spec = list(run.generated)
@@ -95,6 +98,7 @@ def greedy_lossless(run, models=None) -> GreedyProof:
     return GreedyProof(ok=first is None, speculative=spec, reference=ref, first_divergence=first)
 
 
+@single_threaded
 def target_sequence_probs(prompt_ids: list, num_tokens: int, temperature: float, backend: str = "torch",
                           min_prob: float = 1e-5, models=None) -> dict:
     """Exact probabilities of the Target's own next ``num_tokens`` tokens (sequences below ``min_prob`` pooled as None)."""
@@ -125,6 +129,7 @@ def target_sequence_probs(prompt_ids: list, num_tokens: int, temperature: float,
     return out
 
 
+@single_threaded
 def speculative_samples(prompt: str, settings: LoopSettings, num_tokens: int, trials: int, seed: int = 0,
                         models=None) -> list:
     """``trials`` independent runs of the loop (fresh coins each), the first ``num_tokens`` tokens of each."""
@@ -139,6 +144,7 @@ def speculative_samples(prompt: str, settings: LoopSettings, num_tokens: int, tr
     return out
 
 
+@single_threaded
 def sampling_lossless(prompt: str, settings: LoopSettings, *, num_tokens: int = 2, trials: int = 600, seed: int = 0,
                       bins: int = 6, delta: float = 1e-3, models=None) -> SamplingProof:
     """Proof 3: L1 distance between the loop's empirical next-token sequences and the Target's exact ones."""
