@@ -15,9 +15,12 @@ torch.set_num_threads(1)
 _, _, TOK = load_models()
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 PROMPT = "The target model verifies the draft tree. "
-# Monte Carlo: a short horizon (2 tokens), a shallow tree, 400 trials; K = 6 bins, delta = 1e-3 ->
-# a correct sampler's L1 distance exceeds the bound (~0.235) with probability <= 1e-3.
-MC = dict(num_tokens=2, trials=400, bins=6, delta=1e-3, seed=7)
+# Monte Carlo: a short horizon (2 tokens), a shallow tree, 400 trials; K = 8 bins, delta = 1e-3 ->
+# a correct sampler's L1 distance exceeds the bound (~0.25) with probability <= 1e-3. The prompt is
+# one where the Draft's first guess ('r', q .09) is plausible but not likely for the Target (p .16),
+# so a biased acceptance shows at once.
+MC = dict(num_tokens=2, trials=400, bins=8, delta=1e-3, seed=7)
+MC_PROMPT = "Each round the "
 
 
 def shapes():
@@ -40,14 +43,14 @@ def test_greedy_speculative_decoding_emits_the_targets_greedy_tokens(backend, pr
 @pytest.mark.parametrize("algorithm,topk,n", [("target_only", 2, 4), ("chain", 1, 3)])
 def test_sampling_with_thresholds_1_matches_the_targets_own_sampling(algorithm, topk, n):
     s = LoopSettings(algorithm=algorithm, topk=topk, depth=2, num_draft_tokens=n, temperature=1.0, rounds=4)
-    proof = sampling_lossless(PROMPT, s, **MC)
+    proof = sampling_lossless(MC_PROMPT, s, **MC)
     assert proof.ok, proof
     assert abs(sum(proof.observed) - 1) < 1e-9 and abs(sum(proof.expected) - 1) < 1e-6
 
 
 def test_thresholds_below_1_are_measurably_biased():
     s = LoopSettings(algorithm="target_only", topk=2, depth=2, num_draft_tokens=4, temperature=1.0, rounds=4, threshold_acc=0.1)
-    proof = sampling_lossless(PROMPT, s, **MC)
+    proof = sampling_lossless(MC_PROMPT, s, **MC)
     assert not proof.ok and proof.l1 > 2 * proof.bound, proof
 
 
@@ -74,5 +77,5 @@ def test_missing_ancestor_breaks_the_tree_pass():
 def test_q_as_work_buffer_biases_sampling():
     s = LoopSettings(algorithm="target_only", topk=2, depth=2, num_draft_tokens=4, temperature=1.0, rounds=4,
                      mistakes=("q_as_buffer",))
-    proof = sampling_lossless(PROMPT, s, **MC)
+    proof = sampling_lossless(MC_PROMPT, s, **MC)
     assert not proof.ok, proof

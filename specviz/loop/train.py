@@ -29,8 +29,8 @@ TARGET = dict(d_model=64, n_layers=2, n_heads=4, d_ff=192)
 DRAFT = dict(d_model=32, n_layers=1, n_heads=2, d_ff=64)
 # Steps were chosen so the Draft agrees with the Target often but not always (mean accept length
 # ~2-4 at topk 2-4, depth 3-5; see benchmarks/bench_loop.py).
-TRAIN = {"target": dict(steps=900, seed=1), "draft": dict(steps=300, seed=2)}
-BLOCK, BATCH, LR = 64, 32, 3e-3
+TRAIN = {"target": dict(steps=1200, seed=1), "draft": dict(steps=900, seed=2)}
+BLOCK, BATCH, LR = 160, 16, 3e-3
 
 
 def corpus_text() -> str:
@@ -114,12 +114,17 @@ def load_models() -> tuple[TinyLM, TinyLM, CharTokenizer]:
     return target, draft, tok
 
 
-def main() -> int:
+def main(argv=None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=WEIGHTS, help="where to write the weights (default: the committed file)")
+    args = ap.parse_args(argv)
     t0 = time.perf_counter()
     target, draft, tok, digest = train_both(log=print)
-    save(WEIGHTS, target, draft, tok, digest)
+    save(args.out, target, draft, tok, digest)
     print(f"vocabulary {tok.size} characters; corpus sha256 {digest[:16]}...; "
-          f"trained in {time.perf_counter() - t0:.1f} s; wrote {WEIGHTS} ({WEIGHTS.stat().st_size / 1024:.0f} KiB)")
+          f"trained in {time.perf_counter() - t0:.1f} s; wrote {args.out} ({args.out.stat().st_size / 1024:.0f} KiB)")
     return 0
 
 
