@@ -91,8 +91,9 @@ with c[2]:
         n = depth + 1
         st.metric("num_draft_tokens", n, help=ui.tr("topk 1 forces n = depth + 1", "topk 为 1 时 n = depth + 1"))
     else:
+        if int(st.session_state.get("sv_loop::n", 8)) > most:     # a smaller tree shape: keep the slider in range
+            ui.set_value("sv_loop::n", most)
         n = ui.widget(st.slider, "num_draft_tokens", "sv_loop::n", min(8, most), min_value=2, max_value=most)
-        n = min(n, most)
 with c[3]:
     temperature = ui.widget(st.slider, ui.tr("temperature", "温度"), "sv_loop::temperature", 0.8, min_value=0.1, max_value=2.0,
                             step=0.1, disabled=algorithm == "greedy")

@@ -63,3 +63,19 @@ def test_bad_prompt_is_an_error_naming_the_field():
     at.run()
     assert not at.exception
     assert at.error and "prompt" in at.error[0].value
+
+
+def test_shrinking_the_tree_keeps_num_draft_tokens_in_range():
+    at = _run("en", **{"sv_loop::rounds": 2, "sv_loop::topk": 3, "sv_loop::depth": 5, "sv_loop::n": 30})
+    at.session_state["sv_loop::topk"] = 2
+    at.session_state["w_sv_loop::topk"] = 2
+    at.run()
+    assert not at.exception and not at.error
+    assert at.session_state["sv_loop::n"] <= 2 + 4 * 4 + 1
+
+
+def test_sampling_page_runs_the_monte_carlo():
+    at = _run("en", **{"sv_loop::rounds": 2, "sv_loop::algorithm": "target_only", "sv_loop::run_mc": True,
+                       "sv_loop::trials": 100, "sv_loop::prompt": "Each round the "})
+    text = "\n".join(str(x.value) for x in at.markdown)
+    assert "L1 =" in text and "bound" in text
