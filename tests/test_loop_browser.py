@@ -12,9 +12,10 @@ from tests.conftest import wait_for_app  # noqa: E402
 @pytest.mark.parametrize("width,height", [(1280, 720), (1920, 1080)])
 def test_decoding_loop_page_screenshots(page, open_page, screenshot_dir, width, height):
     page.set_viewport_size({"width": width, "height": height})
+    open_page(page, "")                 # the router first (a fresh server's first deep link skips app.py)
     open_page(page, "decoding_loop")
+    expect(page.get_by_role("heading", name="Decoding loop").first).to_be_visible(timeout=60_000)
     assert page.locator('[data-testid="stException"]').count() == 0
-    expect(page.get_by_role("heading", name="Decoding loop").first).to_be_visible()
     page.locator('[data-testid="stGraphVizChart"] svg').first.wait_for(timeout=60_000)
     page.screenshot(path=str(screenshot_dir / f"decoding_loop_{width}x{height}.png"))
     page.get_by_role("button", name="▶", exact=True).first.click()     # next round
