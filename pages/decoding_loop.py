@@ -168,6 +168,20 @@ with c[1]:
     st.markdown(ui.tr("**Target KV cache around the commit**", "**提交前后的 Target KV 缓存**"))
     st.dataframe(view.kv_table(rnd, show, words), hide_index=True, width="stretch")
 
+import numpy as np  # noqa: E402  (arrays for the raw-tensor listing only)
+
+ui.raw_tensors({
+    "parent_list": (np.array([rnd.tree.parent_list]), "[bs, topk*(depth-1)+1]"),
+    "selected_index": (np.array([rnd.tree.selected_index]), "[bs, n-1]"),
+    "candidates": (np.array([rnd.tree.candidates]), "[bs, n]"),
+    "positions": (np.array(rnd.positions), "[bs*n]"),
+    "uniform_samples": (np.array([rnd.coins], dtype=np.float32), "[bs, n]"),
+    "uniform_samples_for_final_sampling": (np.array([rnd.coin_final], dtype=np.float32), "[bs]"),
+    "draft_coins": (np.array(rnd.draft_coins, dtype=np.float32), "[depth] (chain Draft only)"),
+    "predicts": (np.array(rnd.predicts, dtype=np.int32), "[bs*n]"),
+    "accept_index": (np.array([rnd.accept_index], dtype=np.int32), "[bs, W]"),
+})
+
 # -- proofs ------------------------------------------------------------------------------------------
 st.subheader(ui.tr("Proofs, live", "证明（实时）"))
 greedy_settings = replace(settings, algorithm="greedy", threshold_acc=1.0,
