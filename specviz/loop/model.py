@@ -171,8 +171,12 @@ class TinyLM(torch.nn.Module):
     # -- pieces --------------------------------------------------------------------------------
     def _rope(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         """Rotate ``x [..., m, head_dim]`` by each row's position (rotate-half convention)."""
-        ang = positions.to(torch.float32)[:, None] * self.inv_freq[None, :]      # [m, half]
-        cos, sin = torch.cos(ang), torch.sin(ang)
+        top = int(positions.max()) + 1 if positions.numel() else 1
+        if getattr(self, "_rope_len", 0) < top:        # a cos/sin table per position, grown on demand
+            n = max(top, 2 * getattr(self, "_rope_len", 0), 512)
+            ang = torch.arange(n, dtype=torch.float32)[:, None] * self.inv_freq[None, :]   # [n, half]
+            self._rope_cos, self._rope_sin, self._rope_len = torch.cos(ang), torch.sin(ang), n
+        cos, sin = self._rope_cos[positions], self._rope_sin[positions]            # [m, half]
         x1, x2 = x[..., : self.head_dim // 2], x[..., self.head_dim // 2:]
         return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
 
