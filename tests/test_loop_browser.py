@@ -22,6 +22,8 @@ def test_decoding_loop_page_screenshots(page, open_page, screenshot_dir, width, 
     wait_for_app(page)
     page.locator('[data-testid="stGraphVizChart"]').first.scroll_into_view_if_needed()
     page.screenshot(path=str(screenshot_dir / f"decoding_loop_round1_{width}x{height}.png"))
+    page.get_by_role("heading", name="Acceptance metrics").first.scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshot_dir / f"decoding_loop_metrics_{width}x{height}.png"))
     page.get_by_text("简体中文").click()
     wait_for_app(page)
     expect(page.get_by_role("heading", name="解码循环").first).to_be_visible()
