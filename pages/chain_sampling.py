@@ -13,7 +13,7 @@ from specviz.frames import replay
 from specviz.render import sampling_charts as sc
 from specviz.scenario import scenario_from_dict, scenario_from_json
 from specviz.ui import common as ui
-from specviz.ui import sampling_page, share_ui
+from specviz.ui import markup, sampling_page, share_ui
 
 SLOT = "chain"
 KEY = "chain_sampling"
@@ -122,7 +122,8 @@ with col_chain:
         ccols = st.columns(PER_ROW)
         for j, sl in enumerate(range(start, min(N, start + PER_ROW))):
             if sl == 0:
-                ccols[0].markdown(f"**root**<br><span style='font-size:1.6rem'>{req.chain[0]}</span>", unsafe_allow_html=True)
+                with ccols[0]:
+                    markup.big_cell("root", req.chain[0])
                 continue
             k = _synced(f"w_chain_tok{sl}", req.chain[sl])
             new_chain[sl] = ccols[j].selectbox(tr("slot {s}", "位置 {s}", s=sl), vocab, key=k)

@@ -14,7 +14,7 @@ from specviz.render import dspark_charts as dc
 from specviz.render import sampling_charts as sc
 from specviz.scenario import scenario_from_dict
 from specviz.ui import common as ui
-from specviz.ui import sampling_page, share_ui
+from specviz.ui import markup, sampling_page, share_ui
 
 SLOT = "dspark"
 KEY = STEP = "dspark"  # page name and the animation's step key
@@ -121,7 +121,7 @@ with c1:
             cols = st.columns(PER_ROW)
         with cols[t % PER_ROW]:
             if t == 0:
-                st.markdown(f"**t=0 anchor**<br><span style='font-size:1.6rem'>{req.chain[0]}</span>", unsafe_allow_html=True)
+                markup.big_cell("t=0 anchor", req.chain[0])
             else:
                 k = _synced(f"w_ds_draft{t}", req.chain[t])
                 st.selectbox(tr("t={t} draft", "t={t} Draft", t=t), vocab, key=k, on_change=_cb("chain", k, t))

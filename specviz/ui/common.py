@@ -590,7 +590,9 @@ def route_through_app() -> None:
 def page_setup(page: str, slot: str | None = "tree") -> None:
     """Per page: CSS, and the sidebar with the language toggle, backend selector and scenario I/O."""
     route_through_app()
-    st.markdown(CSS, unsafe_allow_html=True)
+    from specviz.ui import markup
+
+    markup.fixed_markup(CSS)
     st.session_state["sv_page"] = page
     st.session_state["sv_playing_keys"] = set()
     widget(st.sidebar.radio, "Language / 语言", "sv_lang", "en", options=list(LANGS), format_func=LANGS.get, horizontal=True)
@@ -604,15 +606,17 @@ def page_setup(page: str, slot: str | None = "tree") -> None:
 # -------------------------------------------------------------------------------------------
 
 def chip(text, state: str = "pending", title: str = "") -> str:
-    from specviz.render.palette import state_color, text_on
+    """A chip's HTML (text and title escaped): see specviz.ui.markup."""
+    from specviz.ui import markup
 
-    fill = state_color(state)
-    t = f' title="{title}"' if title else ""
-    return f'<span class="sv-chip"{t} style="background:{fill};color:{text_on(fill)}">{text}</span>'
+    return markup.chip(text, state, title)
 
 
 def chip_row(label: str, chips: list[str]) -> None:
-    st.markdown(f'<div class="sv-row"><span class="sv-label">{label}</span>{"".join(chips)}</div>', unsafe_allow_html=True)
+    """A labelled row of chips (label and any non-chip item escaped): see specviz.ui.markup."""
+    from specviz.ui import markup
+
+    markup.row(label, chips)
 
 
 STYLED_ROWS_LIMIT = 40  # beyond this a Styler costs more than a rerun may (~0.4 ms a cell); text marks carry the state
