@@ -14,7 +14,7 @@ from specviz.render.tables import highlight_rows, shift_table
 from specviz.render.tree import tree_dot
 from specviz.scenario import scenario_from_json
 from specviz.ui import common as ui
-from specviz.ui import share_ui
+from specviz.ui import heavy, share_ui
 
 KEY = "audit"
 
@@ -145,7 +145,8 @@ if not text.strip():
     st.info(ui.tr("Paste some outputs above (or load an example) to get a verdict.", "请在上方粘贴输出（或加载示例）以获得结论。"))
 else:
     try:
-        result = _audit(s_json, text, ui.lang())
+        with heavy.heavy(ui.tr("Your outputs", "你的输出")):  # per-tab budget + server-wide slots
+            result = _audit(s_json, text, ui.lang())
     except SpecvizError as exc:
         ui.show_error(exc)
 

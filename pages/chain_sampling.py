@@ -13,7 +13,7 @@ from specviz.frames import replay
 from specviz.render import sampling_charts as sc
 from specviz.scenario import scenario_from_dict, scenario_from_json
 from specviz.ui import common as ui
-from specviz.ui import markup, sampling_page, share_ui
+from specviz.ui import heavy, markup, sampling_page, share_ui
 
 SLOT = "chain"
 KEY = "chain_sampling"
@@ -429,6 +429,7 @@ m1, m2, m3 = st.columns([1, 1, 2])
 slow = "interpreter" in ui.backend_label(ui.backend())
 choices = [50, 100, 200, 500] if slow else [1000, 4000, 10000, 40000]
 trials = m1.select_slider(tr("trials N", "试验次数 N"), choices, value=choices[1], key=f"w_chain_mc_n::{slow}")
+trials = heavy.cap_trials(trials, s.n, s.vocab_size)  # at most MAX_TRIAL_CELLS cells per click
 mc_seed = m2.number_input(tr("seed", "种子"), 0, 10**6, 1, key="w_chain_mc_seed")
 from_q = m3.toggle(tr("the Draft samples its first token from q (as a real Draft does)", "Draft 按 q 抽取第一个 token（真实 Draft 的做法）"),
                    value=True, key="w_chain_mc_fromq")
@@ -442,7 +443,8 @@ if slow and st.session_state.get("sv_chain_mc_ran") != mc_args:
     mc_args = None
 if mc_args is not None:
     with ui.guard():
-        mc = _monte_carlo(*mc_args)
+        with heavy.heavy("Monte Carlo"):  # per-tab budget + server-wide slots
+            mc = _monte_carlo(*mc_args)
         hc, mcol = st.columns([3, 1], gap="large")
         with hc:
             st.plotly_chart(_fig("monte_carlo_figure", vocab, mc.empirical, mc.target, expected=None if from_q else mc.expected, counts=mc.counts,

@@ -14,7 +14,7 @@ from specviz.frames import replay
 from specviz.render import sampling_charts as sc
 from specviz.scenario import scenario_from_dict, scenario_from_json
 from specviz.ui import common as ui
-from specviz.ui import sampling_page, share_ui
+from specviz.ui import heavy, sampling_page, share_ui
 
 SLOT = "target_only"
 KEY = STEP = "target_only"  # page name and the animation's step key
@@ -373,6 +373,7 @@ m1, m2, _ = st.columns([1, 1, 2])
 slow = "interpreter" in ui.backend_label(ui.backend())
 choices = [50, 100, 200, 500] if slow else [1000, 4000, 10000, 40000]
 trials = m1.select_slider(tr("trials N", "试验次数 N"), choices, value=choices[1], key=f"w_to_mc_n::{slow}")
+trials = heavy.cap_trials(trials, s.n, s.vocab_size)  # at most MAX_TRIAL_CELLS cells per click
 mc_seed = m2.number_input(tr("seed", "种子"), 0, 10**6, 1, key="w_to_mc_seed")
 mc_args = (s.to_json(indent=None), ui.backend(), int(trials), int(mc_seed))
 if slow and st.session_state.get("sv_to_mc_ran") != mc_args:
@@ -384,7 +385,8 @@ if slow and st.session_state.get("sv_to_mc_ran") != mc_args:
     mc_args = None
 if mc_args is not None:
     with ui.guard():
-        mc = _monte_carlo(*mc_args)
+        with heavy.heavy("Monte Carlo"):  # per-tab budget + server-wide slots
+            mc = _monte_carlo(*mc_args)
         exact = s.threshold_acc >= 1.0 and s.threshold_single >= 1.0
         hc, mcol = st.columns([3, 1], gap="large")
         with hc:

@@ -123,6 +123,8 @@ def loads_json(text, field: str, max_chars: int, max_depth: int = MAX_JSON_DEPTH
     """``json.loads`` for untrusted text: size, depth and integer digits checked first; any
     failure is a SpecvizError naming ``field`` (never RecursionError / ValueError)."""
     if isinstance(text, (bytes, bytearray)):
+        if len(text) > max_chars:  # refuse before decoding
+            raise SpecvizError(field, f"is {len(text):,} bytes long; at most {max_chars:,} are accepted")
         text = decode_utf8(text, field)
     if len(text) > max_chars:
         raise SpecvizError(field, f"is {len(text):,} characters long; at most {max_chars:,} are accepted")

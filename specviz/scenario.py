@@ -17,6 +17,7 @@ tables (``target_predict``, ``target_probs``) have one entry per node / chain sl
 """
 from __future__ import annotations
 
+import functools
 import json
 from typing import Annotated, Literal
 
@@ -161,8 +162,16 @@ class Scenario(_Strict):
 
     def to_json(self, indent: int | None = 2) -> str:
         # Defaults are left out (the file says only what was chosen); format and version always lead.
+        if indent is None:
+            return self.compact_json
         body = self.model_dump(mode="json", exclude_defaults=True)
         return json.dumps({"format": FORMAT, "version": VERSION, **body}, indent=indent, ensure_ascii=False)
+
+    @functools.cached_property
+    def compact_json(self) -> str:
+        """The one-line JSON, computed once per value: pages use it as a cache key on every rerun."""
+        body = self.model_dump(mode="json", exclude_defaults=True)
+        return json.dumps({"format": FORMAT, "version": VERSION, **body}, indent=None, ensure_ascii=False)
 
     def replace(self, **changes) -> "Scenario":
         """A new validated scenario with some top-level fields changed."""

@@ -183,7 +183,9 @@ def load_preset(name: str) -> Scenario:
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def _parse(text: str) -> Scenario:
-    return scenario_from_json(text)
+    s = scenario_from_json(text)
+    s.compact_json  # computed once here and cached with the value: reruns never re-serialise the scenario
+    return s
 
 
 def scenario(slot: str = "tree", default: str | None = None) -> Scenario:
@@ -235,7 +237,7 @@ def scenario_io(slot: str = "tree", presets: list[str] | None = None) -> None:
             digest = hashlib.sha1(data).hexdigest()
             if st.session_state.get(f"sv_upload::{slot}") != digest:
                 try:
-                    new = scenario_from_json(data.decode("utf-8", errors="replace"))
+                    new = scenario_from_json(data)  # bytes: size checked before decoding, strict UTF-8
                 except SpecvizError as exc:
                     show_error(exc)
                 else:

@@ -12,7 +12,7 @@ from types import ModuleType
 import streamlit as st
 
 from specviz.ui import common as ui
-from specviz.ui import share_ui
+from specviz.ui import markup, share_ui
 
 # The key numbers (correct_len, TV distance, ...) must read from the back of a room.
 METRIC_CSS = ("<style>[data-testid='stMetricValue'], [data-testid='stMetricValue'] * {font-size: 2.4rem !important; "
