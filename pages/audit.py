@@ -15,6 +15,7 @@ from specviz.render.tree import tree_dot
 from specviz.scenario import scenario_from_json
 from specviz.ui import common as ui
 from specviz.ui import heavy, share_ui
+from specviz.safety import md_prose
 
 KEY = "audit"
 
@@ -87,7 +88,7 @@ with c1:
                  key=f"w_audit_preset::{ver}", on_change=pick_preset, placeholder=ui.tr("choose a preset", "选择预设"))
     st.markdown(f"`{s.algorithm}` · bs = {len(s.requests)} · n = {s.n} · W = {s.width}")
     if s.describe(ui.lang()):
-        st.caption(s.describe(ui.lang()))
+        st.caption(md_prose(s.describe(ui.lang())))
     with st.expander(ui.tr("Edit the inputs as JSON", "以 JSON 编辑输入"), expanded=False):
         jkey = f"w_audit_json::{ver}"
         st.text_area(ui.tr("Scenario JSON", "场景 JSON"), s.to_json(), key=jkey, height=260)

@@ -14,6 +14,7 @@ from specviz.render import sampling_charts as sc
 from specviz.scenario import scenario_from_dict, scenario_from_json
 from specviz.ui import common as ui
 from specviz.ui import heavy, markup, sampling_page, share_ui
+from specviz.safety import md_text as md
 
 SLOT = "chain"
 KEY = "chain_sampling"
@@ -376,8 +377,8 @@ st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
 c = run.commit
 st.success(tr("Output this round: **{o}** — accept_index {ai}, accept_lens = {al}; next root **{nr}**.",
               "本轮输出：**{o}** — accept_index {ai}，accept_lens = {al}；下一轮 root 为 **{nr}**。",
-              o=" ".join(vocab[t] for t in c.output_tokens), ai=run.result["accept_index"][0].tolist(), al=c.accept_len,
-              nr=vocab[c.next_root]))
+              o=md(" ".join(vocab[t] for t in c.output_tokens)), ai=run.result["accept_index"][0].tolist(), al=c.accept_len,
+              nr=md(vocab[c.next_root])))
 
 # ---------------------------------------------------------------------------------------------
 # The mass check

@@ -12,6 +12,7 @@ from specviz.render.walk import describe, mark_sibling_visits, node_states
 from specviz.ui import common as ui
 from specviz.ui import edits
 from specviz.ui import share_ui
+from specviz.safety import md_text as md
 
 SLOT = "tree"
 KEY = "greedy"
@@ -120,7 +121,7 @@ event = events[step - 1] if step > 0 else None
 walk = node_states(events, step, n, b)
 W = s.width
 
-st.info(f"**{ui.tr('Step', '步骤')} {step}/{len(events)}** · " + describe(event, s.label, tree.tokens, ui.lang()))
+st.info(f"**{ui.tr('Step', '步骤')} {step}/{len(events)}** · " + describe(event, lambda tok: md(s.label(tok)), tree.tokens, ui.lang()))
 
 g_col, live_col = st.columns([1.1, 1], gap="large")
 with g_col:

@@ -11,6 +11,7 @@ from specviz.render.tree import forest_dot, tree_dot
 from specviz.scenario import scenario_from_json
 from specviz.ui import common as ui
 from specviz.ui import markup, share_ui
+from specviz.safety import md_prose
 
 KEY = "pitfalls"
 
@@ -77,7 +78,7 @@ lang = ui.lang()
 with main_col:
     st.subheader(f"{keys.index(key) + 1}. {p.title[lang]}")
     if s.description and lang == "en":
-        st.caption(s.title)
+        st.caption(md_prose(s.title))
     st.warning(f"**{ui.tr('Symptom', '症状')}** · {md(p.symptom[lang])}", icon="🐞")
     st.success(f"**{ui.tr('Fix', '修正')}** · {md(p.fix[lang])}", icon="🔧")
 

@@ -12,6 +12,7 @@ from specviz.engine import run_scenario
 from specviz.render.tree import tree_dot
 from specviz.ui import common as ui
 from specviz.ui import markup, share_ui
+from specviz.safety import md_text as md
 
 KEY = "tour"
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,7 +87,7 @@ def live_summary(slot) -> str:
             parts.append(f"correct_len {c.num_correct_drafts} → {outs}")
         else:
             parts.append(f"{ui.tr('rows', '行')} {c.accept_rows} → {outs}")
-    return f"`{s.name}` · " + "; ".join(parts)
+    return md(s.name) + " · " + md("; ".join(parts))
 
 
 # -- the six stops ------------------------------------------------------------------------------------

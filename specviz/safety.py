@@ -15,7 +15,6 @@ No streamlit, numpy or torch here. Every refusal is a SpecvizError naming the fi
 """
 from __future__ import annotations
 
-import html
 import json
 import os
 import re
@@ -31,9 +30,17 @@ MAX_INT_DIGITS = 20  # token ids, lengths and seq_len fit in far fewer; Python's
 # Markup
 # --------------------------------------------------------------------------------------------
 
+# One pass: the HTML specials, and the characters a markdown renderer would read inside HTML
+# that Streamlit hands to it (links, images, emphasis, code) as numeric character references.
+_HTML_TABLE = {ord("&"): "&amp;", ord("<"): "&lt;", ord(">"): "&gt;", ord('"'): "&quot;", ord("'"): "&#x27;",
+               **{ord(c): f"&#{ord(c)};" for c in "[]()!*_`~\\#|$:"}}
+
+
 def html_text(value) -> str:
-    """``value`` as text in HTML: &, <, >, " and ' escaped (content or a quoted attribute)."""
-    return html.escape(str(value), quote=True)
+    """``value`` as text in HTML (content or a quoted attribute): ``& < > " '`` escaped, and the
+    markdown-active characters too (Streamlit's markdown reads inside its HTML), so the browser
+    shows the text exactly and nothing in it becomes a tag, link, image or emphasis."""
+    return str(value).translate(_HTML_TABLE)
 
 
 _DOT_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -75,6 +82,15 @@ def md_text(value) -> str:
     image, emphasis, a heading or (where HTML were allowed) a tag. Newlines become spaces.
     """
     return _MD_SPECIAL.sub(r"\\\1", str(value).replace("\r", " ").replace("\n", " "))
+
+
+_PROSE_SPECIAL = re.compile(r"([\\\[\]<>!&])")
+
+
+def md_prose(value) -> str:
+    """User prose (a scenario title or description) for Streamlit markdown: emphasis and code
+    spans keep working, but no link, image, autolink or tag can form (``[ ] ! < > &`` escaped)."""
+    return _PROSE_SPECIAL.sub(r"\\\1", str(value))
 
 
 # --------------------------------------------------------------------------------------------

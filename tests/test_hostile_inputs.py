@@ -481,3 +481,107 @@ def test_markup_is_built_in_one_module():
     hits = [str(p.relative_to(ROOT)) for p in list((ROOT / "pages").glob("*.py")) + list((ROOT / "specviz").rglob("*.py"))
             if "unsafe_allow_html" in p.read_text(encoding="utf-8") and p.name != "markup.py"]
     assert hits == []
+
+
+# ---------------------------------------------------------------------------------------------
+# The live app: hostile labels / title / description in every page (finding 1), links (4, 9, 10)
+# ---------------------------------------------------------------------------------------------
+
+APP_PAGES = {"overview": ("tree", "running_example"), "tree_builder": ("tree", "running_example"),
+             "greedy": ("tree", "running_example"), "batch_kv": ("batch", "batch_two_requests"),
+             "chain_sampling": ("chain", "pq_example"), "target_only": ("target_only", "target_only_sampling"),
+             "dspark": ("dspark", "dspark_chain"), "audit": ("audit", "running_example"), "tour": ("tree", "running_example"),
+             "quiz": ("quiz", "running_example")}
+_RAW_TAG = re.compile(r"(?<!\\)<(?:img|iframe|meta|script|/script|svg)\b", re.I)
+
+
+def _elements(at):
+    def walk(node):
+        for child in (node.children.values() if hasattr(node, "children") else ()):
+            yield child
+            yield from walk(child)
+    yield from walk(at._tree)
+
+
+def _check_markup(at):
+    """No hostile tag reaches an HTML-enabled markdown element; in any markdown element no raw
+    tag and no markdown image / link built from a label."""
+    seen_html = 0
+    for el in _elements(at):
+        proto = getattr(el, "proto", None)
+        body = getattr(proto, "body", None) if proto is not None else None
+        if not isinstance(body, str) or el.type == "metric":
+            continue
+        if getattr(proto, "allow_html", False):
+            seen_html += 1
+            assert not re.search(r"<(?:img|iframe|meta|script|/script|svg)\b", body, re.I), body[:300]
+        assert not _RAW_TAG.search(body), (el.type, body[:300])
+        assert "![i](https" not in body, (el.type, body[:300])
+    return seen_html
+
+
+@pytest.mark.parametrize("rotate", [0, 10])
+@pytest.mark.parametrize("page", sorted(APP_PAGES))
+def test_pages_render_hostile_strings_as_text(page, rotate):
+    from streamlit.testing.v1 import AppTest
+
+    slot, name = APP_PAGES[page]
+    at = AppTest.from_file(str(ROOT / "pages" / f"{page}.py"), default_timeout=120)
+    at.session_state[f"sv_scn::{slot}"] = _relabel(preset(name), labels=LABELS[rotate:] + LABELS[:rotate]).to_json()
+    at.run()
+    assert not at.exception, at.exception
+    _check_markup(at)
+    nxt = [b for b in at.button if b.key and b.key.startswith("w_next::")]
+    if nxt:  # one step further: the walk's sentences name the tokens
+        nxt[0].click().run()
+        assert not at.exception, at.exception
+        _check_markup(at)
+
+
+def test_bad_pitfall_link_leaves_the_page_working():
+    """A pitfall link whose extra is an object: a named error (no traceback), and the page keeps working."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "pages" / "pitfalls.py"), default_timeout=120)
+    at.query_params["s"] = _pack({"v": 1, "page": "pitfalls", "extra": {"pitfall": {"a": 1}}})
+    at.run()
+    assert not at.exception, at.exception
+    assert any("This link could not be loaded" in e.value and "link.extra.pitfall" in e.value for e in at.error)
+    at.run()
+    assert not at.exception and not at.error
+
+
+@pytest.mark.parametrize("name", ["nested_50000", "int_5001_digits", "int_5001_in_scenario", "req_extra_string"])
+def test_bad_link_in_the_app_is_a_named_error(name):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "pages" / "greedy.py"), default_timeout=120)
+    at.query_params["s"] = LINKS[name][0]
+    at.run()
+    assert not at.exception, at.exception
+    assert any("This link could not be loaded" in e.value for e in at.error)
+
+
+def test_older_link_in_the_url_never_undoes_a_click():
+    """Finding 10: step 2, then ▶ while the URL still holds an older ?s= (the click raced the address-bar
+    update, or the browser went Back): the page shows step 3, not the older link's step."""
+    from streamlit.testing.v1 import AppTest
+
+    s = preset("running_example")
+    at = AppTest.from_file(str(ROOT / "pages" / "greedy.py"), default_timeout=120)
+    at.query_params["s"] = encode_state(ShareState(page="greedy", scenario=s, step_key="greedy", step=0))
+    at.run()
+    assert at.session_state["sv_step::greedy"] == 0
+    tokens = []
+    for want in (1, 2):
+        at.button(key="w_next::greedy").click().run()
+        assert at.session_state["sv_step::greedy"] == want
+        tok = at.query_params["s"]
+        tokens.append(tok[0] if isinstance(tok, list) else tok)
+    at.query_params["s"] = tokens[0]  # the older URL (step 1) comes back with the next click
+    at.button(key="w_next::greedy").click().run()
+    assert not at.exception
+    assert at.session_state["sv_step::greedy"] == 3
+    at.query_params["s"] = encode_state(ShareState(page="greedy", scenario=s, step_key="greedy", step=0))  # the first link again
+    at.run()
+    assert at.session_state["sv_step::greedy"] == 3
