@@ -31,15 +31,16 @@ from .validate import PROB_SUM_ATOL
 
 FORMAT = "specviz.scenario"
 VERSION = 1
-MAX_VOCAB = 4096  # a table wider than this cannot be drawn or edited; real-size data goes through the API
+# What the pages can draw within the budget (<= 5 s and <= 1 GB extra per page and click, measured by
+# benchmarks/bench_worst_scenario.py; a page's cost grows with the vocabulary width: 4,096 took 15 s).
+# Real-size data goes through the API and the CLI, not the app.
+MAX_VOCAB = 1024
 MAX_BATCH = 16
-# What the pages can draw within the budget (<= 5 s and <= 1 GB extra per page, see
-# benchmarks/bench_worst_scenario.py): requests x rows x vocabulary of one probability / logit table.
-MAX_TABLE_CELLS = 65_536  # e.g. 16 requests x 64 nodes x 64 tokens, or 1 request x 16 slots x 4,096 tokens
+MAX_TABLE_CELLS = 16_384  # requests x rows x vocabulary: e.g. 16 x 64 x 16, or 1 x 16 x 1,024
 MAX_LABEL_CHARS = 32  # a token label is drawn inside a node box
 MAX_TITLE_CHARS = 200
 MAX_DESCRIPTION_CHARS = 4000
-MAX_SCENARIO_CHARS = 4_000_000  # JSON text: refused before parsing (two full tables at the cell limit fit)
+MAX_SCENARIO_CHARS = 1_000_000  # bytes of JSON text: refused before parsing (two full tables at the cell limit fit)
 ALGORITHMS = ("greedy", "target_only", "chain_rejection", "dspark_greedy", "dspark_sampling")
 TREE_ALGORITHMS = ("greedy", "target_only")
 CHAIN_ALGORITHMS = ("chain_rejection", "dspark_greedy", "dspark_sampling")

@@ -23,7 +23,7 @@ import streamlit as st
 
 from specviz.errors import SpecvizError
 
-MAX_TRIAL_CELLS = 4_000_000  # trials x rows x vocabulary per click (~16 MB per float32 table)
+MAX_TRIAL_CELLS = 12_000_000  # trials x rows x vocabulary per click (48 MB per float32 table; benchmarks/bench_worst_scenario.py --mc)
 HEAVY_SLOTS = max(1, (os.cpu_count() or 2) - 1)
 WAIT_S = 8.0
 SESSION_BUDGET_S = 20.0
