@@ -476,6 +476,14 @@ def test_bounded_int(text, ok):
         assert safety.bounded_int(text, "n") == ok
 
 
+@pytest.mark.parametrize("text", ["9" * 5000, "1e5", "0x1f", "--1"])
+def test_tree_builder_integer_fields_refuse_hostile_numbers(text):
+    from specviz.ui.edits import parse_ints
+
+    with pytest.raises(SpecvizError, match="whole numbers"):
+        parse_ints("parent_list", f"-1, 0, {text}")
+
+
 def test_markup_is_built_in_one_module():
     """unsafe_allow_html appears in specviz/ui/markup.py only (fixed markup; values escaped there)."""
     hits = [str(p.relative_to(ROOT)) for p in list((ROOT / "pages").glob("*.py")) + list((ROOT / "specviz").rglob("*.py"))
@@ -585,3 +593,59 @@ def test_older_link_in_the_url_never_undoes_a_click():
     at.query_params["s"] = encode_state(ShareState(page="greedy", scenario=s, step_key="greedy", step=0))  # the first link again
     at.run()
     assert at.session_state["sv_step::greedy"] == 3
+
+
+# ---------------------------------------------------------------------------------------------
+# Abuse limits: trials per click, heavy work per tab, server-wide slots, paste size on the page
+# ---------------------------------------------------------------------------------------------
+
+def test_monte_carlo_trials_are_capped_per_click():
+    from specviz.ui.heavy import MAX_TRIAL_CELLS, cap_trials
+
+    assert cap_trials(40_000, 5, 6) == 40_000  # the presets run in full
+    n = cap_trials(40_000, 16, 1024)
+    assert 1 <= n < 40_000 and n * 16 * 1024 <= MAX_TRIAL_CELLS
+
+
+def _fake_session(monkeypatch):
+    from types import SimpleNamespace
+
+    from specviz.ui import heavy
+
+    monkeypatch.setattr(heavy, "st", SimpleNamespace(session_state={}))
+    return heavy
+
+
+def test_one_tab_cannot_exceed_its_heavy_work_budget(monkeypatch):
+    heavy = _fake_session(monkeypatch)
+    monkeypatch.setattr(heavy, "SESSION_BUDGET_S", 0.05)
+    with heavy.heavy("Monte Carlo"):
+        time.sleep(0.06)
+    with pytest.raises(SpecvizError, match=r"Monte Carlo.*wait \d+ s"):
+        with heavy.heavy("Monte Carlo"):
+            pass
+
+
+def test_heavy_work_waits_for_a_free_slot_then_is_refused(monkeypatch):
+    heavy = _fake_session(monkeypatch)
+    monkeypatch.setattr(heavy, "_SLOTS", threading.BoundedSemaphore(1))
+    monkeypatch.setattr(heavy, "WAIT_S", 0.1)
+    heavy._SLOTS.acquire()  # another tab's computation holds the only slot
+    try:
+        with pytest.raises(SpecvizError, match="busy"):
+            with heavy.heavy("Your outputs"):
+                pass
+    finally:
+        heavy._SLOTS.release()
+    with heavy.heavy("Your outputs"):  # free again
+        pass
+
+
+def test_audit_page_refuses_an_oversized_paste_clearly():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "pages" / "audit.py"), default_timeout=120)
+    at.session_state["sv_audit_text"] = "predicts = [" + "1, " * (MAX_PASTE_CHARS // 3 + 10) + "1]"
+    at.run()
+    assert not at.exception, at.exception
+    assert any("at most 100,000" in e.value for e in at.error), [e.value for e in at.error]
