@@ -150,8 +150,8 @@ def test_scenario_beyond_the_drawing_limits_is_refused():
     """More table cells (requests x rows x vocabulary) than the pages can draw: refused, naming the rule."""
     from specviz.scenario import MAX_TABLE_CELLS
 
-    rows = 20  # a chain-shaped greedy tree of 20 nodes and 4,000 tokens: 80,000 cells
-    vocab = [f"t{i}" for i in range(4000)]
+    rows = 20  # a greedy tree of 20 nodes and 1,000 tokens: 20,000 cells
+    vocab = [f"t{i}" for i in range(1000)]
     assert rows * len(vocab) > MAX_TABLE_CELLS
     data = dict(_GOOD, vocab=vocab, requests=[{"tree": {"parents": [-1] + list(range(rows - 1)), "tokens": ["t1"] * rows},
                                                "target_predict": ["t1"] * rows}])
