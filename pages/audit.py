@@ -21,8 +21,9 @@ KEY = "audit"
 
 
 def md(text: str) -> str:
-    """Plain text inside markdown: b*n + i must not turn into italics."""
-    return text.replace("*", "\\*")
+    """Plain text inside markdown: b*n + i must not turn into italics, and a token label in a
+    rule must not become a link, an image or a tag (safety.md_prose)."""
+    return md_prose(text).replace("*", "\\*")
 
 SLOT = "audit"
 TEXT = "sv_audit_text"

@@ -536,6 +536,8 @@ def test_pages_render_hostile_strings_as_text(page, rotate):
     slot, name = APP_PAGES[page]
     at = AppTest.from_file(str(ROOT / "pages" / f"{page}.py"), default_timeout=120)
     at.session_state[f"sv_scn::{slot}"] = _relabel(preset(name), labels=LABELS[rotate:] + LABELS[:rotate]).to_json()
+    if page == "audit":  # a wrong answer: the verdict and its rule name hostile tokens
+        at.session_state["sv_audit_text"] = "accept_index = [[0, 2, 3]]\npredicts = [0, 0, 0, 0, 0]"
     at.run()
     assert not at.exception, at.exception
     _check_markup(at)
