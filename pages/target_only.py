@@ -165,7 +165,7 @@ with c_coins:
     with st.container(height=330 if len(inner) > 4 else "content", border=False):
         for i in inner:
             k = _synced(f"w_to_coin{i}", float(req.coins[i]))
-            st.slider(tr("u[{i}] — children of node {i} ({t})", "u[{i}] — 节点 {i}（{t}）的子节点", i=i, t=labels[i]), 0.0, 0.999,
+            st.slider(tr("u[{i}] — children of node {i} ({t})", "u[{i}] — 节点 {i}（{t}）的子节点", i=i, t=md(labels[i])), 0.0, 0.999,
                       step=0.001, key=k, format="%.3f", on_change=_cb_set(("req", "coins", i), k))
     k = _synced("w_to_coin_final", float(req.coin_final))
     st.slider("u_final", 0.0, 0.999, step=0.001, key=k, format="%.3f", on_change=_cb_set(("req", "coin_final"), k))

@@ -512,11 +512,14 @@ def _elements(at):
 
 
 def _check_markup(at):
-    """No hostile tag reaches an HTML-enabled markdown element; in any markdown element no raw
-    tag and no markdown image / link built from a label."""
+    """No hostile tag reaches an HTML-enabled markdown element; in any markdown element or widget
+    label no raw tag and no markdown image / link built from a label."""
     seen_html = 0
     for el in _elements(at):
         proto = getattr(el, "proto", None)
+        label = getattr(proto, "label", None) if proto is not None else None
+        if isinstance(label, str):  # widget labels render markdown too (links and images included)
+            assert "![i](https" not in label and not _RAW_TAG.search(label), (el.type, label)
         body = getattr(proto, "body", None) if proto is not None else None
         if not isinstance(body, str) or el.type == "metric":
             continue
