@@ -28,7 +28,7 @@ from specviz.export import animation_html, check_pytest_source, pytest_file
 from specviz.pitfalls import preset
 from specviz.render.sampling_charts import chain_dot, sampling_tree_dot
 from specviz.render.tree import forest_dot, tree_dot
-from specviz.scenario import MAX_SCENARIO_CHARS, load_scenario, scenario_from_dict, scenario_from_json
+from specviz.scenario import MAX_SCENARIO_CHARS, load_scenario, scenario_from_dict
 from specviz.share import MAX_TOKEN_CHARS, ShareState, decode_state, encode_state
 
 ROOT = Path(__file__).resolve().parents[1]
