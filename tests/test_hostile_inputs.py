@@ -654,3 +654,24 @@ def test_audit_page_refuses_an_oversized_paste_clearly():
     at.run()
     assert not at.exception, at.exception
     assert any("at most 100,000" in e.value for e in at.error), [e.value for e in at.error]
+
+
+def test_largest_scenario_the_limits_admit_saves_and_loads_back(tmp_path):
+    """The widest admitted scenario with full-precision tables, saved as the app saves it (indent 2),
+    stays under the file cap and loads back equal (the cap refuses only what no valid scenario needs)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_worst_scenario import worst
+
+    from specviz.scenario import MAX_TABLE_CELLS, MAX_VOCAB
+
+    data = worst("chain_rejection", 1, MAX_TABLE_CELLS // MAX_VOCAB, MAX_VOCAB)
+    rng = __import__("random").Random(1)
+    for r in data["requests"]:
+        for key in ("target_probs", "draft_probs"):
+            rows = [[rng.random() + 1e-3 for _ in row] for row in r[key]]
+            r[key] = [[x / sum(row) for x in row] for row in rows]
+    s = scenario_from_dict(data)
+    path = tmp_path / "widest.json"
+    path.write_text(s.to_json(), encoding="utf-8")
+    assert path.stat().st_size <= MAX_SCENARIO_CHARS
+    assert load_scenario(path) == s
