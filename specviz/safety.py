@@ -4,7 +4,8 @@ Everything that comes from outside (share links, uploaded or CLI files, pasted a
 labels, titles, descriptions) passes through one of these before it reaches markup, DOT, a
 script, generated Python, ``int()`` or ``json.loads``:
 
-    html_text(x)            text for HTML (element content or a quoted attribute)
+    html_text(x)            text for HTML (element content or a quoted attribute; markdown-inert too)
+    md_text(x) / md_prose(x)  a label / a title or description inside Streamlit markdown
     dot_quote(x)            a DOT double-quoted string (never an HTML-like <...> label)
     json_for_script(obj)    JSON that is safe inside <script> (no </script>, <!--, U+2028/9)
     bounded_int(text, ...)  int() that refuses too many digits before converting
