@@ -15,6 +15,8 @@ shared between requests; a parallel kernel (SGLang's too) would race on them.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
@@ -103,3 +105,127 @@ def check_parent_steps(parent_list: np.ndarray, selected_index: np.ndarray, topk
             f"{int(step[used][j])} whose candidates are {int(lo[used][j])}..{int(hi[used][j]) - 1}: each parent "
             "slot names a candidate of the step before (or -1), as SGLang's draft builds it",
         )
+
+
+# ---------------------------------------------------------------------------------------------
+# Inverse-CDF draws in SGLang's float32 order (specviz/reference/cdf.py has the derivation)
+# ---------------------------------------------------------------------------------------------
+
+CDF_BLOCK = 4096  # SGLang's chain kernel block (BLOCK_V) for every V
+_PW_LEAF = 128
+
+
+def pairwise_sum_f32(x: torch.Tensor) -> torch.Tensor:
+    """Float32 sum over the last axis in numpy's pairwise order (Triton interpreter's ``tl.sum``),
+    the same tree as ``specviz.reference.cdf.pairwise_sum_f32``. [..., n] -> [...]. Every step is
+    an elementwise float32 add, so the result is bit-identical on any device."""
+    n = x.shape[-1]
+    if n < 8:
+        acc = torch.zeros(x.shape[:-1], dtype=F32, device=x.device)
+        for i in range(n):
+            acc = acc + x[..., i]
+        return acc
+    if n <= _PW_LEAF:
+        m = n - n % 8
+        r = x[..., 0:8]
+        for i in range(8, m, 8):
+            r = r + x[..., i:i + 8]
+        res = ((r[..., 0] + r[..., 1]) + (r[..., 2] + r[..., 3])) + ((r[..., 4] + r[..., 5]) + (r[..., 6] + r[..., 7]))
+        for i in range(m, n):
+            res = res + x[..., i]
+        return res
+    n2 = n // 2
+    n2 -= n2 % 8
+    return pairwise_sum_f32(x[..., :n2]) + pairwise_sum_f32(x[..., n2:])
+
+
+def sequential_cumsum_f32(x: torch.Tensor) -> torch.Tensor:
+    """Inclusive running sum over the last axis, one float32 addition after another.
+
+    Not ``torch.cumsum``: on the CPU it accumulates in float64, on CUDA in a parallel scan; both
+    round differently from SGLang's block scan. On the CPU numpy's float32 cumsum (sequential)
+    does it on the same memory; elsewhere a column loop of float32 adds."""
+    if x.device.type == "cpu":
+        return torch.from_numpy(np.cumsum(x.detach().numpy(), axis=-1, dtype=np.float32))
+    out = torch.empty_like(x)
+    acc = torch.zeros(x.shape[:-1], dtype=F32, device=x.device)
+    for i in range(x.shape[-1]):
+        acc = acc + x[..., i]
+        out[..., i] = acc
+    return out
+
+
+def _cdf_blocks(dist: torch.Tensor, size: int) -> torch.Tensor:
+    rows, V = dist.shape
+    nb = max(1, -(-V // size))
+    if nb * size == V:
+        return dist.reshape(rows, nb, size)
+    out = torch.zeros(rows, nb * size, dtype=F32, device=dist.device)
+    out[:, :V] = dist
+    return out.reshape(rows, nb, size)
+
+
+def chain_inverse_cdf(dist: torch.Tensor, coin: torch.Tensor) -> torch.Tensor:
+    """SGLang's chain-sampler draw (blocks of 4096; total = block sums added in order; thr = coin *
+    total; first index with carry + cumsum > thr, no mass test; else V-1). dist [rows, V] f32,
+    coin [rows] -> int64 [rows]. No host synchronisation."""
+    dist = dist.to(F32)
+    rows, V = dist.shape
+    blocks = _cdf_blocks(dist, CDF_BLOCK)
+    nb = blocks.shape[1]
+    bsum = pairwise_sum_f32(blocks)  # [rows, nb]
+    total = torch.zeros(rows, dtype=F32, device=dist.device)
+    for j in range(nb):
+        total = total + bsum[:, j]
+    thr = coin.to(F32) * total
+    width = min(CDF_BLOCK, V)  # trailing zero padding never moves a running sum
+    cs = sequential_cumsum_f32(blocks[:, :, :width].contiguous())  # [rows, nb, width]
+    out = torch.full((rows,), V - 1, dtype=INT64, device=dist.device)
+    found = torch.zeros(rows, dtype=torch.bool, device=dist.device)
+    carry = torch.zeros(rows, dtype=F32, device=dist.device)
+    for j in range(nb):
+        hit = (carry[:, None] + cs[:, j]) > thr[:, None]
+        new = hit.any(dim=1) & ~found
+        out = torch.where(new, j * CDF_BLOCK + hit.to(torch.int8).argmax(dim=1), out)
+        found = found | new
+        carry = carry + bsum[:, j]
+    return out
+
+
+def target_only_inverse_cdf(dist: torch.Tensor, coin: torch.Tensor, *, last_valid_fallback: bool) -> torch.Tensor:
+    """The target-only sampler's terminal draw (FlashInfer's chunked scan: chunks of 1024*gcd(4, V),
+    only tokens with mass, stop once the chunk sums pass thr, fallback the last token with mass seen
+    (0.5.23) or V-1). dist [rows, V] f32, coin [rows] -> int64 [rows]."""
+    dist = dist.to(F32)
+    rows, V = dist.shape
+    size = 1024 * math.gcd(4, V)
+    blocks = _cdf_blocks(dist, size)
+    nb = blocks.shape[1]
+    dev = dist.device
+    bsum = pairwise_sum_f32(blocks)
+    total = torch.zeros(rows, dtype=F32, device=dev)
+    for j in range(nb):
+        total = total + bsum[:, j]
+    thr = coin.to(F32) * total
+    cs = sequential_cumsum_f32(blocks)
+    sampled = torch.full((rows,), -1, dtype=INT64, device=dev)
+    last_valid = torch.full((rows,), -1, dtype=INT64, device=dev)
+    agg = torch.zeros(rows, dtype=F32, device=dev)
+    done = torch.zeros(rows, dtype=torch.bool, device=dev)
+    for j in range(nb):
+        active = ~done
+        x = blocks[:, j]
+        enter = active & ((agg + bsum[:, j]) > thr)
+        hit = ((cs[:, j] + agg[:, None]) > thr[:, None]) & (x > 0)
+        got = enter & hit.any(dim=1)
+        sampled = torch.where(got, j * size + hit.to(torch.int8).argmax(dim=1), sampled)
+        pos = x > 0
+        lv = j * size + (size - 1) - pos.flip(1).to(torch.int8).argmax(dim=1)
+        last_valid = torch.where(active & pos.any(dim=1), lv, last_valid)
+        agg = torch.where(active, agg + bsum[:, j], agg)
+        done = done | (active & (agg > thr))
+    if last_valid_fallback:
+        fallback = torch.where(last_valid >= 0, last_valid, torch.full_like(last_valid, V - 1))
+    else:
+        fallback = torch.full_like(last_valid, V - 1)
+    return torch.where(sampled >= 0, sampled, fallback)

@@ -16,6 +16,8 @@ from ..trace import Trace
 from ..validate import (check_semantics, check_shape, check_tokens, check_tree_arrays, check_width, coin_array,
                         int_array, prob_array)
 
+from .cdf import chain_inverse_cdf, target_only_inverse_cdf
+
 F32 = np.float32
 
 
@@ -111,22 +113,18 @@ def verify_tree_greedy(candidates, retrieve_index, retrieve_next_token, retrieve
 # Terminal sampling (§6.2, §7)
 # ---------------------------------------------------------------------------------------------
 
-def inverse_cdf(dist: np.ndarray, coin: float, *, last_valid_fallback: bool) -> int:
-    """First token whose float32 running sum of ``dist`` exceeds coin * sum(dist).
+def inverse_cdf(dist: np.ndarray, coin: float, *, last_valid_fallback: bool, sampler: str = "chain") -> int:
+    """One inverse-CDF draw in SGLang's float32 order (``cdf.py``): the first token whose running sum
+    exceeds coin * total, summed blockwise as SGLang's kernel sums.
 
-    Fallback when none qualifies: the last token with dist > 0 (0.5.23 target-only sampler),
-    else V-1 (chain sampler in every release, target-only sampler in earlier releases).
+    sampler "chain": the Triton chain kernel (blocks of 4096, no mass test, fallback V-1).
+    sampler "target_only": the FlashInfer chunked scan (tokens with dist > 0 only); the fallback is
+    the last token with mass seen (``last_valid_fallback``, 0.5.23), else V-1.
     """
-    dist = dist.astype(F32)
-    running = np.cumsum(dist, dtype=F32)
-    total = running[-1] if running.size else F32(0)
-    thr = F32(coin) * total
-    ok = (dist > 0) & (running > thr)
-    if np.any(ok):
-        return int(np.argmax(ok))
-    if last_valid_fallback and np.any(dist > 0):
-        return int(np.nonzero(dist > 0)[0][-1])
-    return int(dist.shape[0] - 1)
+    row = np.asarray(dist, F32).reshape(1, -1)
+    if sampler == "chain":
+        return int(chain_inverse_cdf(row, [coin])[0])
+    return int(target_only_inverse_cdf(row, [coin], last_valid_fallback=last_valid_fallback)[0])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -244,7 +242,7 @@ def tree_sampling_target_only(candidates, retrieve_index, retrieve_next_token, r
         if not np.any(dist > 0):
             _warn(trace, b, node, f"request {b}: the terminal distribution at node {node} has no mass; SGLang then emits "
                   f"{'the last token with mass, else ' if new else ''}token V-1 = {V - 1}")
-        tok = inverse_cdf(dist, float(uf[b]), last_valid_fallback=new)
+        tok = inverse_cdf(dist, float(uf[b]), last_valid_fallback=new, sampler="target_only")
         predicts[last] = tok
         if trace is not None:
             trace.emit("residual", b, node, dist=dist, source=source, p=p[b, node].copy(), buffer=buf[b, node].copy())
