@@ -76,6 +76,30 @@ def float_array(name: str, x, ndim: int | None = None) -> np.ndarray:
     return arr
 
 
+def logits_array(name: str, x, ndim: int = 2) -> np.ndarray:
+    """Float32 logits. ``-inf`` is a masked token (vocabulary / grammar masks hand SGLang's verify
+    softmax -inf logits), so it is accepted; NaN and +inf are errors, and so is a row with no finite
+    logit (every token masked: the softmax would be 0/0, NaN in SGLang)."""
+    arr = to_numpy(name, x)
+    if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
+        raise SpecvizError(name, f"has dtype {arr.dtype}: it must hold numbers")
+    arr = arr.astype(np.float32)
+    if arr.ndim != ndim:
+        raise SpecvizError(name, f"has {arr.ndim} dimensions (shape {_shape_text(arr.shape)}) but must have {ndim}")
+    bad = np.isnan(arr) | (arr == np.inf)
+    if np.any(bad):
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise SpecvizError(name, f"entry {list(idx)} is {arr[idx]}: logits must be finite numbers or -inf (a masked token); "
+                           "NaN and +inf are not allowed")
+    if arr.size and arr.shape[-1] > 0:
+        none = ~np.any(np.isfinite(arr), axis=-1)
+        if np.any(none):
+            idx = tuple(int(i) for i in np.argwhere(none)[0])
+            raise SpecvizError(name, f"row {list(idx)} has no finite logit: every token is masked (-inf), so the softmax "
+                               "is 0/0 (NaN in SGLang); leave at least one token unmasked")
+    return arr
+
+
 def prob_array(name: str, x, ndim: int, role: str = "probabilities") -> np.ndarray:
     """Finite, non-negative float32 rows over the last axis, each summing to 1 +- PROB_SUM_ATOL."""
     arr = float_array(name, x, ndim)

@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import SpecvizError
 from ..results import EagleSampleResult
 from ..trace import Trace
-from ..validate import check_tree_arrays, check_width, float_array, int_array
+from ..validate import check_tree_arrays, check_width, int_array, logits_array
 from .verify import chain_rejection_sampling, tree_sampling_target_only, verify_tree_greedy
 
 F32 = np.float32
@@ -57,7 +57,7 @@ def target_probs_from_logits(logits, *, temperature, top_k=None, top_p=None) -> 
     temperature: scalar or [rows]; 0 (below 1e-6) means greedy, which SGLang turns into
     top_k 1 at temperature 1. top_k: None or >= V is off. top_p: None or 1.0 is off.
     """
-    lg = float_array("logits", logits, 2)
+    lg = logits_array("logits", logits, 2)
     rows, V = lg.shape
     if V < 1:
         raise SpecvizError("logits", "has an empty vocabulary axis")
@@ -117,7 +117,7 @@ def eagle_sample(candidates, retrieve_index, retrieve_next_token, retrieve_next_
     """
     cand, ri, nt, ns = check_tree_arrays(candidates, retrieve_index, retrieve_next_token, retrieve_next_sibling)
     bs, n = cand.shape
-    lg = float_array("logits", logits, 2)
+    lg = logits_array("logits", logits, 2)
     if lg.shape[0] != bs * n:
         raise SpecvizError("logits", f"has {lg.shape[0]} rows but bs*n = {bs * n}: one row per verify row, request-major")
     W = check_width("num_speculative_tokens", num_speculative_tokens, n)
