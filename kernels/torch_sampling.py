@@ -89,7 +89,7 @@ def target_probs_from_logits(logits, *, temperature, top_k=None, top_p=None, val
     tk = torch.where(greedy, torch.ones_like(tk), tk)
     scaled = lg / temp[:, None].to(F32)
     scaled = scaled - scaled.amax(dim=1, keepdim=True)
-    e = torch.exp(scaled)
+    e = torch.exp(scaled.to(torch.float64)).to(F32)  # exp rounded once to float32, as the reference does
     probs = e / e.sum(dim=1, keepdim=True)
     # Which renorms can apply is known on the host (rows where they are off pass through unchanged),
     # so no device read: the function can be captured in a CUDA graph.

@@ -75,7 +75,9 @@ def target_probs_from_logits(logits, *, temperature, top_k=None, top_p=None) -> 
     tk = np.where(greedy, 1.0, tk)
     scaled = (lg / temp[:, None].astype(F32)).astype(F32)
     scaled = scaled - scaled.max(axis=1, keepdims=True)
-    e = np.exp(scaled, dtype=F32)
+    # exp correctly rounded to float32 (float64 exp, then one rounding) on every backend: float32 exp
+    # libraries disagree in the last bit, which decides near-ties at the top-k / top-p cut.
+    e = np.exp(scaled.astype(np.float64)).astype(F32)
     probs = (e / e.sum(axis=1, keepdims=True, dtype=F32)).astype(F32)
     for r in range(rows):
         if not np.isnan(tk[r]) and tk[r] < V:
