@@ -170,7 +170,7 @@ def check_tree_sampling_args(candidates, retrieve_index, retrieve_next_token, re
     check_width("num_speculative_tokens", num_speculative_tokens, n)
     p = prob_array("target_probs", target_probs, 3, "target probabilities")
     check_shape("target_probs", p, (bs, n, None), "([bs, n, V])")
-    check_tokens("candidates", cand[:, 1:], p.shape[2])
+    check_tokens("candidates", cand[:, 1:], p.shape[2], offset=(0, 1))
     u = coin_array("uniform_samples", uniform_samples, 2)
     check_shape("uniform_samples", u, (bs, n), "([bs, n]: one coin per node)")
     uf = coin_array("uniform_samples_for_final_sampling", uniform_samples_for_final_sampling, 1)

@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import SpecvizError
 from ..results import EagleSampleResult
 from ..trace import Trace
-from ..validate import check_tree_arrays, check_width, int_array, logits_array
+from ..validate import check_int32, check_tree_arrays, check_width, int_array, logits_array
 from .verify import chain_rejection_sampling, tree_sampling_target_only, verify_tree_greedy
 
 F32 = np.float32
@@ -91,6 +91,8 @@ def check_fill_bonus_args(accept_tokens, accept_lens, stride):
     """Validate fill_bonus_tokens's inputs (shared by every backend); returns (flat tokens, lengths)."""
     at = int_array("accept_tokens", accept_tokens).reshape(-1)
     al = int_array("accept_lens", accept_lens, 1)
+    check_int32("accept_tokens", at, "accept_tokens are gathered from SGLang's int32 predicts")
+    check_int32("accept_lens", al)
     if isinstance(stride, bool) or not isinstance(stride, (int, np.integer)) or stride < 1:
         raise SpecvizError("stride", f"is {stride!r}: it must be a whole number >= 1 (accept_index.shape[1])")
     if np.any(al < 1) or np.any(al > stride):

@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import SpecvizError, SpecvizWarning
 from ..results import TreeSampleResult, VerifyResult
 from ..trace import Trace
-from ..validate import (check_semantics, check_shape, check_tokens, check_tree_arrays, check_width, coin_array,
+from ..validate import (INT32_MAX, INT32_MIN, check_semantics, check_shape, check_tokens, check_tree_arrays, check_width, coin_array,
                         int_array, prob_array)
 
 from .cdf import chain_inverse_cdf, target_only_inverse_cdf
@@ -30,7 +30,10 @@ def _warn(trace: Trace | None, b: int, node, message: str) -> None:
 def _check_predicts_init(predicts_init) -> int:
     if isinstance(predicts_init, bool) or not isinstance(predicts_init, (int, np.integer)):
         raise SpecvizError("predicts_init", f"is {predicts_init!r}: it must be a whole number (0 in eagle_sample, -1 in SGLang's tests)")
-    return int(predicts_init)
+    v = int(predicts_init)
+    if not INT32_MIN <= v <= INT32_MAX:
+        raise SpecvizError("predicts_init", f"is {v}: outside int32 [-2**31, 2**31 - 1], the dtype of SGLang's predicts")
+    return v
 
 
 # ---------------------------------------------------------------------------------------------
@@ -158,7 +161,7 @@ def tree_sampling_target_only(candidates, retrieve_index, retrieve_next_token, r
     p = prob_array("target_probs", target_probs, 3, "target probabilities")
     check_shape("target_probs", p, (bs, n, None), "([bs, n, V])")
     V = p.shape[2]
-    check_tokens("candidates", cand[:, 1:], V)
+    check_tokens("candidates", cand[:, 1:], V, offset=(0, 1))
     u = coin_array("uniform_samples", uniform_samples, 2)
     check_shape("uniform_samples", u, (bs, n), "([bs, n]: one coin per node)")
     uf = coin_array("uniform_samples_for_final_sampling", uniform_samples_for_final_sampling, 1)
@@ -275,7 +278,7 @@ def check_chain_args(candidates, retrieve_index, uniform_samples, uniform_sample
     if q.shape[-1] != V:
         raise SpecvizError("draft_probs", f"has vocabulary size {q.shape[-1]} but target_probs has {V}: q must cover the target's vocabulary")
     check_shape("draft_probs", q, (bs, N - 1, V), "([bs, N-1, V]: row s-1 proposed slot s)")
-    check_tokens("candidates", cand[:, 1:], V)
+    check_tokens("candidates", cand[:, 1:], V, offset=(0, 1))
     u = coin_array("uniform_samples", uniform_samples, 2)
     if u.shape[0] != bs or u.shape[1] < N - 1:
         raise SpecvizError("uniform_samples", f"has shape {list(u.shape)} but must be [{bs}, >= {N - 1}]: one coin per draft slot")
