@@ -156,7 +156,12 @@ def sequential_cumsum_f32(x: torch.Tensor) -> torch.Tensor:
 
 
 def _cdf_blocks(dist: torch.Tensor, size: int) -> torch.Tensor:
+    """[rows, V] -> [rows, nblocks, width], zero padded. A row shorter than one block is padded only
+    to max(128, next power of two) instead of ``size``: the pairwise tree of the full block then adds
+    exact zeros only, so the sums are the same bits at a fraction of the memory (sample_many)."""
     rows, V = dist.shape
+    if V < size:
+        size = min(size, max(_PW_LEAF, 1 << (V - 1).bit_length()))
     nb = max(1, -(-V // size))
     if nb * size == V:
         return dist.reshape(rows, nb, size)
@@ -200,6 +205,7 @@ def target_only_inverse_cdf(dist: torch.Tensor, coin: torch.Tensor, *, last_vali
     rows, V = dist.shape
     size = 1024 * math.gcd(4, V)
     blocks = _cdf_blocks(dist, size)
+    size = blocks.shape[2]
     nb = blocks.shape[1]
     dev = dist.device
     bsum = pairwise_sum_f32(blocks)

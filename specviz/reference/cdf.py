@@ -89,8 +89,11 @@ def target_only_chunk(V: int) -> int:
 
 
 def _blocks(dist: np.ndarray, size: int) -> np.ndarray:
-    """[rows, V] -> [rows, nblocks, size], zero padded."""
+    """[rows, V] -> [rows, nblocks, width], zero padded. A row shorter than one block is padded to
+    max(128, next power of two) only: the rest of the block's pairwise tree adds exact zeros."""
     rows, V = dist.shape
+    if V < size:
+        size = min(size, max(_PW_LEAF, 1 << (V - 1).bit_length()))
     nb = max(1, -(-V // size))
     out = np.zeros((rows, nb * size), F32)
     out[:, :V] = dist
@@ -133,6 +136,7 @@ def target_only_inverse_cdf(dist, coins, *, last_valid_fallback: bool) -> np.nda
     rows, V = dist.shape
     size = target_only_chunk(V)
     blocks = _blocks(dist, size)
+    size = blocks.shape[2]
     nb = blocks.shape[1]
     bsum = pairwise_sum_f32(blocks)
     total = np.zeros(rows, F32)
