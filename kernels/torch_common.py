@@ -148,10 +148,10 @@ def sequential_cumsum_f32(x: torch.Tensor) -> torch.Tensor:
     if x.device.type == "cpu":
         return torch.from_numpy(np.cumsum(x.detach().numpy(), axis=-1, dtype=np.float32))
     out = torch.empty_like(x)
-    acc = torch.zeros(x.shape[:-1], dtype=F32, device=x.device)
-    for i in range(x.shape[-1]):
-        acc = acc + x[..., i]
-        out[..., i] = acc
+    if x.shape[-1]:
+        out[..., 0] = x[..., 0]
+    for i in range(1, x.shape[-1]):  # one launch per column; no host sync, so it can be graph-captured
+        torch.add(out[..., i - 1], x[..., i], out=out[..., i])
     return out
 
 
