@@ -155,14 +155,44 @@ def sequential_cumsum_f32(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def pairwise_sum_logical(x: torch.Tensor, n: int) -> torch.Tensor:
+    """``pairwise_sum_f32`` of x zero-padded to ``n`` items, without building the padding: the
+    zeros only add exact +0, so each half of the tree that holds no data is skipped. [..., m<=n] -> [...]."""
+    m = x.shape[-1]
+    if m == n:
+        return pairwise_sum_f32(x)
+    if m == 0 or n < 8:
+        return pairwise_sum_f32(x)  # a plain loop: trailing zeros change nothing
+    if n <= _PW_LEAF:
+        main = n - n % 8  # the eight strided accumulators run over x[0:main]
+        body = x[..., :min(m, main)]
+        pad = (-body.shape[-1]) % 8
+        if pad:
+            body = torch.cat([body, torch.zeros(*body.shape[:-1], pad, dtype=F32, device=x.device)], dim=-1)
+        groups = body.reshape(*body.shape[:-1], -1, 8)
+        r = groups[..., 0, :]
+        for g in range(1, groups.shape[-2]):
+            r = r + groups[..., g, :]
+        res = ((r[..., 0] + r[..., 1]) + (r[..., 2] + r[..., 3])) + ((r[..., 4] + r[..., 5]) + (r[..., 6] + r[..., 7]))
+        for i in range(main, m):
+            res = res + x[..., i]
+        return res
+    n2 = n // 2
+    n2 -= n2 % 8
+    left = pairwise_sum_logical(x[..., :min(m, n2)], n2)
+    if m <= n2:
+        return left  # the right half is all zeros: + 0 changes nothing
+    return left + pairwise_sum_logical(x[..., n2:], n - n2)
+
+
 def _cdf_blocks(dist: torch.Tensor, size: int) -> torch.Tensor:
-    """[rows, V] -> [rows, nblocks, width], zero padded. A row shorter than one block is padded only
-    to max(128, next power of two) instead of ``size``: the pairwise tree of the full block then adds
-    exact zeros only, so the sums are the same bits at a fraction of the memory (sample_many)."""
+    """[rows, V] -> [rows, nblocks, width]: whole blocks of ``size``, the last one zero padded; a row
+    shorter than one block stays unpadded (width V; ``pairwise_sum_logical`` sums it as a full block,
+    so sample_many's many short rows cost no padding)."""
     rows, V = dist.shape
-    if V < size:
-        size = min(size, max(_PW_LEAF, 1 << (V - 1).bit_length()))
-    nb = max(1, -(-V // size))
+    if V <= size:
+        return dist.reshape(rows, 1, V)
+    nb = -(-V // size)
     if nb * size == V:
         return dist.reshape(rows, nb, size)
     out = torch.zeros(rows, nb * size, dtype=F32, device=dist.device)
@@ -178,7 +208,7 @@ def chain_inverse_cdf(dist: torch.Tensor, coin: torch.Tensor) -> torch.Tensor:
     rows, V = dist.shape
     blocks = _cdf_blocks(dist, CDF_BLOCK)
     nb = blocks.shape[1]
-    bsum = pairwise_sum_f32(blocks)  # [rows, nb]
+    bsum = pairwise_sum_logical(blocks, CDF_BLOCK)  # [rows, nb]
     total = torch.zeros(rows, dtype=F32, device=dist.device)
     for j in range(nb):
         total = total + bsum[:, j]
@@ -205,10 +235,10 @@ def target_only_inverse_cdf(dist: torch.Tensor, coin: torch.Tensor, *, last_vali
     rows, V = dist.shape
     size = 1024 * math.gcd(4, V)
     blocks = _cdf_blocks(dist, size)
+    bsum = pairwise_sum_logical(blocks, size)
     size = blocks.shape[2]
     nb = blocks.shape[1]
     dev = dist.device
-    bsum = pairwise_sum_f32(blocks)
     total = torch.zeros(rows, dtype=F32, device=dev)
     for j in range(nb):
         total = total + bsum[:, j]

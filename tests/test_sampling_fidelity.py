@@ -47,6 +47,17 @@ def test_pairwise_sum_is_the_interpreters_tl_sum(n):
         assert not np.array_equal(np.cumsum(x, axis=1, dtype=F32)[:, -1], want)
 
 
+@pytest.mark.parametrize("m", [1, 5, 8, 10, 17, 100, 128, 129, 300, 1000, 4095])
+def test_unpadded_block_sum_equals_the_padded_blocks_tl_sum(m):
+    """torch sums a short row as the whole zero-padded 4096-block (what tl.sum sees) without the padding."""
+    rng = np.random.default_rng(m)
+    x = (rng.random((16, m)) ** 4).astype(F32)
+    padded = np.zeros((16, 4096), F32)
+    padded[:, :m] = x
+    want = np.array([np.sum(r) for r in padded], F32)
+    assert np.array_equal(torch_common.pairwise_sum_logical(torch.from_numpy(x), 4096).numpy(), want)
+
+
 def test_torch_running_sum_is_sequential_float32():
     """torch.cumsum accumulates float32 in float64 on the CPU; the backend's scan must not."""
     rng = np.random.default_rng(0)
