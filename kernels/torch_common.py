@@ -200,31 +200,41 @@ def _cdf_blocks(dist: torch.Tensor, size: int) -> torch.Tensor:
     return out.reshape(rows, nb, size)
 
 
+def chain_running_table(dist: torch.Tensor):
+    """The values SGLang's chain kernel compares with its threshold, for every row: (running [rows, V]
+    = carry of the earlier blocks' tl.sum + this block's sequential cumsum, total [rows] = the
+    blocks' tl.sum added in order). Not monotone across a block edge (the carry is tl.sum, not the
+    last running sum)."""
+    dist = dist.to(F32)
+    rows, V = dist.shape
+    blocks = _cdf_blocks(dist, CDF_BLOCK)
+    nb, width = blocks.shape[1], blocks.shape[2]
+    bsum = pairwise_sum_logical(blocks, CDF_BLOCK)  # [rows, nb]
+    total = torch.zeros(rows, dtype=F32, device=dist.device)
+    carries = []
+    for j in range(nb):
+        carries.append(total)  # the carry into block j is the same sequence of adds as the total so far
+        total = total + bsum[:, j]
+    carry = torch.stack(carries, dim=1)  # [rows, nb]
+    running = carry[:, :, None] + sequential_cumsum_f32(blocks.contiguous())  # [rows, nb, width]
+    return running.reshape(rows, nb * width)[:, :V], total
+
+
+def chain_pick(running: torch.Tensor, thr: torch.Tensor) -> torch.Tensor:
+    """First index with running > thr (strict), else V-1. running [rows, V], thr [rows] -> int64 [rows].
+    The running maximum is monotone, and first exceeds thr where ``running`` first does."""
+    V = running.shape[1]
+    peak = torch.cummax(running, dim=1).values
+    idx = torch.searchsorted(peak, thr[:, None].contiguous(), right=True)[:, 0]
+    return torch.where(idx >= V, torch.full_like(idx, V - 1), idx)
+
+
 def chain_inverse_cdf(dist: torch.Tensor, coin: torch.Tensor) -> torch.Tensor:
     """SGLang's chain-sampler draw (blocks of 4096; total = block sums added in order; thr = coin *
     total; first index with carry + cumsum > thr, no mass test; else V-1). dist [rows, V] f32,
     coin [rows] -> int64 [rows]. No host synchronisation."""
-    dist = dist.to(F32)
-    rows, V = dist.shape
-    blocks = _cdf_blocks(dist, CDF_BLOCK)
-    nb = blocks.shape[1]
-    bsum = pairwise_sum_logical(blocks, CDF_BLOCK)  # [rows, nb]
-    total = torch.zeros(rows, dtype=F32, device=dist.device)
-    for j in range(nb):
-        total = total + bsum[:, j]
-    thr = coin.to(F32) * total
-    width = min(CDF_BLOCK, V)  # trailing zero padding never moves a running sum
-    cs = sequential_cumsum_f32(blocks[:, :, :width].contiguous())  # [rows, nb, width]
-    out = torch.full((rows,), V - 1, dtype=INT64, device=dist.device)
-    found = torch.zeros(rows, dtype=torch.bool, device=dist.device)
-    carry = torch.zeros(rows, dtype=F32, device=dist.device)
-    for j in range(nb):
-        hit = (carry[:, None] + cs[:, j]) > thr[:, None]
-        new = hit.any(dim=1) & ~found
-        out = torch.where(new, j * CDF_BLOCK + hit.to(torch.int8).argmax(dim=1), out)
-        found = found | new
-        carry = carry + bsum[:, j]
-    return out
+    running, total = chain_running_table(dist)
+    return chain_pick(running, coin.to(F32) * total)
 
 
 def target_only_inverse_cdf(dist: torch.Tensor, coin: torch.Tensor, *, last_valid_fallback: bool) -> torch.Tensor:

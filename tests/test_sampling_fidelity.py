@@ -258,3 +258,17 @@ def test_draft_token_outside_the_vocabulary_names_its_entry(backend):
                                                        uniform_samples_for_final_sampling=[.5], target_probs=p,
                                                        num_speculative_tokens=2, **TREE)
     assert err.value.field == "candidates[0][1]"
+
+
+def test_torch_sample_many_shortcut_draws_like_the_kernels():
+    """The torch backend's sample_many takes a shortcut for the chain (one search in the N terminal
+    rows); with the same seeded coins it must count exactly what the Triton kernel draws."""
+    from kernels.fidelity_cases import dense_rows
+    rng = np.random.default_rng(0)
+    V = 5000
+    p, q = dense_rows(rng, 3, V)[None], dense_rows(rng, 2, V)[None]
+    cand = np.array([[0, int(np.argmax(q[0, 0])), int(np.argmax(q[0, 1]))]])
+    inp = dict(candidates=cand, retrieve_index=np.arange(3)[None], target_probs=p, draft_probs=q, num_speculative_tokens=3)
+    a = get_backend("torch").sample_many("chain_rejection_sampling", inp, num_trials=60, seed=1)
+    b = get_backend("triton").sample_many("chain_rejection_sampling", inp, num_trials=60, seed=1)
+    assert a.sequence_counts == b.sequence_counts
