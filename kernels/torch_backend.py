@@ -10,7 +10,7 @@ from types import SimpleNamespace
 from specviz.reference import API_FUNCTIONS
 
 from . import torch_dspark, torch_sampling, torch_tree, torch_verify
-from .torch_common import pick_device
+from .torch_common import chain_pick, chain_running_table, pick_device
 from .torch_montecarlo import sample_many_with
 from .torch_verify import chain_core, check_chain_inputs, check_tree_sampling_args, tree_sampling_core
 
@@ -86,10 +86,9 @@ def _chain_counts(one, u, uf):
     else:
         k = torch.zeros(trials, dtype=torch.int64, device=p.device)
         rows = p
-    running = torch.cumsum(rows, dim=1)  # [N, V]
-    thr = uf * running[k, -1]
-    final = torch.searchsorted(running[k], thr[:, None], right=True)[:, 0]  # first running sum > thr
-    final = torch.where(final >= V, torch.full_like(final, V - 1), final)  # no mass: V-1 (chain, every release)
+    # SGLang's float32 order (torch_common.chain_running_table): the N terminal rows once, then a search.
+    running, total = chain_running_table(rows)  # [N, V], [N]
+    final = chain_pick(running[k], uf.to(torch.float32) * total[k])  # none: V-1 (chain, every release)
     k = k.to(torch.int64)
     first = torch.where(k > 0, cand[min(1, N - 1)].expand(trials), final)
     joint = torch.bincount(k * V + final, minlength=N * V).cpu().numpy()

@@ -15,6 +15,8 @@ shared between requests; a parallel kernel (SGLang's too) would race on them.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
@@ -103,3 +105,173 @@ def check_parent_steps(parent_list: np.ndarray, selected_index: np.ndarray, topk
             f"{int(step[used][j])} whose candidates are {int(lo[used][j])}..{int(hi[used][j]) - 1}: each parent "
             "slot names a candidate of the step before (or -1), as SGLang's draft builds it",
         )
+
+
+# ---------------------------------------------------------------------------------------------
+# Inverse-CDF draws in SGLang's float32 order (specviz/reference/cdf.py has the derivation)
+# ---------------------------------------------------------------------------------------------
+
+CDF_BLOCK = 4096  # SGLang's chain kernel block (BLOCK_V) for every V
+_PW_LEAF = 128
+
+
+def pairwise_sum_f32(x: torch.Tensor) -> torch.Tensor:
+    """Float32 sum over the last axis in numpy's pairwise order (Triton interpreter's ``tl.sum``),
+    the same tree as ``specviz.reference.cdf.pairwise_sum_f32``. [..., n] -> [...]. Every step is
+    an elementwise float32 add, so the result is bit-identical on any device."""
+    n = x.shape[-1]
+    if n < 8:
+        acc = torch.zeros(x.shape[:-1], dtype=F32, device=x.device)
+        for i in range(n):
+            acc = acc + x[..., i]
+        return acc
+    if n <= _PW_LEAF:
+        m = n - n % 8
+        r = x[..., 0:8]
+        for i in range(8, m, 8):
+            r = r + x[..., i:i + 8]
+        res = ((r[..., 0] + r[..., 1]) + (r[..., 2] + r[..., 3])) + ((r[..., 4] + r[..., 5]) + (r[..., 6] + r[..., 7]))
+        for i in range(m, n):
+            res = res + x[..., i]
+        return res
+    n2 = n // 2
+    n2 -= n2 % 8
+    return pairwise_sum_f32(x[..., :n2]) + pairwise_sum_f32(x[..., n2:])
+
+
+def sequential_cumsum_f32(x: torch.Tensor) -> torch.Tensor:
+    """Inclusive running sum over the last axis, one float32 addition after another.
+
+    Not ``torch.cumsum``: on the CPU it accumulates in float64, on CUDA in a parallel scan; both
+    round differently from SGLang's block scan. On the CPU numpy's float32 cumsum (sequential)
+    does it on the same memory; elsewhere a column loop of float32 adds."""
+    if x.device.type == "cpu":
+        return torch.from_numpy(np.cumsum(x.detach().numpy(), axis=-1, dtype=np.float32))
+    out = torch.empty_like(x)
+    if x.shape[-1]:
+        out[..., 0] = x[..., 0]
+    for i in range(1, x.shape[-1]):  # one launch per column; no host sync, so it can be graph-captured
+        torch.add(out[..., i - 1], x[..., i], out=out[..., i])
+    return out
+
+
+def pairwise_sum_logical(x: torch.Tensor, n: int) -> torch.Tensor:
+    """``pairwise_sum_f32`` of x zero-padded to ``n`` items, without building the padding: the
+    zeros only add exact +0, so each half of the tree that holds no data is skipped. [..., m<=n] -> [...]."""
+    m = x.shape[-1]
+    if m == n:
+        return pairwise_sum_f32(x)
+    if m == 0 or n < 8:
+        return pairwise_sum_f32(x)  # a plain loop: trailing zeros change nothing
+    if n <= _PW_LEAF:
+        main = n - n % 8  # the eight strided accumulators run over x[0:main]
+        body = x[..., :min(m, main)]
+        pad = (-body.shape[-1]) % 8
+        if pad:
+            body = torch.cat([body, torch.zeros(*body.shape[:-1], pad, dtype=F32, device=x.device)], dim=-1)
+        groups = body.reshape(*body.shape[:-1], -1, 8)
+        r = groups[..., 0, :]
+        for g in range(1, groups.shape[-2]):
+            r = r + groups[..., g, :]
+        res = ((r[..., 0] + r[..., 1]) + (r[..., 2] + r[..., 3])) + ((r[..., 4] + r[..., 5]) + (r[..., 6] + r[..., 7]))
+        for i in range(main, m):
+            res = res + x[..., i]
+        return res
+    n2 = n // 2
+    n2 -= n2 % 8
+    left = pairwise_sum_logical(x[..., :min(m, n2)], n2)
+    if m <= n2:
+        return left  # the right half is all zeros: + 0 changes nothing
+    return left + pairwise_sum_logical(x[..., n2:], n - n2)
+
+
+def _cdf_blocks(dist: torch.Tensor, size: int) -> torch.Tensor:
+    """[rows, V] -> [rows, nblocks, width]: whole blocks of ``size``, the last one zero padded; a row
+    shorter than one block stays unpadded (width V; ``pairwise_sum_logical`` sums it as a full block,
+    so sample_many's many short rows cost no padding)."""
+    rows, V = dist.shape
+    if V <= size:
+        return dist.reshape(rows, 1, V)
+    nb = -(-V // size)
+    if nb * size == V:
+        return dist.reshape(rows, nb, size)
+    out = torch.zeros(rows, nb * size, dtype=F32, device=dist.device)
+    out[:, :V] = dist
+    return out.reshape(rows, nb, size)
+
+
+def chain_running_table(dist: torch.Tensor):
+    """The values SGLang's chain kernel compares with its threshold, for every row: (running [rows, V]
+    = carry of the earlier blocks' tl.sum + this block's sequential cumsum, total [rows] = the
+    blocks' tl.sum added in order). Not monotone across a block edge (the carry is tl.sum, not the
+    last running sum)."""
+    dist = dist.to(F32)
+    rows, V = dist.shape
+    blocks = _cdf_blocks(dist, CDF_BLOCK)
+    nb, width = blocks.shape[1], blocks.shape[2]
+    bsum = pairwise_sum_logical(blocks, CDF_BLOCK)  # [rows, nb]
+    total = torch.zeros(rows, dtype=F32, device=dist.device)
+    carries = []
+    for j in range(nb):
+        carries.append(total)  # the carry into block j is the same sequence of adds as the total so far
+        total = total + bsum[:, j]
+    carry = torch.stack(carries, dim=1)  # [rows, nb]
+    running = carry[:, :, None] + sequential_cumsum_f32(blocks.contiguous())  # [rows, nb, width]
+    return running.reshape(rows, nb * width)[:, :V], total
+
+
+def chain_pick(running: torch.Tensor, thr: torch.Tensor) -> torch.Tensor:
+    """First index with running > thr (strict), else V-1. running [rows, V], thr [rows] -> int64 [rows].
+    The running maximum is monotone, and first exceeds thr where ``running`` first does."""
+    V = running.shape[1]
+    peak = torch.cummax(running, dim=1).values
+    idx = torch.searchsorted(peak, thr[:, None].contiguous(), right=True)[:, 0]
+    return torch.where(idx >= V, torch.full_like(idx, V - 1), idx)
+
+
+def chain_inverse_cdf(dist: torch.Tensor, coin: torch.Tensor) -> torch.Tensor:
+    """SGLang's chain-sampler draw (blocks of 4096; total = block sums added in order; thr = coin *
+    total; first index with carry + cumsum > thr, no mass test; else V-1). dist [rows, V] f32,
+    coin [rows] -> int64 [rows]. No host synchronisation."""
+    running, total = chain_running_table(dist)
+    return chain_pick(running, coin.to(F32) * total)
+
+
+def target_only_inverse_cdf(dist: torch.Tensor, coin: torch.Tensor, *, last_valid_fallback: bool) -> torch.Tensor:
+    """The target-only sampler's terminal draw (FlashInfer's chunked scan: chunks of 1024*gcd(4, V),
+    only tokens with mass, stop once the chunk sums pass thr, fallback the last token with mass seen
+    (0.5.23) or V-1). dist [rows, V] f32, coin [rows] -> int64 [rows]."""
+    dist = dist.to(F32)
+    rows, V = dist.shape
+    size = 1024 * math.gcd(4, V)
+    blocks = _cdf_blocks(dist, size)
+    bsum = pairwise_sum_logical(blocks, size)
+    size = blocks.shape[2]
+    nb = blocks.shape[1]
+    dev = dist.device
+    total = torch.zeros(rows, dtype=F32, device=dev)
+    for j in range(nb):
+        total = total + bsum[:, j]
+    thr = coin.to(F32) * total
+    cs = sequential_cumsum_f32(blocks)
+    sampled = torch.full((rows,), -1, dtype=INT64, device=dev)
+    last_valid = torch.full((rows,), -1, dtype=INT64, device=dev)
+    agg = torch.zeros(rows, dtype=F32, device=dev)
+    done = torch.zeros(rows, dtype=torch.bool, device=dev)
+    for j in range(nb):
+        active = ~done
+        x = blocks[:, j]
+        enter = active & ((agg + bsum[:, j]) > thr)
+        hit = ((cs[:, j] + agg[:, None]) > thr[:, None]) & (x > 0)
+        got = enter & hit.any(dim=1)
+        sampled = torch.where(got, j * size + hit.to(torch.int8).argmax(dim=1), sampled)
+        pos = x > 0
+        lv = j * size + (size - 1) - pos.flip(1).to(torch.int8).argmax(dim=1)
+        last_valid = torch.where(active & pos.any(dim=1), lv, last_valid)
+        agg = torch.where(active, agg + bsum[:, j], agg)
+        done = done | (active & (agg > thr))
+    if last_valid_fallback:
+        fallback = torch.where(last_valid >= 0, last_valid, torch.full_like(last_valid, V - 1))
+    else:
+        fallback = torch.full_like(last_valid, V - 1)
+    return torch.where(sampled >= 0, sampled, fallback)

@@ -11,7 +11,7 @@ import torch
 from specviz.errors import SpecvizError
 from specviz.reference.sampling import GREEDY_TEMPERATURE, _per_row, check_fill_bonus_args
 from specviz.results import EagleSampleResult
-from specviz.validate import check_width, float_array
+from specviz.validate import check_width, logits_array
 
 from .torch_common import F32, INT32, INT64, as_tensor, pick_device
 from .torch_verify import (check_chain_inputs, check_tree_inputs, check_tree_sampling_args, chain_rejection_sampling,
@@ -29,7 +29,7 @@ def per_row_values(name: str, value, rows: int, kind: str, device, validate: boo
 
 
 def check_logits_args(logits, temp, tk, tpp):
-    lg = float_array("logits", logits, 2)
+    lg = logits_array("logits", logits, 2)
     if lg.shape[1] < 1:
         raise SpecvizError("logits", "has an empty vocabulary axis")
     t, k, p = (x.cpu().numpy() for x in (temp, tk, tpp))
@@ -77,7 +77,7 @@ def target_probs_from_logits(logits, *, temperature, top_k=None, top_p=None, val
     device = pick_device(logits, temperature, top_k, top_p)
     lg = as_tensor("logits", logits, F32, device)
     if validate and lg.dim() != 2:
-        float_array("logits", logits, 2)
+        logits_array("logits", logits, 2)
     rows = lg.shape[0]
     temp = per_row_values("temperature", temperature, rows, "required", device, validate)
     tk = per_row_values("top_k", top_k, rows, "optional", device, validate)
@@ -89,7 +89,7 @@ def target_probs_from_logits(logits, *, temperature, top_k=None, top_p=None, val
     tk = torch.where(greedy, torch.ones_like(tk), tk)
     scaled = lg / temp[:, None].to(F32)
     scaled = scaled - scaled.amax(dim=1, keepdim=True)
-    e = torch.exp(scaled)
+    e = torch.exp(scaled.to(torch.float64)).to(F32)  # exp rounded once to float32, as the reference does
     probs = e / e.sum(dim=1, keepdim=True)
     # Which renorms can apply is known on the host (rows where they are off pass through unchanged),
     # so no device read: the function can be captured in a CUDA graph.
@@ -133,7 +133,7 @@ def eagle_sample_with(ops, candidates, retrieve_index, retrieve_next_token, retr
     if validate:
         cand_np, *_ = check_tree_inputs(candidates, retrieve_index, retrieve_next_token, retrieve_next_sibling)
         bs, n = cand_np.shape
-        lg_np = float_array("logits", logits, 2)
+        lg_np = logits_array("logits", logits, 2)
         if lg_np.shape[0] != bs * n:
             raise SpecvizError("logits", f"has {lg_np.shape[0]} rows but bs*n = {bs * n}: one row per verify row, request-major")
         check_width("num_speculative_tokens", num_speculative_tokens, n)

@@ -23,7 +23,8 @@ from specviz.results import TreeSampleResult, VerifyResult
 from specviz.validate import (check_semantics, check_shape, check_tokens, check_tree_arrays, check_width, coin_array,
                               int_array, prob_array)
 
-from .torch_common import F32, INT32, INT64, as_tensor, check_own_block_rows, pick_device
+from .torch_common import (F32, INT32, INT64, as_tensor, chain_inverse_cdf, check_own_block_rows, pick_device,
+                           target_only_inverse_cdf)
 
 BIG = 1 << 30
 
@@ -146,26 +147,13 @@ def verify_tree_greedy(candidates, retrieve_index, retrieve_next_token, retrieve
 # Terminal sampling (§6.2, §7)
 # ---------------------------------------------------------------------------------------------
 
-def inverse_cdf(dist: torch.Tensor, coin: torch.Tensor, *, last_valid_fallback) -> torch.Tensor:
-    """Row-wise: first t with dist[t] > 0 and running sum > coin * sum(dist). dist [bs, V], coin [bs].
-
-    Fallback when none qualifies: the last t with dist > 0 (``last_valid_fallback``), else V-1.
-    Returns int64 [bs]. No host synchronisation (the torch backend runs inside CUDA graphs).
-    """
-    V = dist.shape[1]
-    running = torch.cumsum(dist, dim=1)
-    total = running[:, -1]
-    thr = coin.to(F32) * total
-    pos = dist > 0
-    ok = pos & (running > thr[:, None])
-    first = ok.to(torch.int8).argmax(dim=1)
-    any_ok = ok.any(dim=1)
-    if last_valid_fallback:
-        last_pos = (V - 1) - pos.flip(1).to(torch.int8).argmax(dim=1)
-        fallback = torch.where(pos.any(dim=1), last_pos, torch.full_like(last_pos, V - 1))
-    else:
-        fallback = torch.full_like(first, V - 1)
-    return torch.where(any_ok, first, fallback)
+def inverse_cdf(dist: torch.Tensor, coin: torch.Tensor, *, last_valid_fallback, sampler: str = "chain") -> torch.Tensor:
+    """Row-wise inverse-CDF draw in SGLang's float32 order (``torch_common.chain_inverse_cdf`` /
+    ``target_only_inverse_cdf``; the reference's ``cdf.py`` explains the order). dist [bs, V],
+    coin [bs] -> int64 [bs]. No host synchronisation (the torch backend runs inside CUDA graphs)."""
+    if sampler == "chain":
+        return chain_inverse_cdf(dist, coin)
+    return target_only_inverse_cdf(dist, coin, last_valid_fallback=last_valid_fallback)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -182,7 +170,7 @@ def check_tree_sampling_args(candidates, retrieve_index, retrieve_next_token, re
     check_width("num_speculative_tokens", num_speculative_tokens, n)
     p = prob_array("target_probs", target_probs, 3, "target probabilities")
     check_shape("target_probs", p, (bs, n, None), "([bs, n, V])")
-    check_tokens("candidates", cand[:, 1:], p.shape[2])
+    check_tokens("candidates", cand[:, 1:], p.shape[2], offset=(0, 1))
     u = coin_array("uniform_samples", uniform_samples, 2)
     check_shape("uniform_samples", u, (bs, n), "([bs, n]: one coin per node)")
     uf = coin_array("uniform_samples_for_final_sampling", uniform_samples_for_final_sampling, 1)
@@ -200,8 +188,7 @@ def tree_sampling_target_only(candidates, retrieve_index, retrieve_next_token, r
     uniform_samples [bs, n] (coin of a level = the coin of the last accepted node),
     uniform_samples_for_final_sampling [bs], target_probs [bs, n, V] float32.
     Returns predicts, accept_index, accept_token_num and the work buffer draft_probs [bs, n, V].
-    The running sum over siblings is a masked sum here, so it may differ from the reference's
-    sequential float32 sum in the last ulp (SEMANTICS.md §6.4).
+    The running sum over siblings is added in sibling order in float32, as SGLang adds it.
     """
     device = pick_device(candidates, target_probs, uniform_samples)
     if validate:
@@ -236,9 +223,17 @@ def tree_sampling_core(cand, ri, nt, ns, u, uf, p, *, W, threshold_single, thres
     par0 = parent.clamp(min=0)
     tok_c = cand.clamp(0, V - 1)
     pt = p[rows[:, None], par0, tok_c]  # [bs, n]
-    same = (parent[:, :, None] == parent[:, None, :]) & (rank[:, None, :] <= rank[:, :, None])  # [bs, c, s]
-    acc = (pt[:, None, :] * same.to(F32)).sum(dim=2)
-    bound = acc / t_acc
+    # Sequential float32 sum in sibling order, as SGLang's scan adds (prob_acc += p): rank by rank,
+    # each node adds its p to its parent's running total (one node per parent per rank).
+    par_idx = torch.where(parent >= 0, parent, n)
+    running = torch.zeros(bs, n + 1, dtype=F32, device=device)
+    acc = torch.zeros(bs, n, dtype=F32, device=device)
+    for r in range(n):
+        at = rank == r
+        val = running.gather(1, par_idx) + pt
+        acc = torch.where(at, val, acc)
+        running.scatter_(1, torch.where(at, par_idx, n), val)
+    bound = acc / torch.full((), t_acc, dtype=F32, device=device)  # a true float32 division (no reciprocal)
 
     predicts = torch.zeros(bs * n + 1, dtype=INT32, device=device)
     accept_index = torch.full((bs, W + 1), -1, dtype=INT32, device=device)
@@ -272,7 +267,7 @@ def tree_sampling_core(cand, ri, nt, ns, u, uf, p, *, W, threshold_single, thres
     node_row.scatter_(1, torch.where(rejected & (parent == node[:, None]), tok_c, V), pt)
     plain = (k == W - 1)[:, None]
     dist = torch.where(plain, p_node, torch.clamp(p_node - node_row[:, :V], min=0.0))
-    tok = inverse_cdf(dist, uf, last_valid_fallback=new)
+    tok = inverse_cdf(dist, uf, last_valid_fallback=new, sampler="target_only")
     predicts[last] = tok.to(INT32)
     buf = None
     if want_buffer:  # every rejected sibling's target mass at (its parent's row, its token)

@@ -1,6 +1,7 @@
 """Launcher helpers shared by the Triton backend modules (device choice, block sizes)."""
 from __future__ import annotations
 
+import math
 import os
 
 import torch
@@ -34,11 +35,18 @@ def pow2(x: int, minimum: int = 2) -> int:
     return max(minimum, triton.next_power_of_2(max(int(x), 1)))
 
 
-def vocab_blocks(V: int) -> tuple[int, int]:
-    """(BLOCK_V, NUM_VBLOCKS) for a one-pass row scan: blocks of up to 4096 tokens, a power-of-2 slot count."""
-    block = min(4096, pow2(V, 16))
-    return block, pow2(triton.cdiv(V, block))
+def chain_cdf_block(V: int) -> int:
+    """SGLang's chain kernel scans the vocabulary in blocks of 4096 for every V (BLOCK_V = 4096); the
+    block length fixes tl.sum's reduction tree, so a smaller block for a small V would round differently."""
+    return 4096
+
+
+def target_only_chunk(V: int) -> int:
+    """The target-only kernel's chunk: 1024 threads x gcd(4, V) floats (FlashInfer's VEC_SIZE)."""
+    return 1024 * math.gcd(4, int(V))
 
 
 def sampler_warps(V: int) -> int:
-    return 4 if V <= 4096 else 8
+    """Warps of the sampling kernels: 4, as SGLang launches its chain kernel (the warp count shapes
+    a GPU's reduction tree, so matching it keeps the GPU's last bits equal to SGLang's)."""
+    return 4

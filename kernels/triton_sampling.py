@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from specviz.reference.sampling import GREEDY_TEMPERATURE, check_fill_bonus_args
-from specviz.validate import float_array
+from specviz.validate import logits_array
 
 from .torch_common import F32, INT32, INT64, as_tensor
 from .torch_sampling import check_logits_args, eagle_sample_with, per_row_values
@@ -19,7 +19,7 @@ def target_probs_from_logits(logits, *, temperature, top_k=None, top_p=None, val
     """logits [rows, V] -> target_probs [rows, V] float32: softmax(logits / T), top-k, then top-p renorm."""
     device = triton_device(logits, temperature, top_k, top_p)
     if validate:
-        float_array("logits", logits, 2)
+        logits_array("logits", logits, 2)
     lg = as_tensor("logits", logits, F32, device)
     rows, V = lg.shape
     temp = per_row_values("temperature", temperature, rows, "required", device, validate)

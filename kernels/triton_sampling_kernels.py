@@ -19,7 +19,7 @@ import triton.language as tl
 def _probs_block(logits_row_ptr, v, m, inv_temp_ok, temperature, row_max, row_sum, pivot_k, sum_k, pivot_p, sum_p):
     """Probabilities of one block after softmax and the renorms that are switched on (pivot < 0: off)."""
     x = tl.load(logits_row_ptr + v, mask=m, other=float("-inf"))
-    e = tl.exp(x / temperature - row_max)
+    e = tl.exp((x / temperature - row_max).to(tl.float64)).to(tl.float32)  # rounded once, as the reference
     prob = tl.where(m, e / row_sum, 0.0)
     prob = tl.where(pivot_k >= 0.0, tl.where(prob >= pivot_k, prob, 0.0) / sum_k, prob)
     prob = tl.where(pivot_p >= 0.0, tl.where(prob >= pivot_p, prob, 0.0) / sum_p, prob)
@@ -46,7 +46,7 @@ def target_probs_kernel(logits_ptr, temperature_ptr, top_k_ptr, top_p_ptr, probs
         v = j * BLOCK_V + offs
         m = v < V
         x = tl.load(row + v, mask=m, other=float("-inf"))
-        row_sum += tl.sum(tl.where(m, tl.exp(x / temperature - row_max), 0.0), axis=0)
+        row_sum += tl.sum(tl.where(m, tl.exp((x / temperature - row_max).to(tl.float64)).to(tl.float32), 0.0), axis=0)
     off = tl.full([], -1.0, tl.float32)
     one = tl.full([], 1.0, tl.float32)
     pivot_k = off

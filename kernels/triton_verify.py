@@ -14,7 +14,7 @@ from specviz.results import TreeSampleResult, VerifyResult
 
 from .torch_common import F32, INT32, INT64, as_tensor
 from .torch_verify import check_chain_inputs, check_greedy_inputs, check_tree_sampling_args
-from .triton_common import pow2, sampler_warps, triton_device, vocab_blocks
+from .triton_common import chain_cdf_block, pow2, sampler_warps, target_only_chunk, triton_device
 from .triton_verify_kernels import (chain_rejection_sampling_kernel, tree_sampling_target_only_kernel,
                                     verify_tree_greedy_kernel)
 
@@ -67,12 +67,11 @@ def tree_sampling_prepare(cand, ri, nt, ns, u, uf, p, *, W, threshold_single, th
     assert p.stride(2) == 1
     predicts, accept_index, accept_token_num = _outputs(bs, n, W, cand.device)
     buf = torch.zeros((bs, n, V), dtype=F32, device=cand.device)  # SGLang's work buffer: zero on entry
-    block_v, num_vblocks = vocab_blocks(V)
     launch = functools.partial(
         tree_sampling_target_only_kernel[(bs,)],
         predicts, accept_index, accept_token_num, buf, cand, ri, nt, ns, u, uf, p,
         n, W, V, p.stride(0), p.stride(1), float(threshold_single), max(float(threshold_acc), 1e-9),
-        NEW_SEMANTICS=new, BLOCK_N=pow2(n), BLOCK_W=pow2(W), BLOCK_V=block_v, NUM_VBLOCKS=num_vblocks,
+        NEW_SEMANTICS=new, BLOCK_N=pow2(n), BLOCK_W=pow2(W), BLOCK_V=target_only_chunk(V),
         num_warps=sampler_warps(V))
     return (predicts, accept_index, accept_token_num, buf), launch
 
@@ -116,12 +115,11 @@ def chain_prepare(cand, ri, u, uf, p, q, *, new, bonus=None):
     predicts, accept_index, accept_token_num = _outputs(bs, N, N, cand.device)
     if N == 1:
         q = p  # no draft rows; never read
-    block_v, num_vblocks = vocab_blocks(V)
     launch = functools.partial(
         chain_rejection_sampling_kernel[(bs,)],
         predicts, accept_index, accept_token_num, bonus if bonus is not None else accept_token_num,
         cand, ri, u, uf, p, q, N, V, u.stride(0), p.stride(0), p.stride(1), q.stride(0), q.stride(1),
-        NEW_SEMANTICS=new, WRITE_BONUS=bonus is not None, BLOCK_S=pow2(N), BLOCK_V=block_v, NUM_VBLOCKS=num_vblocks,
+        NEW_SEMANTICS=new, WRITE_BONUS=bonus is not None, BLOCK_S=pow2(N), BLOCK_V=chain_cdf_block(V),
         num_warps=sampler_warps(V))
     return (predicts, accept_index, accept_token_num), launch
 

@@ -20,56 +20,79 @@ import triton.language as tl
 
 
 @triton.jit
-def inverse_cdf_row(p_row_ptr, sub_row_ptr, use_sub, coin, V,
-                    CLEAN_SUB: tl.constexpr, LAST_VALID_FALLBACK: tl.constexpr,
-                    BLOCK_V: tl.constexpr, NUM_VBLOCKS: tl.constexpr):
-    """First t with dist[t] > 0 and running sum > coin * sum(dist), dist = relu(p - sub) (sub only if use_sub).
+def _terminal_block(p_row_ptr, sub_row_ptr, use_sub, v, m, CLEAN_SUB: tl.constexpr):
+    """One block of the terminal distribution: relu(p - sub) (sub only if use_sub), 0 past V."""
+    x = tl.load(p_row_ptr + v, mask=m, other=0.0)
+    s = tl.load(sub_row_ptr + v, mask=m & use_sub, other=0.0)
+    if CLEAN_SUB:
+        s = tl.where((s >= 0.0) & (s <= 1.0), s, 0.0)
+    return tl.maximum(x - s, 0.0)
 
-    One pass over the row keeps a sum per block; the crossing block is then re-read alone
-    (so a row is read once, plus one block). Fallback: the last t with dist > 0 when
-    LAST_VALID_FALLBACK (0.5.23 target-only), else V-1. CLEAN_SUB zeroes sub values outside [0, 1].
-    """
+
+@triton.jit
+def chain_inverse_cdf_row(p_row_ptr, sub_row_ptr, use_sub, coin, V: tl.constexpr,
+                          CLEAN_SUB: tl.constexpr, BLOCK_V: tl.constexpr):
+    """SGLang's chain-sampler draw, in its float32 order (specviz/reference/cdf.py): blocks of
+    BLOCK_V = 4096; total = the blocks' tl.sum added in order; thr = coin * total; the first index
+    with carry + tl.cumsum(block) > thr (no mass test), the carry growing by each block's tl.sum;
+    none: V-1. CLEAN_SUB zeroes sub values outside [0, 1] (0.5.23)."""
     offs = tl.arange(0, BLOCK_V)
-    slots = tl.arange(0, NUM_VBLOCKS)
-    sums = tl.zeros([NUM_VBLOCKS], dtype=tl.float32)
-    last_pos = tl.full([], -1, dtype=tl.int32)
-    num_blocks = tl.cdiv(V, BLOCK_V)
-    for j in range(0, num_blocks):
-        v = j * BLOCK_V + offs
-        m = v < V
-        x = tl.load(p_row_ptr + v, mask=m, other=0.0)
-        s = tl.load(sub_row_ptr + v, mask=m & use_sub, other=0.0)
-        if CLEAN_SUB:
-            s = tl.where((s >= 0.0) & (s <= 1.0), s, 0.0)
-        x = tl.maximum(x - s, 0.0)
-        sums = tl.where(slots == j, tl.sum(x, axis=0), sums)
-        last_pos = tl.maximum(last_pos, tl.max(tl.where(x > 0.0, v, -1), axis=0))
-    total = tl.sum(sums, axis=0)
+    total = tl.zeros([], dtype=tl.float32)
+    for start in range(0, V, BLOCK_V):
+        v = start + offs
+        x = _terminal_block(p_row_ptr, sub_row_ptr, use_sub, v, v < V, CLEAN_SUB)
+        total += tl.sum(x, axis=0)
     thr = coin * total
-    cums = tl.cumsum(sums, axis=0)
-    blk = tl.min(tl.where(cums > thr, slots, NUM_VBLOCKS), axis=0)
-    run = tl.sum(tl.where(slots < blk, sums, 0.0), axis=0)
+    carry = tl.zeros([], dtype=tl.float32)
     result = tl.full([], -1, dtype=tl.int32)
-    # Normally the first block read holds the token; later blocks only if rounding moved the edge.
-    while (result < 0) & (blk < num_blocks):
-        v = blk * BLOCK_V + offs
-        m = v < V
-        x = tl.load(p_row_ptr + v, mask=m, other=0.0)
-        s = tl.load(sub_row_ptr + v, mask=m & use_sub, other=0.0)
-        if CLEAN_SUB:
-            s = tl.where((s >= 0.0) & (s <= 1.0), s, 0.0)
-        x = tl.maximum(x - s, 0.0)
-        running = run + tl.cumsum(x, axis=0)
-        hit = (x > 0.0) & (running > thr) & m
-        first = tl.min(tl.where(hit, v, 2147483647), axis=0)
-        result = tl.where(first < 2147483647, first, result)
-        run = run + tl.sum(x, axis=0)
-        blk += 1
+    for start in range(0, V, BLOCK_V):
+        if result < 0:
+            v = start + offs
+            m = v < V
+            x = _terminal_block(p_row_ptr, sub_row_ptr, use_sub, v, m, CLEAN_SUB)
+            running = carry + tl.cumsum(x, axis=0)
+            first = tl.min(tl.where((running > thr) & m, v, 2147483647), axis=0)
+            result = tl.where(first < 2147483647, first, result)
+            carry += tl.sum(x, axis=0)
+    return tl.where(result >= 0, result, V - 1)
+
+
+@triton.jit
+def target_only_inverse_cdf_row(p_row_ptr, sub_row_ptr, use_sub, coin, V: tl.constexpr,
+                                LAST_VALID_FALLBACK: tl.constexpr, CHUNK: tl.constexpr):
+    """The target-only sampler's terminal draw (FlashInfer's chunked scan, specviz/reference/cdf.py):
+    chunks of CHUNK = 1024 * gcd(4, V); a chunk is scanned when agg + its sum passes thr = coin *
+    total; the first token with mass and agg + cumsum > thr; stop once agg > thr; none: the last
+    token with mass seen (LAST_VALID_FALLBACK, 0.5.23), else V-1."""
+    offs = tl.arange(0, CHUNK)
+    total = tl.zeros([], dtype=tl.float32)
+    for start in range(0, V, CHUNK):
+        v = start + offs
+        x = _terminal_block(p_row_ptr, sub_row_ptr, use_sub, v, v < V, False)
+        total += tl.sum(x, axis=0)
+    thr = coin * total
+    agg = tl.zeros([], dtype=tl.float32)
+    sampled = tl.full([], -1, dtype=tl.int32)
+    last_valid = tl.full([], -1, dtype=tl.int32)
+    done = tl.zeros([], dtype=tl.int32)
+    for start in range(0, V, CHUNK):
+        if done == 0:
+            v = start + offs
+            m = v < V
+            x = _terminal_block(p_row_ptr, sub_row_ptr, use_sub, v, m, False)
+            local = tl.sum(x, axis=0)
+            if agg + local > thr:
+                hit = ((tl.cumsum(x, axis=0) + agg) > thr) & (x > 0.0) & m
+                first = tl.min(tl.where(hit, v, 2147483647), axis=0)
+                sampled = tl.where(first < 2147483647, first, sampled)
+            last_valid = tl.maximum(last_valid, tl.max(tl.where((x > 0.0) & m, v, -1), axis=0))
+            agg = agg + local
+            done = (agg > thr).to(tl.int32)
     if LAST_VALID_FALLBACK:
-        fallback = tl.where(last_pos >= 0, last_pos, V - 1)
+        fallback = tl.where(last_valid >= 0, last_valid, V - 1)
     else:
         fallback = V - 1
-    return tl.where(result >= 0, result, fallback)
+    return tl.where(sampled >= 0, sampled, fallback)
 
 
 @triton.jit
@@ -146,7 +169,7 @@ def tree_sampling_target_only_kernel(predicts_ptr, accept_index_ptr, accept_toke
                                      n: tl.constexpr, W: tl.constexpr, V: tl.constexpr, stride_p_b, stride_p_row,
                                      threshold_single, threshold_acc,
                                      NEW_SEMANTICS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_W: tl.constexpr,
-                                     BLOCK_V: tl.constexpr, NUM_VBLOCKS: tl.constexpr):
+                                     BLOCK_V: tl.constexpr):
     """Target-only tree sampling (SEMANTICS.md §6) of request b = program_id(0).
 
     buf [bs, n, V] f32 must be zero on entry (the work buffer); coins [bs, n], final_coins [bs] f32;
@@ -200,8 +223,8 @@ def tree_sampling_target_only_kernel(predicts_ptr, accept_index_ptr, accept_toke
     tl.store(accept_token_num_ptr + b, k)
     tl.debug_barrier()  # the buffer row written above is read below by other threads
     use_sub = k < W - 1  # at the depth limit the terminal distribution is the plain target row
-    tok = inverse_cdf_row(p_req + node * stride_p_row, buf_req + node * V, use_sub, tl.load(final_coins_ptr + b), V,
-                          CLEAN_SUB=False, LAST_VALID_FALLBACK=NEW_SEMANTICS, BLOCK_V=BLOCK_V, NUM_VBLOCKS=NUM_VBLOCKS)
+    tok = target_only_inverse_cdf_row(p_req + node * stride_p_row, buf_req + node * V, use_sub,
+                                      tl.load(final_coins_ptr + b), V, LAST_VALID_FALLBACK=NEW_SEMANTICS, CHUNK=BLOCK_V)
     tl.store(predicts_ptr + last, tok)
 
 
@@ -212,7 +235,7 @@ def chain_rejection_sampling_kernel(predicts_ptr, accept_index_ptr, accept_token
                                     N: tl.constexpr, V: tl.constexpr, stride_coin_b, stride_p_b, stride_p_row, stride_q_b,
                                     stride_q_row,
                                     NEW_SEMANTICS: tl.constexpr, WRITE_BONUS: tl.constexpr, BLOCK_S: tl.constexpr,
-                                    BLOCK_V: tl.constexpr, NUM_VBLOCKS: tl.constexpr):
+                                    BLOCK_V: tl.constexpr):
     """Chain rejection sampling (SEMANTICS.md §7) of request b = program_id(0).
 
     All N-1 accept tests are evaluated at once (they are independent); k = the leading run of
@@ -243,9 +266,8 @@ def chain_rejection_sampling_kernel(predicts_ptr, accept_index_ptr, accept_token
     last = tl.load(retrieve_index_ptr + base + k)
     use_sub = k < N - 1
     q_row = tl.minimum(k, tl.maximum(N - 2, 0))
-    final = inverse_cdf_row(p_req + k * stride_p_row, q_req + q_row * stride_q_row, use_sub,
-                            tl.load(final_coins_ptr + b), V, CLEAN_SUB=NEW_SEMANTICS, LAST_VALID_FALLBACK=False,
-                            BLOCK_V=BLOCK_V, NUM_VBLOCKS=NUM_VBLOCKS)
+    final = chain_inverse_cdf_row(p_req + k * stride_p_row, q_req + q_row * stride_q_row, use_sub,
+                                  tl.load(final_coins_ptr + b), V, CLEAN_SUB=NEW_SEMANTICS, BLOCK_V=BLOCK_V)
     tl.debug_barrier()
     tl.store(predicts_ptr + last, final)
     if WRITE_BONUS:

@@ -22,7 +22,7 @@ import json
 from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, ValidationError, model_validator
 
 from .errors import SpecvizError
 from .safety import loads_json, read_text_file
@@ -47,6 +47,20 @@ CHAIN_ALGORITHMS = ("chain_rejection", "dspark_greedy", "dspark_sampling")
 SAMPLING_ALGORITHMS = ("target_only", "chain_rejection", "dspark_sampling")
 
 
+def _logit_in(v):
+    """A logit in JSON: a number, or the string "-inf" for a masked token (JSON has no -inf literal)."""
+    if isinstance(v, str):
+        if v.strip().lower() in ("-inf", "-infinity"):
+            return float("-inf")
+        raise ValueError(f'{v!r} is not a logit: write a number, or "-inf" for a masked token')
+    return v
+
+
+# target_logits entries: -inf (a masked token) is written as the string "-inf" in JSON.
+Logit = Annotated[float, BeforeValidator(_logit_in),
+                  PlainSerializer(lambda v: "-inf" if v == float("-inf") else v, when_used="json")]
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -67,7 +81,7 @@ class RequestSpec(_Strict):
     target_probs: list[list[float]] | None = Field(default=None, max_length=MAX_TREE_NODES)
     # Instead of target_probs (or target_predict): raw target logits per row, turned into p by
     # softmax(logits / temperature), then top-k, then top-p (ties kept), as eagle_sample does.
-    target_logits: list[list[float]] | None = Field(default=None, max_length=MAX_TREE_NODES)
+    target_logits: list[list[Logit]] | None = Field(default=None, max_length=MAX_TREE_NODES)  # "-inf" = a masked token
     temperature: float = Field(default=1.0, ge=0.0, le=100.0)  # 0 = greedy (SGLang: top_k 1 at T 1)
     top_k: int | None = Field(default=None, ge=1, le=10**9)
     top_p: float | None = Field(default=None, gt=0.0, le=1.0)
@@ -238,8 +252,14 @@ def check_scenario(s: Scenario) -> None:
                 raise SpecvizError(_field(b, "target_logits"), "is given together with target_probs / target_predict: give one of them")
             if len(r.target_logits) != n or any(len(row) != V for row in r.target_logits):
                 raise SpecvizError(_field(b, "target_logits"), f"must have {n} rows of {V} logits (one row per node / slot)")
-            if not np.all(np.isfinite(np.asarray(r.target_logits, dtype=np.float64))):
-                raise SpecvizError(_field(b, "target_logits"), "contains NaN or inf: every logit must be a finite number")
+            lg = np.asarray(r.target_logits, dtype=np.float64)
+            if np.any(np.isnan(lg) | (lg == np.inf)):
+                raise SpecvizError(_field(b, "target_logits"), 'contains NaN or +inf: every logit must be a finite number, '
+                                   'or "-inf" for a masked token')
+            if lg.size and np.any(~np.isfinite(lg).any(axis=1)):
+                row = int(np.argmax(~np.isfinite(lg).any(axis=1)))
+                raise SpecvizError(_field(b, "target_logits"), f'row {row} has no finite logit: every token is masked '
+                                   '("-inf"); leave at least one token unmasked')
         if need_predict and r.target_logits is None:
             if r.target_predict is None:
                 raise SpecvizError(_field(b, "target_predict"), "is missing: give the target's greedy token for every row")

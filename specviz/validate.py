@@ -43,8 +43,38 @@ def check_shape(name: str, arr: np.ndarray, expected: tuple, what: str = "") -> 
         raise SpecvizError(name, f"has shape {_shape_text(arr.shape)} but must be {want}{' ' + what if what else ''}")
 
 
+INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
+INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+
+
+def entry_name(name: str, idx) -> str:
+    """The field and entry a person can find: ``candidates[0][1]``."""
+    return name + "".join(f"[{int(i)}]" for i in idx)
+
+
+def _wide_int(x, path=()):
+    """(index, value) of the first Python int in nested lists outside int64, else None."""
+    if isinstance(x, (list, tuple)):
+        for i, v in enumerate(x):
+            hit = _wide_int(v, path + (i,))
+            if hit is not None:
+                return hit
+        return None
+    if isinstance(x, int) and not isinstance(x, bool) and not INT64_MIN <= x <= INT64_MAX:
+        return path, x
+    return None
+
+
 def int_array(name: str, x, ndim: int | None = None) -> np.ndarray:
-    """An integer array (int64). Floats are accepted only when they hold whole numbers."""
+    """An integer array (int64). Floats are accepted only when they hold whole numbers; a value
+    outside int64 (SGLang's widest integer dtype) is an error naming the entry."""
+    if x is None:
+        raise SpecvizError(name, "is missing: pass an array")
+    if isinstance(x, (list, tuple, int)):
+        hit = _wide_int(x)
+        if hit is not None:
+            raise SpecvizError(entry_name(name, hit[0]), f"is {hit[1]}: outside int64 [-2**63, 2**63 - 1], the widest "
+                               "integer SGLang stores")
     arr = to_numpy(name, x)
     if arr.dtype == bool:
         raise SpecvizError(name, "holds booleans: it must hold integers")
@@ -55,11 +85,35 @@ def int_array(name: str, x, ndim: int | None = None) -> np.ndarray:
             raise SpecvizError(name, "contains NaN or inf: it must hold integers")
         if not np.all(arr == np.round(arr)):
             bad = tuple(int(i) for i in np.argwhere(arr != np.round(arr))[0])
-            raise SpecvizError(name, f"entry {bad} is {arr[bad]}: it must hold whole numbers")
+            raise SpecvizError(entry_name(name, bad), f"is {arr[bad]}: it must hold whole numbers")
+        wide = (arr >= 2.0 ** 63) | (arr < -(2.0 ** 63))
+        if np.any(wide):
+            bad = tuple(int(i) for i in np.argwhere(wide)[0])
+            raise SpecvizError(entry_name(name, bad), f"is {arr[bad]:.6g}: outside int64, the widest integer SGLang stores")
+    elif arr.dtype == np.uint64 and np.any(arr > INT64_MAX):
+        bad = tuple(int(i) for i in np.argwhere(arr > INT64_MAX)[0])
+        raise SpecvizError(entry_name(name, bad), f"is {int(arr[bad])}: outside int64, the widest integer SGLang stores")
     arr = arr.astype(np.int64)
     if ndim is not None and arr.ndim != ndim:
         raise SpecvizError(name, f"has {arr.ndim} dimensions (shape {_shape_text(arr.shape)}) but must have {ndim}")
     return arr
+
+
+def check_range(name: str, arr: np.ndarray, lo: int, hi: int, rule: str, offset=()) -> None:
+    """Every entry in [lo, hi]; else a SpecvizError naming ``name[i][j]`` (``offset`` shifts the index
+    when ``arr`` is a slice, e.g. (0, 1) for candidates[:, 1:])."""
+    arr = np.asarray(arr)
+    bad = (arr < lo) | (arr > hi)
+    if np.any(bad):
+        idx = tuple(int(i) for i in np.argwhere(bad)[0]) if arr.ndim else ()
+        shown = tuple(i + (offset[k] if k < len(offset) else 0) for k, i in enumerate(idx))
+        raise SpecvizError(entry_name(name, shown), f"is {int(arr[idx])}: {rule}")
+
+
+def check_int32(name: str, arr, rule: str = "") -> None:
+    """Values SGLang stores as int32 (predicts, accept_index, lengths)."""
+    check_range(name, arr, INT32_MIN, INT32_MAX,
+                f"outside int32 [-2**31, 2**31 - 1], the dtype SGLang stores it in{'; ' + rule if rule else ''}")
 
 
 def float_array(name: str, x, ndim: int | None = None) -> np.ndarray:
@@ -73,6 +127,30 @@ def float_array(name: str, x, ndim: int | None = None) -> np.ndarray:
     if arr.size and not np.all(np.isfinite(arr)):
         bad = tuple(int(i) for i in np.argwhere(~np.isfinite(arr))[0])
         raise SpecvizError(name, f"entry {list(bad)} is {arr[bad]}: every value must be a finite number")
+    return arr
+
+
+def logits_array(name: str, x, ndim: int = 2) -> np.ndarray:
+    """Float32 logits. ``-inf`` is a masked token (vocabulary / grammar masks hand SGLang's verify
+    softmax -inf logits), so it is accepted; NaN and +inf are errors, and so is a row with no finite
+    logit (every token masked: the softmax would be 0/0, NaN in SGLang)."""
+    arr = to_numpy(name, x)
+    if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
+        raise SpecvizError(name, f"has dtype {arr.dtype}: it must hold numbers")
+    arr = arr.astype(np.float32)
+    if arr.ndim != ndim:
+        raise SpecvizError(name, f"has {arr.ndim} dimensions (shape {_shape_text(arr.shape)}) but must have {ndim}")
+    bad = np.isnan(arr) | (arr == np.inf)
+    if np.any(bad):
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise SpecvizError(name, f"entry {list(idx)} is {arr[idx]}: logits must be finite numbers or -inf (a masked token); "
+                           "NaN and +inf are not allowed")
+    if arr.size and arr.shape[-1] > 0:
+        none = ~np.any(np.isfinite(arr), axis=-1)
+        if np.any(none):
+            idx = tuple(int(i) for i in np.argwhere(none)[0])
+            raise SpecvizError(name, f"row {list(idx)} has no finite logit: every token is masked (-inf), so the softmax "
+                               "is 0/0 (NaN in SGLang); leave at least one token unmasked")
     return arr
 
 
@@ -106,16 +184,16 @@ def coin_array(name: str, x, ndim: int) -> np.ndarray:
     return arr
 
 
-def check_tokens(name: str, tokens: np.ndarray, vocab_size: int | None) -> None:
-    """Token ids must be >= 0 and, when the vocabulary is known, < V."""
-    if np.any(tokens < 0):
-        idx = tuple(int(i) for i in np.argwhere(tokens < 0)[0])
-        raise SpecvizError(name, f"entry {list(idx)} is {tokens[idx]}: token ids cannot be negative")
-    if vocab_size is not None and np.any(tokens >= vocab_size):
-        idx = tuple(int(i) for i in np.argwhere(tokens >= vocab_size)[0])
-        raise SpecvizError(
-            name, f"entry {list(idx)} is token {tokens[idx]}, outside the vocabulary of size {vocab_size} (ids 0..{vocab_size - 1})"
-        )
+def check_tokens(name: str, tokens: np.ndarray, vocab_size: int | None, *, offset=(), int32: bool = True) -> None:
+    """Token ids: >= 0, < V when the vocabulary is known, and (``int32``) within int32, because an
+    accepted token is written into SGLang's int32 ``predicts``. The error names ``name[b][i]``;
+    ``offset`` shifts the index when ``tokens`` is a slice (``(0, 1)`` for ``candidates[:, 1:]``)."""
+    check_range(name, tokens, 0, INT64_MAX, "token ids cannot be negative", offset)
+    if vocab_size is not None:
+        check_range(name, tokens, 0, vocab_size - 1,
+                    f"outside the vocabulary of size {vocab_size} (token ids 0..{vocab_size - 1})", offset)
+    if int32:
+        check_range(name, tokens, 0, INT32_MAX, "a token id must fit int32 (SGLang writes it into the int32 predicts)", offset)
 
 
 def check_semantics(semantics: str) -> None:

@@ -98,3 +98,47 @@ def test_chain_sampling_matches_sglang(sgl, bs, N, V):
     assert_same(expected.predicts, predicts, "predicts")
     assert_same(expected.accept_index, accept_index, "accept_index")
     assert_same(expected.accept_token_num, accept_num, "accept_token_num")
+
+
+# ---------------------------------------------------------------------------------------------
+# Last-bit fidelity (issue 10): dense rows at real vocabulary sizes, coins within 4 ulps of 0 and 1
+# ---------------------------------------------------------------------------------------------
+
+def sglang_chain_draw(sgl, args):
+    """SGLang's chain kernel on a fidelity case (kernels.fidelity_cases): the terminal token per request."""
+    cand = np.asarray(args["candidates"])
+    bs, N = cand.shape
+    predicts = torch.zeros(bs * N, dtype=torch.int32, device=DEVICE)
+    accept_index = torch.full((bs, N), -1, dtype=torch.int32, device=DEVICE)
+    accept_num = torch.empty(bs, dtype=torch.int32, device=DEVICE)
+    f32 = torch.float32
+    sgl.chain_sampling(predicts, accept_index, accept_num, t(cand), t(args["retrieve_index"]), None, None,
+                       t(args["uniform_samples"], f32), t(args["uniform_samples_for_final_sampling"], f32),
+                       t(args["target_probs"], f32), t(args["draft_probs"], f32), 1.0, 1.0, True)
+    assert not accept_num.any()
+    return predicts.cpu().numpy().reshape(bs, N)[:, 0].astype(np.int64)
+
+
+@pytest.mark.parametrize("V, rows", [(1000, 6), (32000, 3), (50000, 3), (128256, 3)])
+@pytest.mark.parametrize("family", ["chain_plain", "chain_residual"])
+def test_dense_chain_draws_match_sglang(sgl, V, rows, family):
+    """The same token as SGLang's own chain kernel, bit for bit, on dense rows; coins random, within
+    4 ulps of 0 and within 4 ulps of 1 (row by row); numpy, torch and Triton alike."""
+    from kernels.fidelity_cases import draw, make_case
+    from specviz.backends import get_backend
+    case = make_case(np.random.default_rng(V + len(family)), family, rows, V, "mixed")
+    want = sglang_chain_draw(sgl, case["args"])
+    for name in ("numpy", "torch", "triton"):
+        assert np.array_equal(draw(get_backend(name), case), want), name
+
+
+def test_chain_fallbacks_match_sglang(sgl):
+    """Item 3 (coin 1 - 2**-24, the total above the last running sum: V-1 although p[V-1] = 0) and the
+    zero-mass pick after a block edge (no mass test in the chain kernel), as SGLang computes them."""
+    from test_sampling_fidelity import ALMOST_ONE, block_edge_row, fallback_row
+    for row, want in ((fallback_row(np.random.default_rng(3)), 7), (block_edge_row(np.random.default_rng(11)), 4096)):
+        V = row.shape[0]
+        args = dict(candidates=np.zeros((1, 1), np.int64), retrieve_index=np.zeros((1, 1), np.int64),
+                    uniform_samples=np.zeros((1, 1), np.float32), uniform_samples_for_final_sampling=np.array([ALMOST_ONE]),
+                    target_probs=row[None, None], draft_probs=np.zeros((1, 0, V), np.float32))
+        assert sglang_chain_draw(sgl, args)[0] == want

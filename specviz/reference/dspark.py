@@ -9,15 +9,16 @@ import numpy as np
 
 from ..errors import SpecvizError
 from ..trace import Trace
-from ..validate import check_shape, check_tokens, int_array
+from ..validate import INT64_MAX, check_int32, check_range, check_shape, check_tokens, int_array
 from .verify import chain_rejection_sampling
 
 
-def _windows(name: str, candidates) -> np.ndarray:
+def _windows(name: str, candidates, int32: bool = False) -> np.ndarray:
+    """int32: the tokens go through the chain sampler's int32 predicts (sampling path)."""
     cand = int_array(name, candidates, 2)
     if cand.shape[0] < 1 or cand.shape[1] < 1:
         raise SpecvizError(name, f"has shape {list(cand.shape)}: each request needs the anchor column")
-    check_tokens(name, cand, None)
+    check_tokens(name, cand, None, int32=int32)
     return cand
 
 
@@ -26,7 +27,7 @@ def check_greedy_args(candidates, target_predict):
     cand = _windows("candidates", candidates)
     tp = int_array("target_predict", target_predict, 2)
     check_shape("target_predict", tp, cand.shape, "(like candidates: [bs, T])")
-    check_tokens("target_predict", tp, None)
+    check_tokens("target_predict", tp, None, int32=False)  # int64 in SGLang's greedy DSpark path
     return cand, tp
 
 
@@ -66,7 +67,7 @@ def dspark_accept_sampling(candidates, target_probs, draft_probs, uniform_sample
     (or [bs, T], last column unused); uniform_samples_for_final_sampling [bs].
     -> (correct_len int32 [bs], bonus int64 [bs] = predicts[accept_index[b, correct_len]]).
     """
-    cand = _windows("candidates", candidates)
+    cand = _windows("candidates", candidates, int32=True)
     bs, T = cand.shape
     retrieve_index = np.arange(bs * T, dtype=np.int64).reshape(bs, T)
     res = chain_rejection_sampling(cand, retrieve_index, uniform_samples, uniform_samples_for_final_sampling,
@@ -81,6 +82,7 @@ def check_cap_args(correct_len, verify_lens):
     cl = int_array("correct_len", correct_len, 1)
     vl = int_array("verify_lens", verify_lens, 1)
     check_shape("verify_lens", vl, cl.shape, "(one per request, like correct_len)")
+    check_int32("verify_lens", vl)
     if np.any(vl < 1):
         raise SpecvizError("verify_lens", f"holds {int(vl.min())}: a verify window holds at least the anchor (>= 1)")
     if np.any(cl < 0):
@@ -104,6 +106,9 @@ def check_finalize_args(correct_len, prefix_lens):
         raise SpecvizError("correct_len", f"holds {int(cl.min())}: lengths cannot be negative")
     if np.any(pl < 0):
         raise SpecvizError("prefix_lens", f"holds {int(pl.min())}: lengths cannot be negative")
+    check_int32("correct_len", cl, "SGLang's correct_len is int32")
+    check_range("prefix_lens", pl, 0, INT64_MAX - int(cl.max(initial=0)) - 1,
+                "prefix_lens + commit_lens must fit int64 (new_seq_lens)")
     return cl, pl
 
 
@@ -117,9 +122,11 @@ def finalize_accept_lens(correct_len, prefix_lens):
 def check_out_tokens_args(draft_tokens, correct_len, bonus):
     """Validate build_out_tokens's inputs (shared by every backend); returns them as int64 arrays."""
     dt = int_array("draft_tokens", draft_tokens, 2)
+    check_tokens("draft_tokens", dt, None, int32=False)
     bs, gamma = dt.shape
     cl = int_array("correct_len", correct_len, 1)
     bn = int_array("bonus", bonus, 1)
+    check_tokens("bonus", bn, None, int32=False)
     check_shape("correct_len", cl, (bs,), "(one per request)")
     check_shape("bonus", bn, (bs,), "(one per request)")
     if np.any((cl < 0) | (cl > gamma)):

@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import SpecvizError
 from ..results import EagleSampleResult
 from ..trace import Trace
-from ..validate import check_tree_arrays, check_width, float_array, int_array
+from ..validate import check_int32, check_tree_arrays, check_width, int_array, logits_array
 from .verify import chain_rejection_sampling, tree_sampling_target_only, verify_tree_greedy
 
 F32 = np.float32
@@ -57,7 +57,7 @@ def target_probs_from_logits(logits, *, temperature, top_k=None, top_p=None) -> 
     temperature: scalar or [rows]; 0 (below 1e-6) means greedy, which SGLang turns into
     top_k 1 at temperature 1. top_k: None or >= V is off. top_p: None or 1.0 is off.
     """
-    lg = float_array("logits", logits, 2)
+    lg = logits_array("logits", logits, 2)
     rows, V = lg.shape
     if V < 1:
         raise SpecvizError("logits", "has an empty vocabulary axis")
@@ -75,7 +75,9 @@ def target_probs_from_logits(logits, *, temperature, top_k=None, top_p=None) -> 
     tk = np.where(greedy, 1.0, tk)
     scaled = (lg / temp[:, None].astype(F32)).astype(F32)
     scaled = scaled - scaled.max(axis=1, keepdims=True)
-    e = np.exp(scaled, dtype=F32)
+    # exp correctly rounded to float32 (float64 exp, then one rounding) on every backend: float32 exp
+    # libraries disagree in the last bit, which decides near-ties at the top-k / top-p cut.
+    e = np.exp(scaled.astype(np.float64)).astype(F32)
     probs = (e / e.sum(axis=1, keepdims=True, dtype=F32)).astype(F32)
     for r in range(rows):
         if not np.isnan(tk[r]) and tk[r] < V:
@@ -89,6 +91,8 @@ def check_fill_bonus_args(accept_tokens, accept_lens, stride):
     """Validate fill_bonus_tokens's inputs (shared by every backend); returns (flat tokens, lengths)."""
     at = int_array("accept_tokens", accept_tokens).reshape(-1)
     al = int_array("accept_lens", accept_lens, 1)
+    check_int32("accept_tokens", at, "accept_tokens are gathered from SGLang's int32 predicts")
+    check_int32("accept_lens", al)
     if isinstance(stride, bool) or not isinstance(stride, (int, np.integer)) or stride < 1:
         raise SpecvizError("stride", f"is {stride!r}: it must be a whole number >= 1 (accept_index.shape[1])")
     if np.any(al < 1) or np.any(al > stride):
@@ -117,7 +121,7 @@ def eagle_sample(candidates, retrieve_index, retrieve_next_token, retrieve_next_
     """
     cand, ri, nt, ns = check_tree_arrays(candidates, retrieve_index, retrieve_next_token, retrieve_next_sibling)
     bs, n = cand.shape
-    lg = float_array("logits", logits, 2)
+    lg = logits_array("logits", logits, 2)
     if lg.shape[0] != bs * n:
         raise SpecvizError("logits", f"has {lg.shape[0]} rows but bs*n = {bs * n}: one row per verify row, request-major")
     W = check_width("num_speculative_tokens", num_speculative_tokens, n)

@@ -13,8 +13,10 @@ import numpy as np
 from ..errors import SpecvizError, SpecvizWarning
 from ..results import TreeSampleResult, VerifyResult
 from ..trace import Trace
-from ..validate import (check_semantics, check_shape, check_tokens, check_tree_arrays, check_width, coin_array,
+from ..validate import (INT32_MAX, INT32_MIN, check_semantics, check_shape, check_tokens, check_tree_arrays, check_width, coin_array,
                         int_array, prob_array)
+
+from .cdf import chain_inverse_cdf, target_only_inverse_cdf
 
 F32 = np.float32
 
@@ -28,7 +30,10 @@ def _warn(trace: Trace | None, b: int, node, message: str) -> None:
 def _check_predicts_init(predicts_init) -> int:
     if isinstance(predicts_init, bool) or not isinstance(predicts_init, (int, np.integer)):
         raise SpecvizError("predicts_init", f"is {predicts_init!r}: it must be a whole number (0 in eagle_sample, -1 in SGLang's tests)")
-    return int(predicts_init)
+    v = int(predicts_init)
+    if not INT32_MIN <= v <= INT32_MAX:
+        raise SpecvizError("predicts_init", f"is {v}: outside int32 [-2**31, 2**31 - 1], the dtype of SGLang's predicts")
+    return v
 
 
 # ---------------------------------------------------------------------------------------------
@@ -111,22 +116,18 @@ def verify_tree_greedy(candidates, retrieve_index, retrieve_next_token, retrieve
 # Terminal sampling (§6.2, §7)
 # ---------------------------------------------------------------------------------------------
 
-def inverse_cdf(dist: np.ndarray, coin: float, *, last_valid_fallback: bool) -> int:
-    """First token whose float32 running sum of ``dist`` exceeds coin * sum(dist).
+def inverse_cdf(dist: np.ndarray, coin: float, *, last_valid_fallback: bool, sampler: str = "chain") -> int:
+    """One inverse-CDF draw in SGLang's float32 order (``cdf.py``): the first token whose running sum
+    exceeds coin * total, summed blockwise as SGLang's kernel sums.
 
-    Fallback when none qualifies: the last token with dist > 0 (0.5.23 target-only sampler),
-    else V-1 (chain sampler in every release, target-only sampler in earlier releases).
+    sampler "chain": the Triton chain kernel (blocks of 4096, no mass test, fallback V-1).
+    sampler "target_only": the FlashInfer chunked scan (tokens with dist > 0 only); the fallback is
+    the last token with mass seen (``last_valid_fallback``, 0.5.23), else V-1.
     """
-    dist = dist.astype(F32)
-    running = np.cumsum(dist, dtype=F32)
-    total = running[-1] if running.size else F32(0)
-    thr = F32(coin) * total
-    ok = (dist > 0) & (running > thr)
-    if np.any(ok):
-        return int(np.argmax(ok))
-    if last_valid_fallback and np.any(dist > 0):
-        return int(np.nonzero(dist > 0)[0][-1])
-    return int(dist.shape[0] - 1)
+    row = np.asarray(dist, F32).reshape(1, -1)
+    if sampler == "chain":
+        return int(chain_inverse_cdf(row, [coin])[0])
+    return int(target_only_inverse_cdf(row, [coin], last_valid_fallback=last_valid_fallback)[0])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -160,7 +161,7 @@ def tree_sampling_target_only(candidates, retrieve_index, retrieve_next_token, r
     p = prob_array("target_probs", target_probs, 3, "target probabilities")
     check_shape("target_probs", p, (bs, n, None), "([bs, n, V])")
     V = p.shape[2]
-    check_tokens("candidates", cand[:, 1:], V)
+    check_tokens("candidates", cand[:, 1:], V, offset=(0, 1))
     u = coin_array("uniform_samples", uniform_samples, 2)
     check_shape("uniform_samples", u, (bs, n), "([bs, n]: one coin per node)")
     uf = coin_array("uniform_samples_for_final_sampling", uniform_samples_for_final_sampling, 1)
@@ -244,7 +245,7 @@ def tree_sampling_target_only(candidates, retrieve_index, retrieve_next_token, r
         if not np.any(dist > 0):
             _warn(trace, b, node, f"request {b}: the terminal distribution at node {node} has no mass; SGLang then emits "
                   f"{'the last token with mass, else ' if new else ''}token V-1 = {V - 1}")
-        tok = inverse_cdf(dist, float(uf[b]), last_valid_fallback=new)
+        tok = inverse_cdf(dist, float(uf[b]), last_valid_fallback=new, sampler="target_only")
         predicts[last] = tok
         if trace is not None:
             trace.emit("residual", b, node, dist=dist, source=source, p=p[b, node].copy(), buffer=buf[b, node].copy())
@@ -277,7 +278,7 @@ def check_chain_args(candidates, retrieve_index, uniform_samples, uniform_sample
     if q.shape[-1] != V:
         raise SpecvizError("draft_probs", f"has vocabulary size {q.shape[-1]} but target_probs has {V}: q must cover the target's vocabulary")
     check_shape("draft_probs", q, (bs, N - 1, V), "([bs, N-1, V]: row s-1 proposed slot s)")
-    check_tokens("candidates", cand[:, 1:], V)
+    check_tokens("candidates", cand[:, 1:], V, offset=(0, 1))
     u = coin_array("uniform_samples", uniform_samples, 2)
     if u.shape[0] != bs or u.shape[1] < N - 1:
         raise SpecvizError("uniform_samples", f"has shape {list(u.shape)} but must be [{bs}, >= {N - 1}]: one coin per draft slot")
