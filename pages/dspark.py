@@ -103,8 +103,10 @@ if "sv_ds_err" in st.session_state:
     st.error(f"**{f}**: {d}", icon="⚠️")
 k = _synced("w_ds_mode", "greedy" if greedy else "sampling")
 st.radio(tr("Accept rule", "接受规则"), ["greedy", "sampling"], key=k, horizontal=True, on_change=_mode,
-         format_func=lambda m: tr("greedy (compare with target_predict)", "Greedy（与 target_predict 比较）") if m == "greedy"
-         else tr("sampling (reuses the chain rejection sampler, p/q)", "Sampling（复用链式拒绝采样，p/q）"))
+         # option texts do not depend on the language (a widget's options stay stable when it switches)
+         format_func=lambda m: "greedy · target_predict" if m == "greedy" else "sampling · p/q",
+         help=tr("greedy compares each draft with target_predict; sampling reuses the chain rejection sampler (p/q)",
+                 "Greedy 把每个 Draft 与 target_predict 比较；Sampling 复用链式拒绝采样（p/q）"))
 
 c1, c2 = st.columns([3, 1], gap="large")
 with c1:
@@ -230,7 +232,7 @@ def _narrate(e) -> str:
                   "第 {r} 行：Draft {t}（第 {n} 行）是否等于 Target 预测 {x}？**{m}**",
                   r=d["target_row"], n=e.node, t=vocab[d["token"]], x=vocab[d["target"]],
                   m=tr("yes: counted", "是：计入") if d["counted"] else tr("no: the run stops", "否：停止计数"))
-    if e.kind == "terminal":
+    if e.kind == "terminal" and greedy:  # the sampling terminal (u_final) is narrated below
         return tr("bonus = target_predict[{r}] = **{t}**.", "bonus = target_predict[{r}] = **{t}**。", r=d["row"], t=vocab[d["token"]])
     if e.kind == "commit":
         return tr("correct_len = {k} (the leading run); commit_lens = correct_len + 1 = {a}.",

@@ -64,6 +64,13 @@ class AuditFinding:
     node: int | None = None  # node id inside the request's tree to highlight
     row: int | None = None  # global verify row to highlight
     rule_zh: str = ""  # the same rule in 简体中文
+    claimed_node: int | None = None  # the node the claimed (wrong) value points at, when it names one
+    claimed_row: int | None = None  # its global verify row
+
+    @property
+    def shown_node(self) -> int | None:
+        """The node to outline: the one the claim names (the wrong thing), else the expected one."""
+        return self.claimed_node if self.claimed_node is not None else self.node
 
     @property
     def where(self) -> str:
@@ -659,6 +666,14 @@ def _finding(ctx: _Ctx, name: str, got, exp) -> AuditFinding | None:
                     rule = t(f"the bonus {ctx.lab(e[-1])} is missing: accept_lens = {c.accept_len} tokens are emitted, the "
                              f"accepted drafts plus the bonus",
                              f"缺少 bonus {ctx.lab(e[-1])}：共输出 accept_lens = {c.accept_len} 个 token，即被接受的 Draft 加上 bonus")
+                elif len(g) == len(e) and sum(x != y for x, y in zip(g, e)) == 1:
+                    # one wrong token: name it, with the row it comes from
+                    rule = t(f"outputs[{b}][{j}] is predicts at the accepted row {row}: {ctx.lab(e[j])}, the token emitted after "
+                             f"row {row} ({ctx.lab(c.committed_tokens[j])})",
+                             f"outputs[{b}][{j}] 是被接受的第 {row} 行的 predicts：{ctx.lab(e[j])}，即第 {row} 行"
+                             f"（{ctx.lab(c.committed_tokens[j])}）之后输出的 token")
+                    return AuditFinding(name, (b, j), ctx.lab(e[j]), ctx.lab(g[j]) if isinstance(g[j], (int, np.integer)) else g[j],
+                                        rule, b, node, row)
                 else:
                     rule = t(f"the outputs are predicts at the accepted rows {ctx.rows_text(c.accept_rows)}: the accepted drafts "
                              f"then the bonus, {ctx.toks(e)}",
@@ -749,7 +764,8 @@ def _accept_index_finding(ctx: _Ctx, got, exp) -> AuditFinding | None:
             if e[j] == -1:
                 rule = t(f"slots after the last accepted node are padded with -1: {ctx.level_reason(b, j)}",
                          f"最后一个被接受节点之后的位置用 -1 填充：{ctx.level_reason(b, j)}")
-                return AuditFinding("accept_index", (b, j), -1, g[j], rule, b, c.accept_nodes[-1], c.accept_rows[-1])
+                return _with_claim(AuditFinding("accept_index", (b, j), -1, g[j], rule, b, c.accept_nodes[-1],
+                                                c.accept_rows[-1]), g[j], root, n)
             node = e[j] - root
             if g[j] == node and b > 0:
                 rule = t(f"{g[j]} is a local node id; accept_index holds global rows b*n + i = {b}*{n} + {node} = {e[j]}",
@@ -757,8 +773,17 @@ def _accept_index_finding(ctx: _Ctx, got, exp) -> AuditFinding | None:
             else:
                 rule = t(f"{ctx.level_reason(b, j)}, so slot {j} holds its global row {e[j]}",
                          f"{ctx.level_reason(b, j)}，所以第 {j} 个位置是它的全局行号 {e[j]}")
-            return AuditFinding("accept_index", (b, j), e[j], g[j], rule, b, node, e[j])
+            return _with_claim(AuditFinding("accept_index", (b, j), e[j], g[j], rule, b, node, e[j]), g[j], root, n)
     return None
+
+
+def _with_claim(f: AuditFinding, claimed_row, root: int, n: int) -> AuditFinding:
+    """f with the node / row the claimed value points at (when it is a row of that request)."""
+    import dataclasses
+
+    if isinstance(claimed_row, (int, np.integer)) and root <= int(claimed_row) < root + n:
+        return dataclasses.replace(f, claimed_node=int(claimed_row) - root, claimed_row=int(claimed_row))
+    return f
 
 
 def _predicts_finding(ctx: _Ctx, got, exp) -> AuditFinding | None:

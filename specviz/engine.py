@@ -203,15 +203,27 @@ def compare_backends(s: Scenario, backends) -> dict:
         except Exception as exc:  # noqa: BLE001  a broken backend is reported, not raised, on the badge
             out[name] = f"failed: {exc}"
             continue
-        diff = None
-        for key, w in want.items():
-            g = got.get(key)
-            if g is None:
-                continue
-            g = np.asarray(g)
-            same = np.allclose(g, w, atol=1e-6) if np.issubdtype(np.asarray(w).dtype, np.floating) else np.array_equal(g, w)
-            if not same:
-                diff = f"{key} differs: {g.tolist()} vs reference {np.asarray(w).tolist()}"
-                break
+        diff = result_difference(want, got)
         out[name] = diff
     return out
+
+
+def result_difference(want: dict, got) -> str | None:
+    """None when ``got`` has every field of ``want`` with the same shape and values (integers exact,
+    floats within 1e-6); otherwise one sentence saying what differs. A missing field, an empty
+    result or a wrong shape is a difference: a backend that returns nothing never "agrees"."""
+    if not isinstance(got, dict):
+        return f"returned {type(got).__name__}, not a result"
+    if not got and want:
+        return "returned nothing"
+    for key, w in want.items():
+        if key not in got or got[key] is None:
+            return f"{key} missing from the result"
+        w = np.asarray(w)
+        g = np.asarray(got[key])
+        if g.shape != w.shape:
+            return f"{key} has shape {list(g.shape)}, the reference {list(w.shape)}"
+        same = np.allclose(g, w, atol=1e-6) if np.issubdtype(w.dtype, np.floating) else np.array_equal(g, w)
+        if not same:
+            return f"{key} differs: {g.tolist()} vs reference {w.tolist()}"
+    return None

@@ -509,9 +509,14 @@ def animation_html(s: Scenario, lang: str = "en") -> str:
     legend = "".join(f'<span style="background:{state_color(k)};color:{text_on(state_color(k))}">{html.escape(t)}</span>'
                      for k, t in legend_items)
     data = json.dumps(frames, ensure_ascii=False).replace("</", "<\\/")
-    title = f"specviz · {s.title or s.name}"
+    from .captions import outcome_sentence, walk_summary
+    from .engine import run_scenario
+
+    commit = run_scenario(s, with_trace=False).commits[0]
+    title = f"specviz · {s.name}: {walk_summary(s, commit, lang)}"  # derived from the live result, never preset text
+    desc = " ".join(x for x in (s.describe(lang), outcome_sentence(s, commit, lang)) if x)
     return (_HTML.replace("__FRAMES__", data).replace("__TITLE__", html.escape(title))
-            .replace("__DESC__", html.escape(s.describe(lang))).replace("__LEGEND__", legend)
+            .replace("__DESC__", html.escape(desc)).replace("__LEGEND__", legend)
             .replace("__VOCAB__", html.escape(("# 词表 token id: " if zh else "# vocab token ids: ")
                                               + "  ".join(f"{i}={t}" for i, t in enumerate(s.vocab[:40]))))
             .replace("__FONT__", FONT_FAMILY).replace("__LANG__", "zh-CN" if zh else "en")

@@ -48,23 +48,44 @@ def replace_tree(s: Scenario, tree: DrawnTree, b: int = 0) -> Scenario:
             other["tree"] = dict(req["tree"])
             if other.get("target_predict") is not None:
                 other["target_predict"] = list(req["target_predict"])
-    W = data.get("num_speculative_tokens")
-    if W is not None and W > tree.n:
-        data["num_speculative_tokens"] = tree.n
-    return scenario_from_dict(data)
+    # The width is derived from the edited tree (deepest path + 1), never kept from before the
+    # edit: a stored width shrinks on a delete and would silently cut a later, deeper walk.
+    data["num_speculative_tokens"] = None
+    return _edited(s, data)
+
+
+def _edited(s: Scenario, data: dict) -> Scenario:
+    """The scenario built from ``data``; a preset's prose (title, descriptions) is dropped once the
+    inputs differ from it, since it names tokens and rows of the preset's walk, not this one."""
+    new = scenario_from_dict(data)
+    if same_inputs(new, s):
+        return new
+    return new.replace(title="", description="", description_zh="")
+
+
+def same_inputs(a: Scenario, b: Scenario) -> bool:
+    """True when a and b give the algorithm the same inputs (names and prose aside)."""
+    skip = {"name", "title", "description", "description_zh"}
+    da = {k: v for k, v in a.model_dump(mode="json").items() if k not in skip}
+    db = {k: v for k, v in b.model_dump(mode="json").items() if k not in skip}
+    if da.get("num_speculative_tokens") is None:
+        da["num_speculative_tokens"] = a.width
+    if db.get("num_speculative_tokens") is None:
+        db["num_speculative_tokens"] = b.width
+    return da == db
 
 
 def set_target_predict(s: Scenario, labels: list[str], b: int = 0) -> Scenario:
     data = s.model_dump(mode="json")
     data["requests"][b]["target_predict"] = list(labels)
-    return scenario_from_dict(data)
+    return _edited(s, data)
 
 
 def add_vocab(s: Scenario, label: str) -> Scenario:
     data = s.model_dump(mode="json")
     if label and label not in data["vocab"]:
         data["vocab"].append(label)
-    return scenario_from_dict(data)
+    return _edited(s, data)
 
 
 def branch(tree: DrawnTree, pick: str = "first") -> list[int]:
