@@ -89,13 +89,22 @@ def add_vocab(s: Scenario, label: str) -> Scenario:
 
 
 def branch(tree: DrawnTree, pick: str = "first") -> list[int]:
-    """Nodes from the root following the first (or last) child at each level."""
+    """Nodes from the root following the first (or last) child at each level.
+
+    Only a child that is the first of its siblings with its token counts: greedy accept takes the
+    first sibling whose token matches, so a later duplicate can never be reached (a "last" branch
+    through it would name a walk that greedy cannot make)."""
     path = [0]
     while True:
         kids = tree.children(path[-1])
-        if not kids:
+        seen, reachable = set(), []
+        for k in kids:
+            if tree.tokens[k] not in seen:
+                seen.add(tree.tokens[k])
+                reachable.append(k)
+        if not reachable:
             return path
-        path.append(kids[0] if pick == "first" else kids[-1])
+        path.append(reachable[0] if pick == "first" else reachable[-1])
 
 
 def agree_along(s: Scenario, pick: str = "first", b: int = 0) -> list[str]:
