@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from . import algorithms
 from .engine import Run, run_scenario
 from .errors import SpecvizError
 from .reference import gather_accept_tokens
@@ -312,7 +313,7 @@ ALL_FIELDS = tuple(dict.fromkeys(EAGLE_FIELDS + DSPARK_FIELDS))
 
 def auditable_fields(s: Scenario) -> tuple:
     """The fields ``audit`` can check for this scenario's algorithm, in checking order."""
-    if s.algorithm.startswith("dspark"):
+    if algorithms.get(s.algorithm).family == "dspark":
         extra = DSPARK_SAMPLING_EXTRA if s.algorithm == "dspark_sampling" else ()
         return ("correct_len",) + extra + DSPARK_FIELDS[1:]
     return EAGLE_FIELDS
@@ -407,9 +408,9 @@ def normalise_claimed(s: Scenario, claimed: dict) -> dict:
     out = {}
     for raw_name, value in claimed.items():
         name = ALIASES.get(raw_name, raw_name)
-        if name == "commit_lens" and "accept_lens" in allowed and not s.algorithm.startswith("dspark"):
+        if name == "commit_lens" and "accept_lens" in allowed and not algorithms.get(s.algorithm).family == "dspark":
             name = "accept_lens"
-        if name == "accept_lens" and s.algorithm.startswith("dspark"):
+        if name == "accept_lens" and algorithms.get(s.algorithm).family == "dspark":
             name = "commit_lens"
         if name not in allowed:
             raise SpecvizError(f"claimed.{raw_name}", f"is not an output of {s.algorithm}: audit one of {', '.join(allowed)}")
@@ -459,7 +460,7 @@ class _Ctx:
         self.cand = run.inputs["candidates"]  # [bs, n]
         self.res = run.result
         self.commits = run.commits
-        self.dspark = s.algorithm.startswith("dspark")
+        self.dspark = algorithms.get(s.algorithm).family == "dspark"
 
     def t(self, en: str, zh: str) -> str:
         return zh if self.lang == "zh" else en
@@ -951,7 +952,7 @@ QUIZ_FIELDS = ("accept_index", "outputs", "committed_rows", "correct_len")
 
 def quiz_fields(s: Scenario) -> tuple:
     """The fields a student can predict for this scenario (in the order the page offers them)."""
-    if s.algorithm.startswith("dspark"):
+    if algorithms.get(s.algorithm).family == "dspark":
         return ("correct_len", "outputs", "committed_rows")
     return ("accept_index", "outputs", "committed_rows")
 

@@ -11,6 +11,7 @@ import sys
 
 import numpy as np
 
+from . import algorithms
 from .errors import BackendUnavailable, SpecvizError
 from .scenario import load_scenario
 
@@ -103,7 +104,7 @@ def cmd_run(args) -> int:
         print("  " + line)
     print("\nresult:")
     r = run.result
-    if s.algorithm.startswith("dspark"):
+    if algorithms.get(s.algorithm).family == "dspark":
         print(f"  correct_len   {np.asarray(r['correct_len']).tolist()}  (before the window cap: {np.asarray(r['raw_correct_len']).tolist()})")
         print(f"  bonus         {[s.label(int(x)) for x in r['bonus']]}")
         print(f"  commit_lens   {np.asarray(r['commit_lens']).tolist()}")

@@ -22,6 +22,7 @@ import textwrap
 
 import numpy as np
 
+from . import algorithms
 from .engine import Run, run_scenario
 from .errors import SpecvizError
 from .frames import replay
@@ -83,7 +84,9 @@ def pytest_file(s: Scenario, run: Run | None = None) -> str:
     W = s.width
     exp_outputs = [list(c.output_tokens) for c in run.commits]
     lines += ["", ""]
-    if s.algorithm.startswith("dspark"):
+    alg = algorithms.get(s.algorithm)  # an unknown algorithm is an error, never another algorithm's test
+    call = alg.export_call(s)
+    if alg.family == "dspark":
         lines += [f"EXPECTED_CORRECT_LEN = {json.dumps(np.asarray(res['correct_len']).tolist())}",
                   f"EXPECTED_BONUS = {json.dumps(np.asarray(res['bonus']).tolist())}",
                   f"EXPECTED_COMMIT_LENS = {json.dumps(np.asarray(res['commit_lens']).tolist())}",
@@ -91,16 +94,11 @@ def pytest_file(s: Scenario, run: Run | None = None) -> str:
                   f"EXPECTED_OUT_TOKENS = {json.dumps(np.asarray(res['out_tokens']).tolist())}",
                   f"EXPECTED_OUTPUTS = {json.dumps([[label[t] for t in o] for o in exp_outputs], ensure_ascii=False)}",
                   "", ""]
-        if s.algorithm == "dspark_greedy":
-            call = "ref.dspark_accept_greedy(CANDIDATES, TARGET_PREDICT)"
-        else:
-            call = ("ref.dspark_accept_sampling(CANDIDATES, TARGET_PROBS, DRAFT_PROBS, UNIFORM_SAMPLES, "
-                    "UNIFORM_SAMPLES_FOR_FINAL_SAMPLING)")
         lines += [f"def test_{_slug(s.name)}():",
                   f"    raw_correct_len, bonus = {call}",
                   "    correct_len, _trim = ref.cap_correct_len(raw_correct_len, VERIFY_LENS)",
                   "    if not np.array_equal(correct_len, raw_correct_len):  # the window cap re-reads the bonus",
-                  ("        bonus = ref.dspark_bonus_at(correct_len, target_predict=TARGET_PREDICT)" if s.algorithm == "dspark_greedy"
+                  ("        bonus = ref.dspark_bonus_at(correct_len, target_predict=TARGET_PREDICT)" if alg.decision == "greedy"
                    else "        bonus = EXPECTED_BONUS  # two-level gather at the capped length (see SEMANTICS.md §8)"),
                   "    commit_lens, new_seq_lens = ref.finalize_accept_lens(correct_len, SEQ_LENS)",
                   "    out_tokens = ref.build_out_tokens(CANDIDATES[:, 1:], correct_len, bonus)",
@@ -119,16 +117,6 @@ def pytest_file(s: Scenario, run: Run | None = None) -> str:
               f"EXPECTED_OUTPUTS = {json.dumps([[label[t] for t in o] for o in exp_outputs], ensure_ascii=False)}"
               "  # accepted drafts + bonus",
               "", ""]
-    if s.algorithm == "greedy":
-        call = (f"ref.verify_tree_greedy(CANDIDATES, RETRIEVE_INDEX, RETRIEVE_NEXT_TOKEN, RETRIEVE_NEXT_SIBLING, TARGET_PREDICT,\n"
-                f"                                 num_speculative_tokens={W}, predicts_init={s.predicts_init})")
-    elif s.algorithm == "target_only":
-        call = (f"ref.tree_sampling_target_only(CANDIDATES, RETRIEVE_INDEX, RETRIEVE_NEXT_TOKEN, RETRIEVE_NEXT_SIBLING,\n"
-                f"        UNIFORM_SAMPLES, UNIFORM_SAMPLES_FOR_FINAL_SAMPLING, TARGET_PROBS, num_speculative_tokens={W},\n"
-                f"        threshold_single={s.threshold_single!r}, threshold_acc={s.threshold_acc!r}, semantics={s.semantics!r})")
-    else:
-        call = (f"ref.chain_rejection_sampling(CANDIDATES, RETRIEVE_INDEX, UNIFORM_SAMPLES, UNIFORM_SAMPLES_FOR_FINAL_SAMPLING,\n"
-                f"        TARGET_PROBS, DRAFT_PROBS, num_speculative_tokens={W}, semantics={s.semantics!r})")
     lines += [f"def test_{_slug(s.name)}():",
               f"    res = {call}",
               "    assert res.accept_index.tolist() == EXPECTED_ACCEPT_INDEX",
@@ -266,7 +254,7 @@ def _states_after(events, s: Scenario) -> list:
     current = [None] * bs
     bonus = [None] * bs
     out = [([dict(d) for d in states], list(bonus))]
-    dspark = s.algorithm.startswith("dspark")
+    dspark = algorithms.get(s.algorithm).family == "dspark"
     for e in events:
         b = e.request
         st = states[b]
@@ -390,17 +378,17 @@ def _event_text(e, s: Scenario, lang: str) -> str:
                 f"{tok} 被拒绝：它的 Target 概率 p = {d.get('p', 0):.4g} 写入工作缓冲区，扫描移到下一个兄弟节点。")
     if e is not None and e.kind == "residual":
         return ("Terminal distribution: " + str(e.data.get("source", ""))) if lang != "zh" else "终止分布：" + str(e.data.get("source", ""))
-    if e is not None and e.kind == "compare" and s.algorithm.startswith("dspark"):
+    if e is not None and e.kind == "compare" and algorithms.get(s.algorithm).family == "dspark":
         d = e.data
         en = (f"Draft {e.node} ({s.label(d['token'])}) vs target_predict[{d['target_row']}] = {s.label(d['target'])}: "
               f"{'match' if d['match'] else 'mismatch'}{' (after the first mismatch: ignored)' if d.get('note') else ''}.")
         zh = (f"Draft {e.node}（{s.label(d['token'])}）对比 target_predict[{d['target_row']}] = {s.label(d['target'])}："
               f"{'一致' if d['match'] else '不一致'}{'（在第一个不一致之后：忽略）' if d.get('note') else ''}。")
         return zh if lang == "zh" else en
-    if e is not None and e.kind == "terminal" and s.algorithm.startswith("dspark"):
+    if e is not None and e.kind == "terminal" and algorithms.get(s.algorithm).family == "dspark":
         return (f"bonus = {s.label(e.data['token'])} at column correct_len = {e.data.get('row')}." if lang != "zh"
                 else f"bonus = {s.label(e.data['token'])}，位于 correct_len = {e.data.get('row')} 列。")
-    if e is not None and e.kind == "commit" and s.algorithm.startswith("dspark"):
+    if e is not None and e.kind == "commit" and algorithms.get(s.algorithm).family == "dspark":
         k = e.data.get("k", 0)
         return (f"correct_len = {k}, commit_lens = {k + 1}." if lang != "zh" else f"correct_len = {k}，commit_lens = {k + 1}。")
     try:

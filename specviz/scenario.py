@@ -23,6 +23,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from . import algorithms as _algorithms
 from .errors import SpecvizError
 from .model import MAX_TREE_NODES, DrawnTree, chain_tree
 from .validate import PROB_SUM_ATOL
@@ -31,10 +32,11 @@ FORMAT = "specviz.scenario"
 VERSION = 1
 MAX_VOCAB = 4096  # a table wider than this cannot be drawn or edited; real-size data goes through the API
 MAX_BATCH = 16
-ALGORITHMS = ("greedy", "target_only", "chain_rejection", "dspark_greedy", "dspark_sampling")
-TREE_ALGORITHMS = ("greedy", "target_only")
-CHAIN_ALGORITHMS = ("chain_rejection", "dspark_greedy", "dspark_sampling")
-SAMPLING_ALGORITHMS = ("target_only", "chain_rejection", "dspark_sampling")
+# Read from the algorithm registry (specviz.algorithms), never listed again here.
+ALGORITHMS = _algorithms.KEYS
+TREE_ALGORITHMS = tuple(k for k, a in _algorithms.REGISTRY.items() if a.is_tree)
+CHAIN_ALGORITHMS = tuple(k for k, a in _algorithms.REGISTRY.items() if not a.is_tree)
+SAMPLING_ALGORITHMS = tuple(k for k, a in _algorithms.REGISTRY.items() if a.samples)
 
 
 class _Strict(BaseModel):
@@ -199,9 +201,10 @@ def check_scenario(s: Scenario) -> None:
         elif n != n0:
             raise SpecvizError(_field(b, tok_field), f"has {n} nodes but request 0 has {n0}: SGLang's batch tensors are [bs, n], so every request needs the same n")
         # Per-algorithm inputs.
-        need_predict = s.algorithm in ("greedy", "dspark_greedy")
-        need_probs = s.algorithm in SAMPLING_ALGORITHMS
-        need_q = s.algorithm in ("chain_rejection", "dspark_sampling")
+        declared = _algorithms.get(s.algorithm).inputs
+        need_predict = "target_predict" in declared
+        need_probs = "target_probs" in declared
+        need_q = "draft_probs" in declared
         if r.target_logits is not None:
             if r.target_probs is not None or r.target_predict is not None:
                 raise SpecvizError(_field(b, "target_logits"), "is given together with target_probs / target_predict: give one of them")
@@ -231,7 +234,7 @@ def check_scenario(s: Scenario) -> None:
                 raise SpecvizError(_field(b, "coin_final"), "is missing: give the terminal-sample coin in [0, 1)")
         if need_q:
             _check_table(b, "draft_probs", r.draft_probs, n - 1, V, "one q row per draft slot")
-        if s.algorithm.startswith("dspark") and r.verify_len is not None and r.verify_len > n:
+        if _algorithms.get(s.algorithm).family == "dspark" and r.verify_len is not None and r.verify_len > n:
             raise SpecvizError(_field(b, "verify_len"), f"is {r.verify_len} but the window has only T = {n} rows")
     if s.num_speculative_tokens is not None and not s.is_tree and s.num_speculative_tokens != n0:
         raise SpecvizError("num_speculative_tokens", f"is {s.num_speculative_tokens} but the chain has {n0} slots: for a chain they are equal")
