@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import algorithms
+from .algorithms import calls
 from . import reference as ref
 from .scenario import Scenario
 from .trace import Trace
@@ -78,13 +79,13 @@ def scenario_inputs(s: Scenario) -> dict:
 
 def call_algorithm(s: Scenario, inputs: dict, ops, trace: Trace | None = None) -> dict:
     """Run the scenario's algorithm on one backend (``ops``: reference module or a backend namespace)."""
-    alg = algorithms.get(s.algorithm)
+    algorithms.get(s.algorithm)  # a SpecvizError for an unknown algorithm
     kw = {} if trace is None else {"trace": trace}
     if ops is not ref and not hasattr(ops, "__file__"):
         from .backends import to_torch  # noqa: PLC0415  backends take torch tensors
 
         inputs = {k: to_torch(v) for k, v in inputs.items()}
-    return alg.call(s, inputs, ops, kw)
+    return calls.call(s, inputs, ops, kw)
 
 
 def commit_view(s: Scenario, inputs: dict, result: dict) -> list[RequestCommit]:

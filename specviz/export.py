@@ -23,6 +23,7 @@ import textwrap
 import numpy as np
 
 from . import algorithms
+from .algorithms import calls
 from .engine import Run, run_scenario
 from .errors import SpecvizError
 from .frames import replay
@@ -85,7 +86,7 @@ def pytest_file(s: Scenario, run: Run | None = None) -> str:
     exp_outputs = [list(c.output_tokens) for c in run.commits]
     lines += ["", ""]
     alg = algorithms.get(s.algorithm)  # an unknown algorithm is an error, never another algorithm's test
-    call = alg.export_call(s)
+    call = calls.export_call(s)
     if alg.family == "dspark":
         lines += [f"EXPECTED_CORRECT_LEN = {json.dumps(np.asarray(res['correct_len']).tolist())}",
                   f"EXPECTED_BONUS = {json.dumps(np.asarray(res['bonus']).tolist())}",

@@ -134,7 +134,7 @@ class Scenario(_Strict):
         r = self.requests[b]
         if r.target_logits is None:
             return np.asarray(r.target_probs, dtype=np.float32)
-        from .reference import target_probs_from_logits
+        from .probs import target_probs_from_logits
 
         return target_probs_from_logits(np.asarray(r.target_logits, dtype=np.float32), temperature=r.temperature,
                                         top_k=r.top_k, top_p=r.top_p)

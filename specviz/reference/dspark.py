@@ -13,7 +13,7 @@ from ..validate import check_shape, check_tokens, int_array
 from .verify import chain_rejection_sampling
 
 
-def _windows(name: str, candidates) -> np.ndarray:
+def dspark_windows(name: str, candidates) -> np.ndarray:
     cand = int_array(name, candidates, 2)
     if cand.shape[0] < 1 or cand.shape[1] < 1:
         raise SpecvizError(name, f"has shape {list(cand.shape)}: each request needs the anchor column")
@@ -23,7 +23,7 @@ def _windows(name: str, candidates) -> np.ndarray:
 
 def check_greedy_args(candidates, target_predict):
     """Validate dspark_accept_greedy's inputs (shared by every backend); returns them as int64 arrays."""
-    cand = _windows("candidates", candidates)
+    cand = dspark_windows("candidates", candidates)
     tp = int_array("target_predict", target_predict, 2)
     check_shape("target_predict", tp, cand.shape, "(like candidates: [bs, T])")
     check_tokens("target_predict", tp, None)
@@ -66,7 +66,7 @@ def dspark_accept_sampling(candidates, target_probs, draft_probs, uniform_sample
     (or [bs, T], last column unused); uniform_samples_for_final_sampling [bs].
     -> (correct_len int32 [bs], bonus int64 [bs] = predicts[accept_index[b, correct_len]]).
     """
-    cand = _windows("candidates", candidates)
+    cand = dspark_windows("candidates", candidates)
     bs, T = cand.shape
     retrieve_index = np.arange(bs * T, dtype=np.int64).reshape(bs, T)
     res = chain_rejection_sampling(cand, retrieve_index, uniform_samples, uniform_samples_for_final_sampling,
