@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from specviz import captions, steps
 from specviz import distributions as dist
 from specviz.engine import scenario_inputs
 from specviz.errors import SpecvizError
@@ -281,40 +282,8 @@ hovers = [f"root {req.chain[0]} (row 0)"] + [
 
 
 def _narrate(e) -> str:
-    if e is None:
-        return tr("Start: the chain R → drafts is in the verify batch; nothing is decided yet.",
-                  "开始：链 R → Draft 已进入 Verify batch，尚未做任何判定。")
-    d = e.data
-    if e.kind == "start":
-        return tr("accept_index[0] = row {r}: the root is always kept.", "accept_index[0] = 第 {r} 行：root 总会保留。", r=d["row"])
-    if e.kind == "visit":
-        return tr("Look at slot {s}: the Draft proposed **{t}**.", "查看位置 {s}：Draft 提出 **{t}**。", s=e.node, t=req.chain[e.node])
-    if e.kind == "accept_test":
-        return tr("Test u·q < p: {u:.3f} × {q:.3f} = {uq:.4f} {cmp} p = {p:.3f} → **{v}** (accept probability min(1, p/q) = {a:.3f}).",
-                  "检验 u·q < p：{u:.3f} × {q:.3f} = {uq:.4f} {cmp} p = {p:.3f} → **{v}**（接受概率 min(1, p/q) = {a:.3f}）。",
-                  u=d["coin"], q=d["q"], uq=d["u_times_q"], p=d["p"], a=d["accept_prob"],
-                  cmp="<" if d["u_times_q"] < d["p"] else "≥",
-                  v=ui.term("accepted") if d["accepted"] else ui.term("rejected"))
-    if e.kind == "accept":
-        return tr("Accepted: predicts[row {r0}] = {t}; accept_index[{k}] = row {r}.",
-                  "接受：predicts[第 {r0} 行] = {t}；accept_index[{k}] = 第 {r} 行。",
-                  r0=d["row"] - 1, t=vocab[d["token"]], k=d["k"], r=d["row"])
-    if e.kind == "reject":
-        return tr("Rejected: the chain stops here; later slots are discarded.", "拒绝：链在此停止，后续位置全部丢弃。")
-    if e.kind == "depth_limit":
-        return tr("Every draft was accepted: the bonus comes from plain p of the last row.",
-                  "全部 Draft 被接受：bonus 直接从最后一行的 p 采样。")
-    if e.kind == "residual":
-        return tr("Terminal distribution: {src}.", "终止分布：{src}。", src=d["source"])
-    if e.kind == "terminal":
-        return tr("u_final = {c:.3f} lands on **{t}**: predicts[row {r}] = {t} (the {b}).",
-                  "u_final = {c:.3f} 落在 **{t}**：predicts[第 {r} 行] = {t}（{b}）。",
-                  c=d["coin"], t=vocab[d["token"]], r=d["row"], b=ui.term("bonus"))
-    if e.kind == "commit":
-        return tr("accept_token_num = {k}; accept_lens = {a}.", "accept_token_num = {k}；accept_lens = {a}。", k=d["k"], a=d["accept_len"])
-    if e.kind == "warning":
-        return "⚠️ " + d["message"]
-    return e.kind
+    """The step caption: the one caption function over the typed event."""
+    return captions.caption(steps.typed(e) if e is not None else None, s, ui.lang())
 
 
 ev = frame.event

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from specviz import captions, steps
 from specviz import distributions as dist
 from specviz.errors import SpecvizError
 from specviz.frames import replay
@@ -219,35 +220,8 @@ done = any(e.kind == "commit" for e in seen)
 
 
 def _narrate(e) -> str:
-    if e is None:
-        return tr("Start: the window R + drafts has been verified; now count the leading matches.",
-                  "开始：窗口（anchor + Draft）已完成 Verify；现在数前缀匹配。")
-    d = e.data
-    if e.kind == "compare":
-        if d.get("note"):
-            return tr("Row {r}: draft {t} vs target {x}: {m} — but it comes after a mismatch, so it is **ignored**.",
-                      "第 {r} 行：Draft {t} 对比 Target {x}：{m}——但它位于分歧之后，因此被**忽略**。",
-                      r=d["target_row"], t=vocab[d["token"]], x=vocab[d["target"]], m="✔" if d["match"] else "✘")
-        return tr("Row {r}: is draft {t} (row {n}) equal to the target's prediction {x}? **{m}**",
-                  "第 {r} 行：Draft {t}（第 {n} 行）是否等于 Target 预测 {x}？**{m}**",
-                  r=d["target_row"], n=e.node, t=vocab[d["token"]], x=vocab[d["target"]],
-                  m=tr("yes: counted", "是：计入") if d["counted"] else tr("no: the run stops", "否：停止计数"))
-    if e.kind == "terminal" and greedy:  # the sampling terminal (u_final) is narrated below
-        return tr("bonus = target_predict[{r}] = **{t}**.", "bonus = target_predict[{r}] = **{t}**。", r=d["row"], t=vocab[d["token"]])
-    if e.kind == "commit":
-        return tr("correct_len = {k} (the leading run); commit_lens = correct_len + 1 = {a}.",
-                  "correct_len = {k}（前缀匹配长度）；commit_lens = correct_len + 1 = {a}。", k=d["k"], a=d["accept_len"])
-    if e.kind == "accept_test":
-        return tr("Slot {s}: u·q = {uq:.4f} vs p = {p:.3f} → **{v}**.", "位置 {s}：u·q = {uq:.4f} 对比 p = {p:.3f} → **{v}**。",
-                  s=e.node, uq=d["u_times_q"], p=d["p"], v=ui.term("accepted") if d["accepted"] else ui.term("rejected"))
-    if e.kind == "terminal":
-        return tr("u_final lands on **{t}**.", "u_final 落在 **{t}**。", t=vocab[d["token"]])
-    return {"start": tr("The anchor row is always kept.", "anchor 行总会保留。"),
-            "visit": tr("Look at slot {s}.", "查看位置 {s}。", s=e.node),
-            "accept": tr("Accepted.", "接受。"), "reject": tr("Rejected: the chain stops.", "拒绝：链停止。"),
-            "depth_limit": tr("Every draft accepted: the bonus comes from plain p.", "全部 Draft 被接受：bonus 从 p 采样。"),
-            "residual": tr("Terminal distribution: {s}.", "终止分布：{s}。", s=d.get("source", "")),
-            "warning": "⚠️ " + d.get("message", "")}.get(e.kind, e.kind)
+    """The step caption: the one caption function over the typed event."""
+    return captions.caption(steps.typed(e) if e is not None else None, s, ui.lang())
 
 
 st.info(f"**{tr('Step', '步骤')} {cur}/{len(frames) - 1}** — " + _narrate(ev))

@@ -5,11 +5,10 @@ tables come from the chosen backend's result (engine.run_scenario).
 """
 import streamlit as st
 
-from specviz import captions
+from specviz import captions, steps
 from specviz.frames import replay
 from specviz.render.tables import path_states, shift_table
 from specviz.render.tree import tree_dot
-from specviz.render.walk import describe, mark_sibling_visits, node_states
 from specviz.ui import common as ui
 from specviz import edits
 from specviz.ui import share_ui
@@ -125,15 +124,16 @@ if run is None:
 # -- the walk, step by step ---------------------------------------------------------------------
 st.subheader(ui.tr("The walk", "遍历过程"))
 all_events = run.trace.events
-events = mark_sibling_visits([e for e in all_events if e.request == b])
+events = [e for e in all_events if e.request == b]
+typed = steps.typed_events(events)  # the one typed form; captions and node states read it
 global_idx = [0] + [k + 1 for k, e in enumerate(all_events) if e.request == b]
 frames = replay(run.trace)
 step = ui.step_controls(KEY, len(events) + 1)
 frame = frames[global_idx[step]]
 event = events[step - 1] if step > 0 else None
-walk = node_states(events, step, n, b)
+walk = steps.walk_after(typed, step, n, b)
 
-st.info(f"**{ui.tr('Step', '步骤')} {step}/{len(events)}** · " + describe(event, s.label, tree.tokens, ui.lang()))
+st.info(f"**{ui.tr('Step', '步骤')} {step}/{len(events)}** · " + captions.caption(typed[step - 1] if step else None, s, ui.lang()))
 
 g_col, live_col = st.columns([1.1, 1], gap="large")
 with g_col:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from specviz import captions, steps
 from specviz import distributions as dist
 from specviz.engine import scenario_inputs
 from specviz.errors import SpecvizError
@@ -241,49 +242,8 @@ hovers = [f"node {i} ({labels[i]}), row {i}" + ("" if i == 0 else f": p(row {tre
 
 
 def _narrate(e) -> str:
-    if e is None:
-        return tr("Start: nothing is decided yet. The root's children are scanned first with coin u[0].",
-                  "开始：尚未判定。先用随机数 u[0] 扫描 root 的子节点。")
-    d = e.data
-    if e.kind == "start":
-        return tr("accept_index[0] = row {r} (the root); level 1 uses coin u[0] = {c:.3f}.",
-                  "accept_index[0] = 第 {r} 行（root）；第 1 层使用随机数 u[0] = {c:.3f}。", r=d["row"], c=d["coin"])
-    if e.kind == "visit":
-        return tr("Visit node {i} (**{t}**), a child of node {p}.", "访问节点 {i}（**{t}**），它是节点 {p} 的子节点。",
-                  i=e.node, t=labels[e.node], p=tree.parents[e.node])
-    if e.kind == "accept_test":
-        extra = tr(" — p ≥ threshold_single fires", " — 触发 p ≥ threshold_single") if d["single_fired"] else ""
-        return tr("prob_acc = {a:.3f}; coin {c:.3f} < prob_acc / threshold_acc = {b:.3f}? → **{v}**{x}",
-                  "prob_acc = {a:.3f}；coin {c:.3f} < prob_acc / threshold_acc = {b:.3f}？→ **{v}**{x}",
-                  a=d["prob_acc"], c=d["coin"], b=d["bound"], x=extra,
-                  v=ui.term("accepted") if d["accepted"] else ui.term("rejected"))
-    if e.kind == "reject":
-        return tr("Rejected: its target mass p = {p:.3f} is written into the work buffer draft_probs[row {r}][{t}].",
-                  "拒绝：其 Target 质量 p = {p:.3f} 写入工作缓冲区 draft_probs[第 {r} 行][{t}]。",
-                  p=d["p"], r=tree.parents[e.node], t=vocab[d["token"]])
-    if e.kind == "next_sibling":
-        return (tr("Move to the next sibling, node {i}.", "移到下一个兄弟节点 {i}。", i=e.node) if e.node is not None
-                else tr("No sibling left.", "没有剩余兄弟节点。"))
-    if e.kind == "no_child":
-        return tr("Node {i} has no (more) children to try: the walk stops.", "节点 {i} 没有（更多）可尝试的子节点：遍历停止。", i=e.node)
-    if e.kind == "accept":
-        return tr("Accepted: predicts[row {p}] = {t}, accept_index[{k}] = row {r}; the next level uses coin u[{i}] = {c:.3f} and a fresh prob_acc.",
-                  "接受：predicts[第 {p} 行] = {t}，accept_index[{k}] = 第 {r} 行；下一层使用随机数 u[{i}] = {c:.3f}，prob_acc 清零。",
-                  p=tree.parents[e.node], t=vocab[d["token"]], k=d["k"], r=d["row"], i=e.node, c=d["next_coin"])
-    if e.kind == "depth_limit":
-        return tr("W − 1 = {k} drafts accepted: the depth limit; the bonus comes from plain p.",
-                  "已接受 W − 1 = {k} 个 Draft：达到深度上限；bonus 直接从 p 采样。", k=d["k"])
-    if e.kind == "residual":
-        return tr("Terminal distribution at node {i}: {src}.", "节点 {i} 处的终止分布：{src}。", i=e.node, src=d["source"])
-    if e.kind == "terminal":
-        return tr("u_final = {c:.3f} lands on **{t}**: predicts[row {r}] = {t} (the {b}).",
-                  "u_final = {c:.3f} 落在 **{t}**：predicts[第 {r} 行] = {t}（{b}）。",
-                  c=d["coin"], t=vocab[d["token"]], r=d["row"], b=ui.term("bonus"))
-    if e.kind == "commit":
-        return tr("accept_token_num = {k}; accept_lens = {a}.", "accept_token_num = {k}；accept_lens = {a}。", k=d["k"], a=d["accept_len"])
-    if e.kind == "warning":
-        return "⚠️ " + d["message"]
-    return e.kind
+    """The step caption: the one caption function over the typed event."""
+    return captions.caption(steps.typed(e) if e is not None else None, s, ui.lang())
 
 
 st.info(f"**{tr('Step', '步骤')} {cur}/{len(frames) - 1}** — " + _narrate(ev))

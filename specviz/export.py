@@ -23,12 +23,12 @@ import textwrap
 import numpy as np
 
 from . import algorithms
+from .captions import outcome_sentence, plain, walk_summary
+from .steps import replay_steps
 from .algorithms import calls
 from .engine import Run, run_scenario
 from .errors import SpecvizError
-from .frames import replay
 from .render.palette import FONT_FAMILY, PALETTE, state_color, text_on
-from .render.walk import describe, mark_sibling_visits
 from .scenario import Scenario
 
 # ---------------------------------------------------------------------------------------------
@@ -248,49 +248,6 @@ def _layout(parents) -> dict:
     return {i: (x[i], depth[i]) for i in range(n)}, nxt[0], max(depth) + 1
 
 
-def _states_after(events, s: Scenario) -> list:
-    """Per frame (0..len(events)), per request: ({node: state}, bonus (node, tok) or None)."""
-    bs, n = len(s.requests), s.n
-    states = [dict() for _ in range(bs)]
-    current = [None] * bs
-    bonus = [None] * bs
-    out = [([dict(d) for d in states], list(bonus))]
-    dspark = algorithms.get(s.algorithm).family == "dspark"
-    for e in events:
-        b = e.request
-        st = states[b]
-        if e.kind == "start":
-            st[0] = "current"
-            current[b] = 0
-        elif e.kind == "visit":
-            st[e.node] = "compared"
-        elif e.kind == "compare" and dspark:
-            st.setdefault(0, "accepted")
-            st[e.node] = "accepted" if e.data.get("counted") else ("rejected" if not e.data.get("match") else "discarded")
-        elif e.kind == "reject":
-            st[e.node] = "rejected"
-        elif e.kind == "accept":
-            if current[b] is not None:
-                st[current[b]] = "accepted"
-            st[e.node] = "current"
-            current[b] = e.node
-        elif e.kind == "terminal":
-            node = e.node if not dspark else int(e.data.get("row", e.node))
-            bonus[b] = (node, int(e.data["token"]))
-        elif e.kind == "commit":
-            for i in range(n):
-                if st.get(i) == "current":
-                    st[i] = "accepted"
-                elif st.get(i) not in ("accepted", "rejected"):
-                    st[i] = "discarded"
-            if dspark:
-                k = int(e.data.get("k", 0))
-                for i in range(k + 1):
-                    st[i] = "accepted"
-        out.append(([dict(d) for d in states], list(bonus)))
-    return out
-
-
 def _svg_frame(s: Scenario, layouts, req_states, bonuses, row_word: str) -> str:
     """One frame: every request's tree side by side (inline SVG, tooltips via <title>)."""
     parts, x0, height = [], 10, 0
@@ -352,68 +309,20 @@ def _svg_frame(s: Scenario, layouts, req_states, bonuses, row_word: str) -> str:
             f'viewBox="0 0 {x0:.0f} {height:.0f}" font-family="{html.escape(FONT_FAMILY)}">' + "".join(parts) + "</svg>")
 
 
-def _event_text(e, s: Scenario, lang: str) -> str:
-    tokens = s.tree(e.request).tokens if e is not None else ()
-    if e is not None and e.kind == "accept_test":
-        d = e.data
-        ok = d.get("accepted")
-        if "q" in d:
-            en = (f"Test {s.label(d['token'])}: u*q = {d['coin']:.4g} × {d['q']:.4g} = {d['u_times_q']:.4g} "
-                  f"{'<' if ok else '≥'} p = {d['p']:.4g} → {'accepted' if ok else 'rejected'}.")
-            zh = (f"检验 {s.label(d['token'])}：u*q = {d['coin']:.4g} × {d['q']:.4g} = {d['u_times_q']:.4g} "
-                  f"{'<' if ok else '≥'} p = {d['p']:.4g} → {'接受' if ok else '拒绝'}。")
-        else:
-            en = (f"Test {s.label(d['token'])}: coin {d['coin']:.4g} vs running sum {d['prob_acc']:.4g}"
-                  f" / threshold_acc → bound {d['bound']:.4g}: {'accepted' if ok else 'rejected'}.")
-            zh = (f"检验 {s.label(d['token'])}：coin {d['coin']:.4g} 对比累计概率 {d['prob_acc']:.4g}"
-                  f" / threshold_acc → 界限 {d['bound']:.4g}：{'接受' if ok else '拒绝'}。")
-        return zh if lang == "zh" else en
-    if e is not None and e.kind == "reject" and "target" not in e.data:
-        d = e.data
-        tok = s.label(d.get("token", 0))
-        if "q" in d:
-            return (f"{tok} is rejected: the residual relu(p - q) at this row gives the correction token." if lang != "zh"
-                    else f"{tok} 被拒绝：由这一行的 residual relu(p - q) 采样修正 token。")
-        return (f"{tok} is rejected: its target mass p = {d.get('p', 0):.4g} is written into the work buffer, and the scan "
-                f"moves to the next sibling." if lang != "zh" else
-                f"{tok} 被拒绝：它的 Target 概率 p = {d.get('p', 0):.4g} 写入工作缓冲区，扫描移到下一个兄弟节点。")
-    if e is not None and e.kind == "residual":
-        return ("Terminal distribution: " + str(e.data.get("source", ""))) if lang != "zh" else "终止分布：" + str(e.data.get("source", ""))
-    if e is not None and e.kind == "compare" and algorithms.get(s.algorithm).family == "dspark":
-        d = e.data
-        en = (f"Draft {e.node} ({s.label(d['token'])}) vs target_predict[{d['target_row']}] = {s.label(d['target'])}: "
-              f"{'match' if d['match'] else 'mismatch'}{' (after the first mismatch: ignored)' if d.get('note') else ''}.")
-        zh = (f"Draft {e.node}（{s.label(d['token'])}）对比 target_predict[{d['target_row']}] = {s.label(d['target'])}："
-              f"{'一致' if d['match'] else '不一致'}{'（在第一个不一致之后：忽略）' if d.get('note') else ''}。")
-        return zh if lang == "zh" else en
-    if e is not None and e.kind == "terminal" and algorithms.get(s.algorithm).family == "dspark":
-        return (f"bonus = {s.label(e.data['token'])} at column correct_len = {e.data.get('row')}." if lang != "zh"
-                else f"bonus = {s.label(e.data['token'])}，位于 correct_len = {e.data.get('row')} 列。")
-    if e is not None and e.kind == "commit" and algorithms.get(s.algorithm).family == "dspark":
-        k = e.data.get("k", 0)
-        return (f"correct_len = {k}, commit_lens = {k + 1}." if lang != "zh" else f"correct_len = {k}，commit_lens = {k + 1}。")
-    try:
-        return describe(e, s.label, tokens, lang, row_of=(lambda i, b=(e.request if e else 0): b * s.n + i))
-    except (KeyError, TypeError, IndexError):
-        return e.kind if e is not None else ""
-
-
 def animation_frames(s: Scenario, lang: str = "en") -> list[dict]:
     """Per frame: {"svg", "text", "arrays"} (pure data; the HTML export and tests use it)."""
     run = run_scenario(s, "numpy")
     if run.trace is None or not run.trace.events:
         raise SpecvizError("export", "this scenario records no trace events to animate")
-    events = mark_sibling_visits(run.trace.events)
-    frames = replay(run.trace)
-    states = _states_after(events, s)
     layouts = [_layout(s.tree(b).parents) for b in range(len(s.requests))]
     row_word = "行" if lang == "zh" else "row"
     out = []
-    for k, fr in enumerate(frames):
-        req_states, bonuses = states[k]
-        arrays = {name: np.asarray(a).tolist() for name, a in fr.arrays.items() if name != "draft_probs"}
-        text = _event_text(events[k - 1] if k > 0 else None, s, lang)
-        out.append({"svg": _svg_frame(s, layouts, req_states, bonuses, row_word), "text": text, "arrays": arrays})
+    for st_ in replay_steps(s, run):  # the one replay: node states, bonus and caption per step
+        req_states = [dict(w.states) for w in st_.walks]
+        bonuses = [w.bonus for w in st_.walks]
+        arrays = {name: np.asarray(a).tolist() for name, a in st_.arrays.items() if name != "draft_probs"}
+        out.append({"svg": _svg_frame(s, layouts, req_states, bonuses, row_word), "text": plain(st_.caption[lang if lang == "zh" else "en"]),
+                    "arrays": arrays})
     return out
 
 
@@ -498,8 +407,6 @@ def animation_html(s: Scenario, lang: str = "en") -> str:
     legend = "".join(f'<span style="background:{state_color(k)};color:{text_on(state_color(k))}">{html.escape(t)}</span>'
                      for k, t in legend_items)
     data = json.dumps(frames, ensure_ascii=False).replace("</", "<\\/")
-    from .captions import outcome_sentence, walk_summary
-    from .engine import run_scenario
 
     commit = run_scenario(s, with_trace=False).commits[0]
     title = f"specviz · {s.name}: {walk_summary(s, commit, lang)}"  # derived from the live result, never preset text
