@@ -6,13 +6,14 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from specviz import captions, steps
+from specviz import edits, steps
+from specviz.captions import caption as step_caption
 from specviz import distributions as dist
 from specviz.engine import scenario_inputs
 from specviz.errors import SpecvizError
 from specviz.frames import replay
 from specviz.render import sampling_charts as sc
-from specviz.scenario import scenario_from_dict, scenario_from_json
+from specviz.scenario import scenario_from_json
 from specviz.ui import common as ui
 from specviz.ui import sampling_page, share_ui
 
@@ -59,14 +60,7 @@ p_rows = _p_rows(s)
 
 def _update_request(**changes) -> bool:
     """Replace fields of request 0; a bad value shows st.error naming the field, the scenario is kept."""
-    def build():
-        data = s.model_dump(mode="json")
-        data["requests"][0].update(changes)
-        if "target_probs" in changes:
-            for k in ("target_logits", "temperature", "top_k", "top_p"):
-                data["requests"][0].pop(k, None)
-        return scenario_from_dict(data)
-    return ui.try_update(SLOT, build)
+    return ui.try_update(SLOT, lambda: edits.set_fields(s, 0, **changes))
 
 
 def _synced(wkey: str, current):
@@ -77,36 +71,31 @@ def _synced(wkey: str, current):
     return wkey
 
 
+def _store(build, err_key="sv_chain_err"):
+    """Callback body: store the edited scenario, or the error to show on the next run."""
+    try:
+        ui.set_scenario(SLOT, build(ui.scenario(SLOT)))
+    except SpecvizError as exc:
+        st.session_state[err_key] = (exc.field, exc.detail)
+
+
 def _on_coin(i: int):
     def cb():
-        cur = ui.scenario(SLOT)
-        data = cur.model_dump(mode="json")
-        if i < 0:
-            data["requests"][0]["coin_final"] = float(st.session_state["w_chain_coin_final"])
-        else:
-            data["requests"][0]["coins"][i] = float(st.session_state[f"w_chain_coin{i}"])
-        try:
-            ui.set_scenario(SLOT, scenario_from_dict(data))
-        except SpecvizError as exc:
-            st.session_state["sv_chain_err"] = (exc.field, exc.detail)
+        value = st.session_state["w_chain_coin_final"] if i < 0 else st.session_state[f"w_chain_coin{i}"]
+        _store(lambda cur: edits.set_coin(cur, i, float(value)))
     return cb
 
 
 def _randomise():
-    cur = ui.scenario(SLOT)
-    coins, final = dist.random_coins(int(st.session_state.get("w_chain_seed", 0)), len(cur.requests[0].coins))
-    data = cur.model_dump(mode="json")
-    data["requests"][0]["coins"] = coins
-    data["requests"][0]["coin_final"] = final
-    ui.set_scenario(SLOT, scenario_from_dict(data))
+    def build(cur):
+        coins, final = dist.random_coins(int(st.session_state.get("w_chain_seed", 0)), len(cur.requests[0].coins))
+        return edits.set_coins(cur, coins, final)
+    _store(build)
 
 
 def _set_coin0(value: float):
     def cb():
-        cur = ui.scenario(SLOT)
-        data = cur.model_dump(mode="json")
-        data["requests"][0]["coins"][0] = value
-        ui.set_scenario(SLOT, scenario_from_dict(data))
+        _store(lambda cur: edits.set_coin(cur, 0, value))
     return cb
 
 
@@ -188,20 +177,9 @@ with tq:
 
 
 def _normalise():
-    cur = ui.scenario(SLOT)
-    data = cur.model_dump(mode="json")
-    src_p = st.session_state.get("sv_chain_pending_p") or _p_rows(cur)
-    for k in ("target_logits", "temperature", "top_k", "top_p"):
-        data["requests"][0].pop(k, None)
-    src_q = st.session_state.get("sv_chain_pending_q") or data["requests"][0]["draft_probs"]
-    data["requests"][0]["target_probs"] = dist.normalise_rows(src_p)
-    data["requests"][0]["draft_probs"] = dist.normalise_rows(src_q)
-    st.session_state.pop("sv_chain_pending_p", None)
-    st.session_state.pop("sv_chain_pending_q", None)
-    try:
-        ui.set_scenario(SLOT, scenario_from_dict(data))
-    except SpecvizError as exc:
-        st.session_state["sv_chain_err"] = (exc.field, exc.detail)
+    p = st.session_state.pop("sv_chain_pending_p", None)
+    q = st.session_state.pop("sv_chain_pending_q", None)
+    _store(lambda cur: edits.normalised(cur, p, q))
 
 
 if new_p != [list(map(float, r)) for r in p_rows] or new_q != [list(map(float, r)) for r in req.draft_probs]:
@@ -283,7 +261,7 @@ hovers = [f"root {req.chain[0]} (row 0)"] + [
 
 def _narrate(e) -> str:
     """The step caption: the one caption function over the typed event."""
-    return captions.caption(steps.typed(e) if e is not None else None, s, ui.lang())
+    return step_caption(steps.typed(e) if e is not None else None, s, ui.lang())
 
 
 ev = frame.event

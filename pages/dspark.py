@@ -7,13 +7,13 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from specviz import captions, steps
+from specviz import edits, steps
+from specviz.captions import caption as step_caption
 from specviz import distributions as dist
 from specviz.errors import SpecvizError
 from specviz.frames import replay
 from specviz.render import dspark_charts as dc
 from specviz.render import sampling_charts as sc
-from specviz.scenario import scenario_from_dict
 from specviz.ui import common as ui
 from specviz.ui import sampling_page, share_ui
 
@@ -58,33 +58,15 @@ def _synced(wkey: str, current):
 
 
 def _update(**changes) -> bool:
-    def build():
-        data = ui.scenario(SLOT).model_dump(mode="json")
-        r = data["requests"][0]
-        r.update(changes)
-        if "target_predict" in changes or "target_probs" in changes:
-            for k in ("target_logits", "temperature", "top_k", "top_p"):
-                r.pop(k, None)
-        return scenario_from_dict(data)
-    return ui.try_update(SLOT, build)
+    return ui.try_update(SLOT, lambda: edits.set_fields(ui.scenario(SLOT), 0, **changes))
 
 
 def _cb(field: str, wkey: str, index: int | None = None, cast=None):
     def cb():
-        data = ui.scenario(SLOT).model_dump(mode="json")
-        r = data["requests"][0]
         v = st.session_state[wkey]
         v = cast(v) if cast else v
-        if field == "target_predict" and r.get("target_predict") is None:
-            r["target_predict"] = [vocab[t] for t in ui.scenario(SLOT).target_predict(0)]
-            for k in ("target_logits", "temperature", "top_k", "top_p"):
-                r.pop(k, None)
-        if index is None:
-            r[field] = v
-        else:
-            r[field][index] = v
         try:
-            ui.set_scenario(SLOT, scenario_from_dict(data))
+            ui.set_scenario(SLOT, edits.set_slot(ui.scenario(SLOT), field, index, v))
         except SpecvizError as exc:
             st.session_state["sv_ds_err"] = (exc.field, exc.detail)
     return cb
@@ -221,7 +203,7 @@ done = any(e.kind == "commit" for e in seen)
 
 def _narrate(e) -> str:
     """The step caption: the one caption function over the typed event."""
-    return captions.caption(steps.typed(e) if e is not None else None, s, ui.lang())
+    return step_caption(steps.typed(e) if e is not None else None, s, ui.lang())
 
 
 st.info(f"**{tr('Step', '步骤')} {cur}/{len(frames) - 1}** — " + _narrate(ev))

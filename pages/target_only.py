@@ -7,13 +7,14 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from specviz import captions, steps
+from specviz import edits, steps
+from specviz.captions import caption as step_caption
 from specviz import distributions as dist
 from specviz.engine import scenario_inputs
 from specviz.errors import SpecvizError
 from specviz.frames import replay
 from specviz.render import sampling_charts as sc
-from specviz.scenario import scenario_from_dict, scenario_from_json
+from specviz.scenario import scenario_from_json
 from specviz.ui import common as ui
 from specviz.ui import sampling_page, share_ui
 
@@ -56,16 +57,7 @@ children = [tree.children(i) for i in range(n)]
 
 def _update(top: dict | None = None, **changes) -> bool:
     """Replace scenario fields (top-level ``top``, request-0 ``changes``); bad input -> st.error naming the field."""
-    def build():
-        data = ui.scenario(SLOT).model_dump(mode="json")
-        data.update(top or {})
-        r = data["requests"][0]
-        r.update(changes)
-        if "target_probs" in changes:
-            for k in ("target_logits", "temperature", "top_k", "top_p"):
-                r.pop(k, None)
-        return scenario_from_dict(data)
-    return ui.try_update(SLOT, build)
+    return ui.try_update(SLOT, lambda: edits.set_fields(ui.scenario(SLOT), 0, top=top, **changes))
 
 
 def _synced(wkey: str, current):
@@ -75,68 +67,42 @@ def _synced(wkey: str, current):
     return wkey
 
 
+def _store(build):
+    """Callback body: store the edited scenario, or the error to show on the next run."""
+    try:
+        ui.set_scenario(SLOT, build(ui.scenario(SLOT)))
+    except SpecvizError as exc:
+        st.session_state["sv_to_err"] = (exc.field, exc.detail)
+
+
 def _cb_set(path: tuple, wkey: str):
     """on_change: write the widget's value into the scenario (top-level field or requests[0] field[index])."""
     def cb():
-        data = ui.scenario(SLOT).model_dump(mode="json")
         value = st.session_state[wkey]
         if path[0] == "top":
-            data[path[1]] = value
+            _store(lambda cur: edits.set_fields(cur, 0, top={path[1]: value}))
         elif len(path) == 2:
-            data["requests"][0][path[1]] = value
+            _store(lambda cur: edits.set_fields(cur, 0, **{path[1]: value}))
         else:
-            data["requests"][0][path[1]][path[2]] = float(value)
-        try:
-            ui.set_scenario(SLOT, scenario_from_dict(data))
-        except SpecvizError as exc:
-            st.session_state["sv_to_err"] = (exc.field, exc.detail)
+            _store(lambda cur: edits.set_slot(cur, path[1], path[2], float(value)))
     return cb
 
 
 def _randomise():
-    cur = ui.scenario(SLOT)
-    coins, final = dist.random_coins(int(st.session_state.get("w_to_seed", 0)), len(cur.requests[0].coins))
-    data = cur.model_dump(mode="json")
-    data["requests"][0].update(coins=coins, coin_final=final)
-    ui.set_scenario(SLOT, scenario_from_dict(data))
+    def build(cur):
+        coins, final = dist.random_coins(int(st.session_state.get("w_to_seed", 0)), len(cur.requests[0].coins))
+        return edits.set_coins(cur, coins, final)
+    _store(build)
 
 
 def _normalise():
-    data = ui.scenario(SLOT).model_dump(mode="json")
-    src = st.session_state.get("sv_to_pending_p") or p_rows
-    data["requests"][0]["target_probs"] = dist.normalise_rows(src)
-    for k in ("target_logits", "temperature", "top_k", "top_p"):
-        data["requests"][0].pop(k, None)
-    st.session_state.pop("sv_to_pending_p", None)
-    try:
-        ui.set_scenario(SLOT, scenario_from_dict(data))
-    except SpecvizError as exc:
-        st.session_state["sv_to_err"] = (exc.field, exc.detail)
+    src = st.session_state.pop("sv_to_pending_p", None) or p_rows
+    _store(lambda cur: edits.normalised(cur, src))
 
 
 def _use_builder_tree():
     """Take the Tree builder's tree (slot "tree"); keep p rows / coins of nodes that still exist, uniform rows for new ones."""
-    try:
-        other = ui.scenario("tree")
-        t = other.tree(0)
-        cur = ui.scenario(SLOT)
-        data = cur.model_dump(mode="json")
-        data["vocab"] = list(other.vocab)
-        V = len(other.vocab)
-        old = cur.requests[0]
-        old_p = old.target_probs or cur.target_probs(0).tolist()
-        same_vocab = list(cur.vocab) == list(other.vocab)
-        uni = [1.0 / V] * V
-        rows = [list(old_p[i]) if (same_vocab and i < len(old_p)) else uni for i in range(len(t.parents))]
-        coins = [old.coins[i] if i < len(old.coins) else 0.5 for i in range(len(t.parents))]
-        data["requests"] = [{"tree": {"parents": list(t.parents), "tokens": [other.vocab[x] for x in t.tokens]},
-                             "seq_len": other.requests[0].seq_len, "target_probs": rows, "coins": coins,
-                             "coin_final": old.coin_final}]
-        data["name"] = "from_tree_builder"
-        data["num_speculative_tokens"] = None
-        ui.set_scenario(SLOT, scenario_from_dict(data))
-    except SpecvizError as exc:
-        st.session_state["sv_to_err"] = (exc.field, exc.detail)
+    _store(lambda cur: edits.adopt_tree(cur, ui.scenario("tree")))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -243,7 +209,7 @@ hovers = [f"node {i} ({labels[i]}), row {i}" + ("" if i == 0 else f": p(row {tre
 
 def _narrate(e) -> str:
     """The step caption: the one caption function over the typed event."""
-    return captions.caption(steps.typed(e) if e is not None else None, s, ui.lang())
+    return step_caption(steps.typed(e) if e is not None else None, s, ui.lang())
 
 
 st.info(f"**{tr('Step', '步骤')} {cur}/{len(frames) - 1}** — " + _narrate(ev))
