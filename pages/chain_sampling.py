@@ -238,21 +238,9 @@ ui.legend()
 frame = frames[cur]
 seen = events[:cur]
 
-states = ["accepted"] + ["pending"] * (N - 1)
-bonus = None
-focus_slot = None
-for e in seen:
-    if e.kind in ("visit", "accept_test"):
-        states[e.node] = "current"
-        focus_slot = e.node
-    elif e.kind == "accept":
-        states[e.node] = "accepted"
-    elif e.kind == "reject":
-        states[e.node] = "rejected"
-        for j in range(e.node + 1, N):
-            states[j] = "discarded"
-    elif e.kind == "terminal":
-        bonus = vocab[e.data["token"]]
+view = steps.scan_view(steps.typed_events(seen), N, chain=True, cut_after_reject=True, finish=False)
+states, focus_slot = view.states, view.focus
+bonus = vocab[view.bonus[1]] if view.bonus else None
 test_of = {e.node: e.data for e in events if e.kind == "accept_test"}
 hovers = [f"root {req.chain[0]} (row 0)"] + [
     (f"slot {j}: {req.chain[j]}  p = {test_of[j]['p']:.4g}, q = {test_of[j]['q']:.4g}, u = {test_of[j]['coin']:.4g}"

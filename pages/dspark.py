@@ -210,7 +210,7 @@ st.info(f"**{tr('Step', '步骤')} {cur}/{len(frames) - 1}** — " + _narrate(ev
 if greedy:
     tp_ids = s.target_predict(0)
     window = list(req.chain)
-    matches = [req.chain[t + 1] == vocab[tp_ids[t]] for t in range(T - 1)]
+    matches = steps.dspark_matches(s)
     compared = sum(1 for e in seen if e.kind == "compare")
     step_fig = _fig("match_figure", window, [vocab[x] for x in tp_ids], matches, correct_len, raw_correct_len=raw_len,
                     verify_len=vlen if vlen < T else None, compared=compared, show_result=done,
@@ -225,14 +225,7 @@ if greedy:
                       "第 {r} 行的 Draft 虽与 Target 一致，但位于第一次分歧之后：(✔) 被忽略——前缀计数在第一个 ✘ 处停止。",
                       r=", ".join(map(str, ignored))))
 else:
-    states = ["accepted"] + ["pending"] * (T - 1)
-    for e in seen:
-        if e.kind in ("visit", "accept_test"):
-            states[e.node] = "current"
-        elif e.kind == "accept":
-            states[e.node] = "accepted"
-        elif e.kind == "reject":
-            states[e.node] = "rejected"
+    states = steps.scan_view(steps.typed_events(seen), T, chain=True, finish=False).states
     step_fig = None
     step_dot = sc.chain_dot(list(req.chain), states, bonus=bonus if done else None, bonus_caption=ui.term("bonus"),
                             slot_names=["anchor"] + [f"t={j}" for j in range(1, T)])

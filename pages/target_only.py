@@ -179,28 +179,9 @@ frame = frames[cur]
 seen = events[:cur]
 ev = frame.event
 
-states = ["accepted"] + ["pending"] * (n - 1)
-bonus = None
-parent = 0  # the node whose children are being scanned
-current_child = None
-for e in seen:
-    if e.kind in ("visit", "accept_test"):
-        states[e.node] = "current"
-        current_child = e.node
-        parent = tree.parents[e.node]
-    elif e.kind == "accept":
-        states[e.node] = "accepted"
-        parent = e.node
-        current_child = None
-    elif e.kind == "reject":
-        states[e.node] = "rejected"
-        current_child = None
-    elif e.kind in ("residual", "terminal"):
-        parent = e.node
-        if e.kind == "terminal":
-            bonus = (e.node, vocab[e.data["token"]])
-    elif e.kind == "commit":
-        states = [st_ if st_ in ("accepted", "rejected") else "discarded" for st_ in states]
+view = steps.scan_view(steps.typed_events(seen), n, parents=tree.parents)
+states, parent, current_child = view.states, view.parent, view.focus
+bonus = (view.bonus[0], vocab[view.bonus[1]]) if view.bonus else None
 captions = ["" if i == 0 else f"p={p_rows[tree.parents[i]][tree.tokens[i]]:.3g}" for i in range(n)]
 hovers = [f"node {i} ({labels[i]}), row {i}" + ("" if i == 0 else f": p(row {tree.parents[i]})[{labels[i]}] = "
                                               f"{p_rows[tree.parents[i]][tree.tokens[i]]:.4g}, coin u[{tree.parents[i]}] = {req.coins[tree.parents[i]]:.4g}")

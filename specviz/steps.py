@@ -14,7 +14,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from . import algorithms
-from .events import Accept, Commit, Compare, Reject, Start, Terminal, Visit, typed, typed_events  # noqa: F401
+from .events import (Accept, AcceptTest, Commit, Compare, Reject, Residual, Start, Terminal, Visit,  # noqa: F401
+                     typed, typed_events)
 from .frames import replay
 
 
@@ -134,3 +135,57 @@ def replay_steps(s, run=None) -> list[Step]:
         snapshot = [WalkState(dict(w.states), w.current, w.compared, w.target_row, w.bonus, w.done, w.num_accepted) for w in walks]
         out.append(Step(k, ev, fr.arrays, snapshot, {"en": caption(ev, s, "en"), "zh": caption(ev, s, "zh")}))
     return out
+
+
+# -- the sampling pages' view of a scan ----------------------------------------------------------------
+
+@dataclass
+class ScanView:
+    """What a sampling page draws after some steps: one state per node / slot (the root accepted
+    from the start), the node or slot in focus, the node whose children are scanned, the bonus."""
+    states: list
+    focus: int | None = None
+    parent: int = 0
+    bonus: tuple | None = None  # (node, token id)
+
+
+def scan_view(events, n: int, parents=None, chain: bool = False, cut_after_reject: bool = False,
+              finish: bool = True) -> ScanView:
+    """Fold typed events (already cut to the shown step) into a ScanView.
+
+    ``chain``: slots in a line (``parents`` unused); ``cut_after_reject``: a rejection discards the later
+    slots at once (the chain stops); ``finish``: a commit turns every undecided node into discarded."""
+    v = ScanView(["accepted"] + ["pending"] * (n - 1))
+    for ev in events:
+        if isinstance(ev, (Visit, AcceptTest)):
+            v.states[ev.node] = "current"
+            v.focus = ev.node
+            if not chain and parents is not None:
+                v.parent = parents[ev.node]
+        elif isinstance(ev, Accept):
+            v.states[ev.node] = "accepted"
+            v.parent = ev.node
+            if not chain:
+                v.focus = None
+        elif isinstance(ev, Reject):
+            v.states[ev.node] = "rejected"
+            if not chain:
+                v.focus = None
+            if cut_after_reject:
+                for j in range(ev.node + 1, n):
+                    v.states[j] = "discarded"
+        elif isinstance(ev, (Residual, Terminal)):
+            if ev.node is not None:
+                v.parent = ev.node
+            if isinstance(ev, Terminal):
+                v.bonus = (ev.node, ev.token)
+        elif isinstance(ev, Commit) and finish:
+            v.states = [x if x in ("accepted", "rejected") else "discarded" for x in v.states]
+    return v
+
+
+def dspark_matches(s, b: int = 0) -> list:
+    """DSpark greedy: does draft t+1 equal the target's prediction after row t? (one bool per row t)"""
+    chain = s.tree(b).tokens
+    tp = s.target_predict(b)
+    return [int(chain[t + 1]) == int(tp[t]) for t in range(len(chain) - 1)]
