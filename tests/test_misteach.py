@@ -289,3 +289,24 @@ def test_tour_stop_4_does_not_send_semantics_to_the_chain_page():
         except Exception:  # noqa: BLE001
             out.append(None)
     assert out[0] == out[1]
+
+
+# -- 5b. the page's badge turns red on a silent backend ------------------------------------------------------
+
+@pytest.mark.parametrize("make", [lambda d: {}, lambda d: {k: v for k, v in d.items() if k != "accept_index"}])
+def test_greedy_page_badge_is_red_for_a_silent_backend(monkeypatch, make):
+    import streamlit as st
+
+    import specviz.backends as backends
+
+    real_get = backends.get_backend
+    real = real_get("torch")
+    monkeypatch.setattr(backends, "get_backend", lambda name: _Fake(make, real) if name == "torch" else real_get(name))
+    st.cache_data.clear()  # the badge's comparison is cached per scenario
+    try:
+        at = AppTest.from_file(str(ROOT / "pages/greedy.py"), default_timeout=TIMEOUT)
+        _ok(at.run())
+        assert not any("All backends agree" in str(x.value) for x in at.success)
+        assert any("torch disagrees with the reference" in str(e.value) for e in at.error), [e.value for e in at.error]
+    finally:
+        st.cache_data.clear()
