@@ -73,7 +73,7 @@ class Scenario(_Strict):
     title: str = ""
     description: str = ""
     description_zh: str = ""  # the same in 简体中文, for the app's Chinese mode
-    algorithm: Literal["greedy", "target_only", "chain_rejection", "dspark_greedy", "dspark_sampling"]
+    algorithm: Literal[_algorithms.KEYS]  # the registry (specviz.algorithms) is the one list
     vocab: list[str] = Field(min_length=1, max_length=MAX_VOCAB)
     requests: list[RequestSpec] = Field(min_length=1, max_length=MAX_BATCH)
     num_speculative_tokens: int | None = Field(default=None, ge=1)
