@@ -2,13 +2,14 @@
 imports another module's private (underscored) name. Imports are read with ``ast``, at every
 level (a lazy import inside a function counts too).
 
-    0 base       errors, results, validate, trace, events, rollout, probs
+    0 base       errors, results, validate, trace, events, rollout, probs, paths, display (escaping helpers)
     1 model      model, scenario, algorithms (the registry's metadata), share, captions
     2 reference  specviz.reference.*, frames
     3 kernels    kernels.* (torch and Triton)
     4 backends   specviz.backends (the registry that loads kernels.*_backend)
     5 render     specviz.render.* (pure figures and tables, no Streamlit)
-    6 library    engine, steps, algorithms.calls, edits, invariants, audit, pitfalls, distributions, export, cli
+    6 library    engine, steps, algorithms.calls, edits, invariants, audit, pitfalls, distributions, export, cli,
+                 notebook
     7 ui         specviz.ui.*
     8 pages      pages/*.py, app.py
 """
@@ -21,17 +22,20 @@ ROOT = Path(__file__).resolve().parents[1]
 
 LAYERS = [
     ("specviz", "specviz.errors", "specviz.results", "specviz.validate", "specviz.trace", "specviz.rollout", "specviz.probs",
-     "specviz.events"),
+     "specviz.events", "specviz.paths", "specviz.display"),
     ("specviz.model", "specviz.scenario", "specviz.algorithms", "specviz.share", "specviz.captions"),
     ("specviz.reference", "specviz.frames"),
     ("kernels",),
     ("specviz.backends",),  # loads kernels.*_backend by name; a kernel importing it back would be a cycle
     ("specviz.render",),
     ("specviz.engine", "specviz.steps", "specviz.algorithms.calls", "specviz.edits", "specviz.invariants", "specviz.audit", "specviz.pitfalls",
-     "specviz.distributions", "specviz.export", "specviz.cli", "specviz.__main__"),
+     "specviz.distributions", "specviz.export", "specviz.cli", "specviz.__main__", "specviz.notebook"),
     ("specviz.ui",),
     ("pages", "app"),
 ]
+
+
+EXACT = {"specviz", "app"}  # these names are a module themselves, not a prefix for every submodule
 
 
 def layer_of(module: str) -> int | None:
@@ -39,7 +43,8 @@ def layer_of(module: str) -> int | None:
     best, best_len = None, -1
     for k, names in enumerate(LAYERS):
         for name in names:
-            if (module == name or module.startswith(name + ".")) and len(name) > best_len:
+            exact_only = name in EXACT
+            if (module == name or (not exact_only and module.startswith(name + "."))) and len(name) > best_len:
                 best, best_len = k, len(name)
     return best
 
