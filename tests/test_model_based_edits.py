@@ -7,7 +7,9 @@ Two state machines (hypothesis ``RuleBasedStateMachine``):
   action: the scenario's tree is the model's tree, the width equals deepest path + 1, and greedy
   accept along any branch accepts the whole branch (the width never cuts a walk).
 - ``LivePages`` drives the app through AppTest (app.py with its router): tree builder edits,
-  greedy targets and step buttons, the language radio and page switches. After every action,
+  greedy targets and step buttons, chain coins (u[0], u_final), the language radio and page switches.
+  (Typed p rows are not driven here: under AppTest with the router an in-script ``if st.button``
+  click is not delivered, so the page's 'Apply the text' button cannot be exercised this way.) After every action,
   what the page shows (live accept_index at the last step, the shift caption's tokens, Overview's
   outputs, the retrieve table, the chosen language) equals what the engine computes from the
   scenario held in session state.
@@ -180,12 +182,19 @@ class LivePages(RuleBasedStateMachine):
         self._run(self.at.button(key=f"w_{which}::greedy").click())
         self.at_last = which == "last"
 
+    # actions: chain rejection sampling (coins and p rows)
+    @precondition(lambda self: self.page == "chain_sampling")
+    @rule(which=st.integers(-1, 0), value=st.integers(0, 999))
+    def set_coin(self, which, value):
+        key = "w_chain_coin_final" if which < 0 else "w_chain_coin0"
+        self._run(self.at.slider(key=key).set_value(value / 1000))
+
     # actions: anywhere
     @rule(lang=st.sampled_from(["en", "zh"]))
     def switch_language(self, lang):
         self._run(self.at.radio(key="w_sv_lang").set_value(lang))
 
-    @rule(page=st.sampled_from(["tree_builder", "greedy", "overview"]))
+    @rule(page=st.sampled_from(["tree_builder", "greedy", "overview", "chain_sampling"]))
     def switch_page(self, page):
         self._go(page)
 
@@ -217,6 +226,12 @@ class LivePages(RuleBasedStateMachine):
                 for i, o in zip([s.label(t) for t in c.committed_tokens], outs):
                     assert f"{i} {word} {o}" in text or f"{i} 行{word} {o}" in text, (i, o, text[-600:])
             assert self.at.title[0].value == ("贪心接受" if zh else "Greedy accept")
+        elif self.page == "chain_sampling":
+            cs = scenario_from_json(self.at.session_state["sv_scn::chain"])
+            want = [int(x) for x in engine.run_scenario(cs, with_trace=False).result["accept_index"][0]]
+            shown = [int(v) for v in re.findall(r'title="accept_index\[0\]\[\d+\] = (-?\d+)"', text)]
+            assert shown == want, (shown, want)
+            assert self.at.slider(key="w_chain_coin0").value == pytest.approx(cs.requests[0].coins[0])
         elif self.page == "overview":
             rows = "[" + ", ".join(str(r) for r in c.accept_rows) + "]"
             assert f"accept_index = {rows}" in text
