@@ -93,6 +93,16 @@ def _randomise():
     _store(build)
 
 
+def _apply_text(ver: int):
+    """on_click (a callback, so the click is never lost to a rerun): the typed p and q rows."""
+    def build(cur):
+        V = len(cur.vocab)
+        rows_p = dist.rows_from_text("requests[0].target_probs", st.session_state.get(f"w_chain_ptext::{ver}", ""), V)
+        rows_q = dist.rows_from_text("requests[0].draft_probs", st.session_state.get(f"w_chain_qtext::{ver}", ""), V)
+        return edits.set_fields(cur, 0, target_probs=rows_p, draft_probs=rows_q)
+    _store(build)
+
+
 def _set_coin0(value: float):
     def cb():
         _store(lambda cur: edits.set_coin(cur, 0, value))
@@ -206,12 +216,7 @@ with st.expander(tr("Edit p and q as text (paste rows: one row per line)", "以�
     tx1, tx2 = st.columns(2)
     p_text = tx1.text_area("target_probs (p)", dist.rows_to_text(p_rows), key=f"w_chain_ptext::{VER}", height=130)
     q_text = tx2.text_area("draft_probs (q)", dist.rows_to_text(req.draft_probs), key=f"w_chain_qtext::{VER}", height=130)
-    if st.button(tr("Apply the text", "应用文本"), key="w_chain_apply"):
-        with ui.guard():
-            rows_p = dist.rows_from_text("requests[0].target_probs", p_text, len(vocab))
-            rows_q = dist.rows_from_text("requests[0].draft_probs", q_text, len(vocab))
-            if _update_request(target_probs=rows_p, draft_probs=rows_q):
-                st.rerun()
+    st.button(tr("Apply the text", "应用文本"), key="w_chain_apply", on_click=_apply_text, args=(VER,))
 
 # ---------------------------------------------------------------------------------------------
 # The run, step by step

@@ -7,9 +7,8 @@ Two state machines (hypothesis ``RuleBasedStateMachine``):
   action: the scenario's tree is the model's tree, the width equals deepest path + 1, and greedy
   accept along any branch accepts the whole branch (the width never cuts a walk).
 - ``LivePages`` drives the app through AppTest (app.py with its router): tree builder edits,
-  greedy targets and step buttons, chain coins (u[0], u_final), the language radio and page switches.
-  (Typed p rows are not driven here: under AppTest with the router an in-script ``if st.button``
-  click is not delivered, so the page's 'Apply the text' button cannot be exercised this way.) After every action,
+  greedy targets and step buttons, chain coins (u[0], u_final) and typed p rows (valid, and broken ones that must be refused
+  naming the field), the language radio and page switches. After every action,
   what the page shows (live accept_index at the last step, the shift caption's tokens, Overview's
   outputs, the retrieve table, the chosen language) equals what the engine computes from the
   scenario held in session state.
@@ -24,6 +23,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("hypothesis")
@@ -188,6 +188,28 @@ class LivePages(RuleBasedStateMachine):
     def set_coin(self, which, value):
         key = "w_chain_coin_final" if which < 0 else "w_chain_coin0"
         self._run(self.at.slider(key=key).set_value(value / 1000))
+
+    @precondition(lambda self: self.page == "chain_sampling")
+    @rule(weights=st.lists(st.lists(st.integers(0, 9), min_size=3, max_size=3), min_size=2, max_size=2),
+          broken=st.booleans())
+    def set_p_rows(self, weights, broken):
+        """Type p rows into the text box and apply; a broken row (sum 1.25) is refused, naming the field."""
+        rows = []
+        for w in weights:
+            w = [x + 1 for x in w]  # no all-zero row
+            rows.append([x / sum(w) for x in w] + [0.0])
+        if broken:
+            rows[1][0] += 0.25
+        before = self.at.session_state["sv_scn::chain"]
+        ver = self.at.session_state["sv_ver::chain"] if "sv_ver::chain" in self.at.session_state else 0
+        self.at.text_area(key=f"w_chain_ptext::{ver}").set_value("\n".join(" ".join(f"{x:.6f}" for x in r) for r in rows))
+        self._run(self.at.button(key="w_chain_apply").click())
+        if broken:
+            assert self.at.session_state["sv_scn::chain"] == before
+            assert any("target_probs[1]" in str(e.value) for e in self.at.error), [e.value for e in self.at.error]
+        else:
+            got = scenario_from_json(self.at.session_state["sv_scn::chain"]).requests[0].target_probs
+            assert np.allclose(np.asarray(got), [[float(f"{x:.6f}") for x in r] for r in rows], atol=1e-6)
 
     # actions: anywhere
     @rule(lang=st.sampled_from(["en", "zh"]))
