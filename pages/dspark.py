@@ -15,7 +15,8 @@ from specviz.frames import replay
 from specviz.render import dspark_charts as dc
 from specviz.render import sampling_charts as sc
 from specviz.ui import common as ui
-from specviz.ui import sampling_page, share_ui
+from specviz.ui import markup, sampling_page, share_ui
+from specviz.safety import md_text as md
 
 SLOT = "dspark"
 KEY = STEP = "dspark"  # page name and the animation's step key
@@ -106,7 +107,7 @@ with c1:
             cols = st.columns(PER_ROW)
         with cols[t % PER_ROW]:
             if t == 0:
-                st.markdown(f"**t=0 anchor**<br><span style='font-size:1.6rem'>{req.chain[0]}</span>", unsafe_allow_html=True)
+                markup.big_cell("t=0 anchor", req.chain[0])
             else:
                 k = _synced(f"w_ds_draft{t}", req.chain[t])
                 st.selectbox(tr("t={t} draft", "t={t} Draft", t=t), vocab, key=k, on_change=_cb("chain", k, t))
@@ -203,7 +204,7 @@ done = any(e.kind == "commit" for e in seen)
 
 def _narrate(e) -> str:
     """The step caption: the one caption function over the typed event."""
-    return step_caption(steps.typed(e) if e is not None else None, s, ui.lang())
+    return step_caption(steps.typed(e) if e is not None else None, s, ui.lang(), esc=md)
 
 
 st.info(f"**{tr('Step', '步骤')} {cur}/{len(frames) - 1}** — " + _narrate(ev))
@@ -263,12 +264,12 @@ with oc:
                     width="stretch", key="ds_out")
 with kc:
     st.markdown(tr("**KV inject**: verify row c keeps its KV (location prefix + c) iff c < commit_lens; the bonus {b} has no KV yet.",
-                   "**KV 注入**：当 c < commit_lens 时第 c 行保留 KV（位置 prefix + c）；bonus {b} 此时还没有 KV。", b=bonus))
+                   "**KV 注入**：当 c < commit_lens 时第 c 行保留 KV（位置 prefix + c）；bonus {b} 此时还没有 KV。", b=md(bonus)))
     st.plotly_chart(_fig("kv_columns_figure", list(req.chain), [int(x) for x in res["kv_columns"][0]],
                                          text={"row": tr("verify row", "Verify 行"), "loc": tr("KV location", "KV 位置")}),
                     width="stretch", key="ds_kv")
 st.success(tr("Output this round: **{o}**; next anchor **{b}** at position {p}.", "本轮输出：**{o}**；下一轮 anchor 为 **{b}**，位置 {p}。",
-              o=" ".join(out[:commit_lens]), b=bonus, p=int(res["new_seq_lens"][0])))
+              o=md(" ".join(out[:commit_lens])), b=md(bonus), p=int(res["new_seq_lens"][0])))
 
 st.header(tr("4. EAGLE tree vs DSpark chain", "4. EAGLE Tree 与 DSpark Chain 对照"))
 st.table(pd.DataFrame({

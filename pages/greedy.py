@@ -12,6 +12,7 @@ from specviz.render.tree import tree_dot
 from specviz.ui import common as ui
 from specviz import edits
 from specviz.ui import share_ui
+from specviz.safety import md_text as md
 
 SLOT = "tree"
 KEY = "greedy"
@@ -87,10 +88,10 @@ def on_tp(i, key):
 q = st.columns(3)
 first_path = edits.branch_text(s, "first", b)
 last_path = edits.branch_text(s, "last", b)
-q[0].button(ui.tr("Target agrees along {p}", "目标模型沿 {p} 一致", p=first_path), key="w_q_first",
+q[0].button(ui.tr("Target agrees along {p}", "目标模型沿 {p} 一致", p=md(first_path)), key="w_q_first",
             on_click=set_tp(edits.agree_along(s, "first", b)), width="stretch")
 if last_path != first_path:
-    q[1].button(ui.tr("Target agrees along {p}", "目标模型沿 {p} 一致", p=last_path), key="w_q_last",
+    q[1].button(ui.tr("Target agrees along {p}", "目标模型沿 {p} 一致", p=md(last_path)), key="w_q_last",
                 on_click=set_tp(edits.agree_along(s, "last", b)), width="stretch")
 q[2].button(ui.tr("Root mismatch", "根处不一致"), key="w_q_root", on_click=set_tp(edits.root_mismatch(s, b)), width="stretch")
 
@@ -100,7 +101,7 @@ if n <= 16:
         cols = st.columns(per_row)
         for i in range(start, min(n, start + per_row)):
             key = f"w_tp::{ver}::{b}::{i}"
-            cols[i - start].selectbox(f"Target({labels[i]}) · {ui.term('row')} {b * n + i}", s.vocab,
+            cols[i - start].selectbox(f"Target({md(labels[i])}) · {ui.term('row')} {b * n + i}", s.vocab,
                                       index=s.vocab.index(tp_labels[i]), key=key, on_change=on_tp(i, key),
                                       help=ui.tr("target_predict[{r}]: the target's greedy token after row {r}",
                                                  "target_predict[{r}]：目标模型在第 {r} 行之后的贪心 token", r=b * n + i))
@@ -133,7 +134,7 @@ frame = frames[global_idx[step]]
 event = events[step - 1] if step > 0 else None
 walk = steps.walk_after(typed, step, n, b)
 
-st.info(f"**{ui.tr('Step', '步骤')} {step}/{len(events)}** · " + captions.caption(typed[step - 1] if step else None, s, ui.lang()))
+st.info(f"**{ui.tr('Step', '步骤')} {step}/{len(events)}** · " + captions.caption(typed[step - 1] if step else None, s, ui.lang(), esc=md))
 
 g_col, live_col = st.columns([1.1, 1], gap="large")
 with g_col:
@@ -200,7 +201,7 @@ else:
     t_col, g_col2 = st.columns([1.1, 1], gap="large")
     with t_col:
         ui.state_table(table, path_states(n, commit.accept_nodes))
-        st.caption(captions.shift_sentence(s, commit, ui.lang()))
+        st.caption(captions.shift_sentence(s, commit, ui.lang(), esc=md))
     with g_col2:
         ai_final = [int(x) for x in run.result["accept_index"].reshape(-1, W)[b]]
         ui.chip_row("accept_index", [ui.chip(r, "accepted" if r >= 0 else "pending", title=f"slot {j}") for j, r in enumerate(ai_final)])

@@ -5,6 +5,7 @@ from specviz import captions, edits
 from specviz.render.tree import loop_dot, tree_dot
 from specviz.ui import common as ui
 from specviz.ui import share_ui
+from specviz.safety import md_text as md, md_prose
 
 SLOT = "tree"
 KEY = "overview"
@@ -49,9 +50,9 @@ if not edits.same_inputs(s, preset):  # derived on every run: is this still the 
     c[1].button(ui.tr("Reset to the running example", "恢复示例"), key="w_reset_running",
                 on_click=lambda: ui.set_scenario(SLOT, ui.load_preset("running_example")))
 else:
-    st.caption(s.describe(ui.lang()))
+    st.caption(md_prose(s.describe(ui.lang())))
 if commit is not None:
-    st.caption(captions.outcome_sentence(s, commit, ui.lang()))
+    st.caption(captions.outcome_sentence(s, commit, ui.lang(), esc=md))
 
 tree_fig = None
 if commit is not None:
@@ -81,7 +82,7 @@ if commit is not None:
             "Outputs **{o}** come from input rows **{k}**: each row's prediction is the *next* token "
             "(the one-position shift). The bonus **{x}** was never an input, so it has no KV yet: it is the next root.",
             "输出 **{o}** 来自输入行 **{k}**：每一行的预测是*下一个* token（错开一个位置）。"
-            "bonus **{x}** 从未作为输入，所以还没有 KV：它是下一轮的根。", o=outs, k=kv, x=nxt))
+            "bonus **{x}** 从未作为输入，所以还没有 KV：它是下一轮的根。", o=md(outs), k=md(kv), x=md(nxt)))
     ui.backend_badge(s)
     ui.raw_tensors(ui.shaped({**run.inputs, **run.result}))
 

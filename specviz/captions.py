@@ -12,20 +12,25 @@ def _t(lang: str, en: str, zh: str) -> str:
     return zh if lang == "zh" else en
 
 
-def toks(s: Scenario, ids) -> str:
-    return " ".join(s.label(int(t)) for t in ids)
+def _plain_label(text: str) -> str:
+    return text
 
 
-def walk_summary(s: Scenario, commit, lang: str = "en") -> str:
-    """"R → A → C, output A C X": the committed path and what it emits."""
-    path = " → ".join(s.label(int(t)) for t in commit.committed_tokens)
-    return _t(lang, f"{path}, output {toks(s, commit.output_tokens)}", f"{path}，输出 {toks(s, commit.output_tokens)}")
+def toks(s: Scenario, ids, esc=_plain_label) -> str:
+    return " ".join(esc(s.label(int(t))) for t in ids)
 
 
-def shift_sentence(s: Scenario, commit, lang: str = "en") -> str:
+def walk_summary(s: Scenario, commit, lang: str = "en", esc=_plain_label) -> str:
+    """"R → A → C, output A C X": the committed path and what it emits. ``esc`` escapes each label
+    for where the text goes (e.g. ``safety.md_text`` for Streamlit markdown); plain by default."""
+    path = " → ".join(esc(s.label(int(t))) for t in commit.committed_tokens)
+    return _t(lang, f"{path}, output {toks(s, commit.output_tokens, esc)}", f"{path}，输出 {toks(s, commit.output_tokens, esc)}")
+
+
+def shift_sentence(s: Scenario, commit, lang: str = "en", esc=_plain_label) -> str:
     """The one-position shift of this walk: which input row emits which token, which rows keep KV."""
-    ins = [s.label(int(t)) for t in commit.committed_tokens]
-    outs = [s.label(int(t)) for t in commit.output_tokens]
+    ins = [esc(s.label(int(t))) for t in commit.committed_tokens]
+    outs = [esc(s.label(int(t))) for t in commit.output_tokens]
     en = ", ".join(f"row {i} emits {o}" for i, o in zip(ins, outs))
     zh = "，".join(f"{i} 行产生 {o}" for i, o in zip(ins, outs))
     kv = ", ".join(ins)
@@ -35,13 +40,13 @@ def shift_sentence(s: Scenario, commit, lang: str = "en") -> str:
               f"错开一个位置：输入 {zh}；{outs[-1]} 是 bonus。只有本轮送进模型的行（{'、'.join(ins)}）有 KV。")
 
 
-def outcome_sentence(s: Scenario, commit, lang: str = "en") -> str:
+def outcome_sentence(s: Scenario, commit, lang: str = "en", esc=_plain_label) -> str:
     """What the Overview says about the live walk: accept_index, outputs, KV rows, bonus, discarded."""
     rows = "[" + ", ".join(str(r) for r in commit.accept_rows) + "]"
-    disc = ", ".join(s.label(int(s.tree(commit.request).tokens[i])) for i in commit.discarded_nodes)
-    outs = toks(s, commit.output_tokens)
-    kv = ", ".join(s.label(int(t)) for t in commit.committed_tokens)
-    bonus = s.label(int(commit.next_root))
+    disc = ", ".join(esc(s.label(int(s.tree(commit.request).tokens[i]))) for i in commit.discarded_nodes)
+    outs = toks(s, commit.output_tokens, esc)
+    kv = ", ".join(esc(s.label(int(t))) for t in commit.committed_tokens)
+    bonus = esc(s.label(int(commit.next_root)))
     en = (f"This walk: accept_index = {rows}; the input rows {kv} keep their KV and give the outputs {outs}. "
           f"{bonus} is the bonus and the next root" + (f"; {disc} discarded." if disc else "."))
     zh = (f"本次遍历：accept_index = {rows}；输入行 {kv} 保留 KV，并给出输出 {outs}。"
@@ -69,15 +74,19 @@ def _bonus(lang):
     return _t(lang, "bonus", "bonus（奖励 token）")
 
 
-def caption(ev, s: Scenario, lang: str = "en") -> str:
+def caption(ev, s: Scenario, lang: str = "en", esc=_plain_label) -> str:
     """One sentence for a typed step event (``specviz.steps``) of scenario ``s``; None = before the walk.
 
-    Every token and row named comes from the event (the live run), never from preset text."""
+    Every token and row named comes from the event (the live run), never from preset text. ``esc``
+    escapes each token label for the destination (``safety.md_text`` on a page); plain by default."""
     from . import algorithms
     from . import events as E
 
     alg = algorithms.get(s.algorithm)
-    L = s.label
+
+    def L(tok):
+        return esc(s.label(tok))
+
     z = lang == "zh"
 
     def t(en, zh, **fmt):
@@ -97,10 +106,10 @@ def caption(ev, s: Scenario, lang: str = "en") -> str:
                  "开始：链 R → Draft 已进入 Verify batch，尚未做任何判定。")
     n = s.n
     tree = s.tree(ev.request)
-    toks = tree.tokens
+    toks_ = tree.tokens
 
     def tok(node):
-        return L(toks[node]) if node is not None and 0 <= node < len(toks) else ""
+        return L(toks_[node]) if node is not None and 0 <= node < len(toks_) else ""
 
     def row(node):
         return ev.request * n + node
@@ -193,8 +202,8 @@ def caption(ev, s: Scenario, lang: str = "en") -> str:
         return t("Every draft was accepted: the bonus comes from plain p of the last row.", "全部 Draft 被接受：bonus 直接从最后一行的 p 采样。")
     if isinstance(ev, E.Residual):
         if alg.key == "target_only" and ev.node is not None:
-            return t("Terminal distribution at node {i}: {src}.", "节点 {i} 处的终止分布：{src}。", i=ev.node, src=ev.source)
-        return t("Terminal distribution: {src}.", "终止分布：{src}。", src=ev.source)
+            return t("Terminal distribution at node {i}: {src}.", "节点 {i} 处的终止分布：{src}。", i=ev.node, src=esc(ev.source))
+        return t("Terminal distribution: {src}.", "终止分布：{src}。", src=esc(ev.source))
     if isinstance(ev, E.Terminal):
         if alg.decision == "greedy" and alg.family == "dspark":
             return t("bonus = target_predict[{r}] = **{t}**.", "bonus = target_predict[{r}] = **{t}**。", r=ev.row, t=L(ev.token))
@@ -214,5 +223,5 @@ def caption(ev, s: Scenario, lang: str = "en") -> str:
                      "accept_token_num = {k}（num_correct_drafts）；accept_lens = {k1}。accept_index 中的行保留 KV。", k=ev.k, k1=ev.k + 1)
         return t("accept_token_num = {k}; accept_lens = {a}.", "accept_token_num = {k}；accept_lens = {a}。", k=ev.k, a=ev.accept_len)
     if isinstance(ev, E.Warning_):
-        return ("注意：" if z else "Note: ") + ev.message
+        return ("注意：" if z else "Note: ") + esc(ev.message)
     return getattr(ev, "kind", type(ev).__name__)
