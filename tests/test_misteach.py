@@ -148,10 +148,13 @@ def test_exported_animation_title_is_the_live_walk():
     s = _running()
     s = edits.set_target_predict(s, edits.agree_along(s, "last"))  # R -> B
     html = animation_html(s)
-    title = re.search(r"<title>(.*?)</title>", html).group(1)
-    assert "A C X" not in title and "R -&gt; A -&gt; C" not in title, title
-    assert "B X" in title, title
-    assert "R -&gt; A -&gt; C" not in html and "output A C X" not in html
+    raw = re.search(r'<script id="data" type="application/json">(.*?)</script>', html, re.S).group(1)
+    data = json.loads(raw)  # the player sets the page title and description from this data
+    title, desc = data["title"], data["desc"]
+    assert "A C X" not in title and "R -> A -> C" not in title, title
+    assert "B X" in title and "R → B" in title, title
+    assert "R -> A -> C" not in desc and "output A C X" not in desc, desc
+    assert "accept_index = [0, 2]" in desc, desc
 
 
 # -- 3. DSpark sampling's terminal caption --------------------------------------------------------------
