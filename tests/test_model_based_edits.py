@@ -111,7 +111,12 @@ TestTreeEdits.settings = settings(max_examples=30, stateful_step_count=30, deadl
 # -- the live pages ---------------------------------------------------------------------------------------
 
 def _texts(at) -> str:
-    return "\n".join(str(m.value) for m in at.markdown) + "\n" + "\n".join(str(c.value) for c in at.caption)
+    """Markdown and captions as the reader sees them (HTML entities of escaped chips decoded, markdown
+    backslash escapes removed)."""
+    import html
+
+    raw = "\n".join(str(m.value) for m in at.markdown) + "\n" + "\n".join(str(c.value) for c in at.caption)
+    return re.sub(r"\\(.)", r"\1", html.unescape(raw))
 
 
 class LivePages(RuleBasedStateMachine):
