@@ -15,7 +15,7 @@ from .torch_montecarlo import sample_many_with
 from .torch_verify import chain_core, check_chain_inputs, check_tree_sampling_args, tree_sampling_core
 
 
-def _validate_one(algorithm: str, one: dict) -> None:
+def validate_one(algorithm: str, one: dict) -> None:
     """Check request 0 of a sample_many scenario once, with the sampler's own checks."""
     n = one["candidates"].shape[1]
     u = [[0.5] * n]
@@ -54,9 +54,9 @@ def sample_many(algorithm, inputs, *, num_trials, seed, device=None):
     """
     dev = device if device is not None else pick_device(*inputs.values())
     if algorithm == "chain_rejection_sampling":
-        return sample_many_with(_run_chain, _run_tree, _validate_one, algorithm, inputs, num_trials=num_trials,
+        return sample_many_with(_run_chain, _run_tree, validate_one, algorithm, inputs, num_trials=num_trials,
                                 seed=seed, device=dev, counts_from=_chain_counts)
-    return sample_many_with(_run_chain, _run_tree, _validate_one, algorithm, inputs, num_trials=num_trials, seed=seed,
+    return sample_many_with(_run_chain, _run_tree, validate_one, algorithm, inputs, num_trials=num_trials, seed=seed,
                             device=dev)
 
 

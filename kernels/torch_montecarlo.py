@@ -91,6 +91,7 @@ def sample_many_with(run_chain, run_tree, validate_one, algorithm: str, inputs: 
     if counts_from is not None:
         return counts_from(one, u, uf)
     batch = tile(one, int(num_trials))
-    runner = run_chain if algorithm == "chain_rejection_sampling" else run_tree
+    # explicit per sampler (check_sample_many_args refused any other key): never a fallback
+    runner = {"chain_rejection_sampling": run_chain, "tree_sampling_target_only": run_tree}[algorithm]
     predicts, accept_index, k = runner(batch, u, uf)
     return count_outcomes(predicts, accept_index, k, one["target_probs"].shape[-1])

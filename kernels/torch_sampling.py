@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from specviz.errors import SpecvizError
-from specviz.reference.sampling import GREEDY_TEMPERATURE, _per_row, check_fill_bonus_args
+from specviz.reference.sampling import GREEDY_TEMPERATURE, per_row, check_fill_bonus_args
 from specviz.results import EagleSampleResult
 from specviz.validate import check_width, logits_array
 
@@ -21,7 +21,7 @@ from .torch_verify import (check_chain_inputs, check_tree_inputs, check_tree_sam
 def per_row_values(name: str, value, rows: int, kind: str, device, validate: bool) -> torch.Tensor:
     """A scalar or one value per row as a float64 [rows] tensor; None -> NaN (off)."""
     if validate:
-        return torch.as_tensor(_per_row(name, value, rows, kind), dtype=torch.float64, device=device)
+        return torch.as_tensor(per_row(name, value, rows, kind), dtype=torch.float64, device=device)
     if value is None or isinstance(value, (int, float)):  # a fill on the device: no host copy (CUDA graphs)
         return torch.full((rows,), float("nan") if value is None else float(value), dtype=torch.float64, device=device)
     v = torch.as_tensor(value).to(device=device, dtype=torch.float64)

@@ -18,7 +18,7 @@ import math
 import torch
 
 from specviz.errors import SpecvizError
-from specviz.reference.verify import _check_predicts_init, _check_threshold, check_chain_args
+from specviz.reference.verify import check_predicts_init, check_threshold, check_chain_args
 from specviz.results import TreeSampleResult, VerifyResult
 from specviz.validate import (check_semantics, check_shape, check_tokens, check_tree_arrays, check_width, coin_array,
                               int_array, prob_array)
@@ -93,7 +93,7 @@ def check_greedy_inputs(candidates, retrieve_index, retrieve_next_token, retriev
     check_shape("target_predict", tp_np, cand_np.shape, "(like candidates)")
     check_tokens("target_predict", tp_np, None)
     check_width("num_speculative_tokens", num_speculative_tokens, cand_np.shape[1])
-    _check_predicts_init(predicts_init)
+    check_predicts_init(predicts_init)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -175,8 +175,8 @@ def check_tree_sampling_args(candidates, retrieve_index, retrieve_next_token, re
     check_shape("uniform_samples", u, (bs, n), "([bs, n]: one coin per node)")
     uf = coin_array("uniform_samples_for_final_sampling", uniform_samples_for_final_sampling, 1)
     check_shape("uniform_samples_for_final_sampling", uf, (bs,), "([bs])")
-    _check_threshold("threshold_single", threshold_single)
-    _check_threshold("threshold_acc", threshold_acc)
+    check_threshold("threshold_single", threshold_single)
+    check_threshold("threshold_acc", threshold_acc)
 
 
 def tree_sampling_target_only(candidates, retrieve_index, retrieve_next_token, retrieve_next_sibling, uniform_samples,

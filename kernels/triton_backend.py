@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from specviz.backends import backend_label
 from specviz.reference import API_FUNCTIONS
 
 from . import triton_dspark, triton_sampling, triton_tree, triton_verify
-from .torch_backend import _validate_one
+from .torch_backend import validate_one
 from .torch_montecarlo import sample_many_with
 from .triton_common import triton_device
 
@@ -44,7 +43,7 @@ def sample_many(algorithm, inputs, *, num_trials, seed, device=None):
         batch = dict(batch, candidates=batch["candidates"].contiguous())
         return _run_chain(batch, u, uf)
 
-    return sample_many_with(run_chain, _run_tree, _validate_one, algorithm, inputs, num_trials=num_trials, seed=seed,
+    return sample_many_with(run_chain, _run_tree, validate_one, algorithm, inputs, num_trials=num_trials, seed=seed,
                             device=dev)
 
 
@@ -68,4 +67,7 @@ assert set(FUNCTIONS) == set(API_FUNCTIONS)
 
 def backend() -> SimpleNamespace:
     """The registry entry (specviz.backends): name, label ('triton (GPU)' / 'triton (CPU interpreter)'), functions."""
-    return SimpleNamespace(name="triton", label=backend_label("triton"), **FUNCTIONS)
+    import os
+
+    label = "triton (CPU interpreter)" if os.environ.get("TRITON_INTERPRET") == "1" else "triton (GPU)"
+    return SimpleNamespace(name="triton", label=label, **FUNCTIONS)

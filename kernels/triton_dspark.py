@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from specviz.reference.dspark import _windows, check_greedy_args
+from specviz.reference.dspark import dspark_windows, check_greedy_args
 
 from .torch_common import F32, INT32, INT64, as_tensor
 from .torch_dspark import check_cap_args, check_finalize_args, check_out_tokens_args
@@ -39,7 +39,7 @@ def dspark_accept_sampling(candidates, target_probs, draft_probs, uniform_sample
     """The chain kernel on chain buffers; the kernel stores the bonus (= predicts[accept_index[b, correct_len]])."""
     device = triton_device(candidates, target_probs, draft_probs)
     if validate:
-        cand_np = _windows("candidates", candidates)
+        cand_np = dspark_windows("candidates", candidates)
         bs, T = cand_np.shape
         check_chain_inputs(cand_np, np.arange(bs * T, dtype=np.int64).reshape(bs, T), uniform_samples,
                            uniform_samples_for_final_sampling, target_probs, draft_probs, T, "0.5.23")

@@ -55,7 +55,8 @@ def _audit(scenario_json: str, text: str, lang: str):
     claimed = parse_claimed_text(text)
     rep = audit(sc, claimed)
     findings = [dict(field=f.field, where=f.where, expected=f.expected, got=f.got, rule=f.rule_in(lang), request=f.request,
-                     node=f.node, row=f.row, sentence=f.sentence(lang)) for f in rep.findings]
+                     node=f.shown_node, row=f.claimed_row if f.claimed_row is not None else f.row,
+                     sentence=f.sentence(lang)) for f in rep.findings]
     return rep.ok, rep.checked, findings, rep.notes
 
 

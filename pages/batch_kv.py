@@ -5,7 +5,7 @@ from specviz.render.tables import flat_rows_table, kv_wrong_way
 from specviz.render.tree import forest_dot
 from specviz.scenario import MAX_BATCH
 from specviz.ui import common as ui
-from specviz.ui import edits
+from specviz import edits
 from specviz.ui import share_ui
 
 SLOT = "batch"

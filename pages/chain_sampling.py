@@ -6,12 +6,14 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from specviz import edits, steps
+from specviz.captions import caption as step_caption
 from specviz import distributions as dist
 from specviz.engine import scenario_inputs
 from specviz.errors import SpecvizError
 from specviz.frames import replay
 from specviz.render import sampling_charts as sc
-from specviz.scenario import scenario_from_dict, scenario_from_json
+from specviz.scenario import scenario_from_json
 from specviz.ui import common as ui
 from specviz.ui import heavy, markup, sampling_page, share_ui
 from specviz.safety import md_text as md
@@ -59,14 +61,7 @@ p_rows = _p_rows(s)
 
 def _update_request(**changes) -> bool:
     """Replace fields of request 0; a bad value shows st.error naming the field, the scenario is kept."""
-    def build():
-        data = s.model_dump(mode="json")
-        data["requests"][0].update(changes)
-        if "target_probs" in changes:
-            for k in ("target_logits", "temperature", "top_k", "top_p"):
-                data["requests"][0].pop(k, None)
-        return scenario_from_dict(data)
-    return ui.try_update(SLOT, build)
+    return ui.try_update(SLOT, lambda: edits.set_fields(s, 0, **changes))
 
 
 def _synced(wkey: str, current):
@@ -77,36 +72,41 @@ def _synced(wkey: str, current):
     return wkey
 
 
+def _store(build, err_key="sv_chain_err"):
+    """Callback body: store the edited scenario, or the error to show on the next run."""
+    try:
+        ui.set_scenario(SLOT, build(ui.scenario(SLOT)))
+    except SpecvizError as exc:
+        st.session_state[err_key] = (exc.field, exc.detail)
+
+
 def _on_coin(i: int):
     def cb():
-        cur = ui.scenario(SLOT)
-        data = cur.model_dump(mode="json")
-        if i < 0:
-            data["requests"][0]["coin_final"] = float(st.session_state["w_chain_coin_final"])
-        else:
-            data["requests"][0]["coins"][i] = float(st.session_state[f"w_chain_coin{i}"])
-        try:
-            ui.set_scenario(SLOT, scenario_from_dict(data))
-        except SpecvizError as exc:
-            st.session_state["sv_chain_err"] = (exc.field, exc.detail)
+        value = st.session_state["w_chain_coin_final"] if i < 0 else st.session_state[f"w_chain_coin{i}"]
+        _store(lambda cur: edits.set_coin(cur, i, float(value)))
     return cb
 
 
 def _randomise():
-    cur = ui.scenario(SLOT)
-    coins, final = dist.random_coins(int(st.session_state.get("w_chain_seed", 0)), len(cur.requests[0].coins))
-    data = cur.model_dump(mode="json")
-    data["requests"][0]["coins"] = coins
-    data["requests"][0]["coin_final"] = final
-    ui.set_scenario(SLOT, scenario_from_dict(data))
+    def build(cur):
+        coins, final = dist.random_coins(int(st.session_state.get("w_chain_seed", 0)), len(cur.requests[0].coins))
+        return edits.set_coins(cur, coins, final)
+    _store(build)
+
+
+def _apply_text(ver: int):
+    """on_click (a callback, so the click is never lost to a rerun): the typed p and q rows."""
+    def build(cur):
+        V = len(cur.vocab)
+        rows_p = dist.rows_from_text("requests[0].target_probs", st.session_state.get(f"w_chain_ptext::{ver}", ""), V)
+        rows_q = dist.rows_from_text("requests[0].draft_probs", st.session_state.get(f"w_chain_qtext::{ver}", ""), V)
+        return edits.set_fields(cur, 0, target_probs=rows_p, draft_probs=rows_q)
+    _store(build)
 
 
 def _set_coin0(value: float):
     def cb():
-        cur = ui.scenario(SLOT)
-        data = cur.model_dump(mode="json")
-        data["requests"][0]["coins"][0] = value
-        ui.set_scenario(SLOT, scenario_from_dict(data))
+        _store(lambda cur: edits.set_coin(cur, 0, value))
     return cb
 
 
@@ -189,20 +189,9 @@ with tq:
 
 
 def _normalise():
-    cur = ui.scenario(SLOT)
-    data = cur.model_dump(mode="json")
-    src_p = st.session_state.get("sv_chain_pending_p") or _p_rows(cur)
-    for k in ("target_logits", "temperature", "top_k", "top_p"):
-        data["requests"][0].pop(k, None)
-    src_q = st.session_state.get("sv_chain_pending_q") or data["requests"][0]["draft_probs"]
-    data["requests"][0]["target_probs"] = dist.normalise_rows(src_p)
-    data["requests"][0]["draft_probs"] = dist.normalise_rows(src_q)
-    st.session_state.pop("sv_chain_pending_p", None)
-    st.session_state.pop("sv_chain_pending_q", None)
-    try:
-        ui.set_scenario(SLOT, scenario_from_dict(data))
-    except SpecvizError as exc:
-        st.session_state["sv_chain_err"] = (exc.field, exc.detail)
+    p = st.session_state.pop("sv_chain_pending_p", None)
+    q = st.session_state.pop("sv_chain_pending_q", None)
+    _store(lambda cur: edits.normalised(cur, p, q))
 
 
 if new_p != [list(map(float, r)) for r in p_rows] or new_q != [list(map(float, r)) for r in req.draft_probs]:
@@ -229,12 +218,7 @@ with st.expander(tr("Edit p and q as text (paste rows: one row per line)", "以�
     tx1, tx2 = st.columns(2)
     p_text = tx1.text_area("target_probs (p)", dist.rows_to_text(p_rows), key=f"w_chain_ptext::{VER}", height=130)
     q_text = tx2.text_area("draft_probs (q)", dist.rows_to_text(req.draft_probs), key=f"w_chain_qtext::{VER}", height=130)
-    if st.button(tr("Apply the text", "应用文本"), key="w_chain_apply"):
-        with ui.guard():
-            rows_p = dist.rows_from_text("requests[0].target_probs", p_text, len(vocab))
-            rows_q = dist.rows_from_text("requests[0].draft_probs", q_text, len(vocab))
-            if _update_request(target_probs=rows_p, draft_probs=rows_q):
-                st.rerun()
+    st.button(tr("Apply the text", "应用文本"), key="w_chain_apply", on_click=_apply_text, args=(VER,))
 
 # ---------------------------------------------------------------------------------------------
 # The run, step by step
@@ -261,21 +245,9 @@ ui.legend()
 frame = frames[cur]
 seen = events[:cur]
 
-states = ["accepted"] + ["pending"] * (N - 1)
-bonus = None
-focus_slot = None
-for e in seen:
-    if e.kind in ("visit", "accept_test"):
-        states[e.node] = "current"
-        focus_slot = e.node
-    elif e.kind == "accept":
-        states[e.node] = "accepted"
-    elif e.kind == "reject":
-        states[e.node] = "rejected"
-        for j in range(e.node + 1, N):
-            states[j] = "discarded"
-    elif e.kind == "terminal":
-        bonus = vocab[e.data["token"]]
+view = steps.scan_view(steps.typed_events(seen), N, chain=True, cut_after_reject=True, finish=False)
+states, focus_slot = view.states, view.focus
+bonus = vocab[view.bonus[1]] if view.bonus else None
 test_of = {e.node: e.data for e in events if e.kind == "accept_test"}
 hovers = [f"root {req.chain[0]} (row 0)"] + [
     (f"slot {j}: {req.chain[j]}  p = {test_of[j]['p']:.4g}, q = {test_of[j]['q']:.4g}, u = {test_of[j]['coin']:.4g}"
@@ -283,40 +255,8 @@ hovers = [f"root {req.chain[0]} (row 0)"] + [
 
 
 def _narrate(e) -> str:
-    if e is None:
-        return tr("Start: the chain R → drafts is in the verify batch; nothing is decided yet.",
-                  "开始：链 R → Draft 已进入 Verify batch，尚未做任何判定。")
-    d = e.data
-    if e.kind == "start":
-        return tr("accept_index[0] = row {r}: the root is always kept.", "accept_index[0] = 第 {r} 行：root 总会保留。", r=d["row"])
-    if e.kind == "visit":
-        return tr("Look at slot {s}: the Draft proposed **{t}**.", "查看位置 {s}：Draft 提出 **{t}**。", s=e.node, t=req.chain[e.node])
-    if e.kind == "accept_test":
-        return tr("Test u·q < p: {u:.3f} × {q:.3f} = {uq:.4f} {cmp} p = {p:.3f} → **{v}** (accept probability min(1, p/q) = {a:.3f}).",
-                  "检验 u·q < p：{u:.3f} × {q:.3f} = {uq:.4f} {cmp} p = {p:.3f} → **{v}**（接受概率 min(1, p/q) = {a:.3f}）。",
-                  u=d["coin"], q=d["q"], uq=d["u_times_q"], p=d["p"], a=d["accept_prob"],
-                  cmp="<" if d["u_times_q"] < d["p"] else "≥",
-                  v=ui.term("accepted") if d["accepted"] else ui.term("rejected"))
-    if e.kind == "accept":
-        return tr("Accepted: predicts[row {r0}] = {t}; accept_index[{k}] = row {r}.",
-                  "接受：predicts[第 {r0} 行] = {t}；accept_index[{k}] = 第 {r} 行。",
-                  r0=d["row"] - 1, t=vocab[d["token"]], k=d["k"], r=d["row"])
-    if e.kind == "reject":
-        return tr("Rejected: the chain stops here; later slots are discarded.", "拒绝：链在此停止，后续位置全部丢弃。")
-    if e.kind == "depth_limit":
-        return tr("Every draft was accepted: the bonus comes from plain p of the last row.",
-                  "全部 Draft 被接受：bonus 直接从最后一行的 p 采样。")
-    if e.kind == "residual":
-        return tr("Terminal distribution: {src}.", "终止分布：{src}。", src=d["source"])
-    if e.kind == "terminal":
-        return tr("u_final = {c:.3f} lands on **{t}**: predicts[row {r}] = {t} (the {b}).",
-                  "u_final = {c:.3f} 落在 **{t}**：predicts[第 {r} 行] = {t}（{b}）。",
-                  c=d["coin"], t=vocab[d["token"]], r=d["row"], b=ui.term("bonus"))
-    if e.kind == "commit":
-        return tr("accept_token_num = {k}; accept_lens = {a}.", "accept_token_num = {k}；accept_lens = {a}。", k=d["k"], a=d["accept_len"])
-    if e.kind == "warning":
-        return "⚠️ " + d["message"]
-    return e.kind
+    """The step caption: the one caption function over the typed event."""
+    return step_caption(steps.typed(e) if e is not None else None, s, ui.lang(), esc=md)
 
 
 ev = frame.event

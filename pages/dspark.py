@@ -7,12 +7,13 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from specviz import edits, steps
+from specviz.captions import caption as step_caption
 from specviz import distributions as dist
 from specviz.errors import SpecvizError
 from specviz.frames import replay
 from specviz.render import dspark_charts as dc
 from specviz.render import sampling_charts as sc
-from specviz.scenario import scenario_from_dict
 from specviz.ui import common as ui
 from specviz.ui import markup, sampling_page, share_ui
 from specviz.safety import md_text as md
@@ -58,33 +59,15 @@ def _synced(wkey: str, current):
 
 
 def _update(**changes) -> bool:
-    def build():
-        data = ui.scenario(SLOT).model_dump(mode="json")
-        r = data["requests"][0]
-        r.update(changes)
-        if "target_predict" in changes or "target_probs" in changes:
-            for k in ("target_logits", "temperature", "top_k", "top_p"):
-                r.pop(k, None)
-        return scenario_from_dict(data)
-    return ui.try_update(SLOT, build)
+    return ui.try_update(SLOT, lambda: edits.set_fields(ui.scenario(SLOT), 0, **changes))
 
 
 def _cb(field: str, wkey: str, index: int | None = None, cast=None):
     def cb():
-        data = ui.scenario(SLOT).model_dump(mode="json")
-        r = data["requests"][0]
         v = st.session_state[wkey]
         v = cast(v) if cast else v
-        if field == "target_predict" and r.get("target_predict") is None:
-            r["target_predict"] = [vocab[t] for t in ui.scenario(SLOT).target_predict(0)]
-            for k in ("target_logits", "temperature", "top_k", "top_p"):
-                r.pop(k, None)
-        if index is None:
-            r[field] = v
-        else:
-            r[field][index] = v
         try:
-            ui.set_scenario(SLOT, scenario_from_dict(data))
+            ui.set_scenario(SLOT, edits.set_slot(ui.scenario(SLOT), field, index, v))
         except SpecvizError as exc:
             st.session_state["sv_ds_err"] = (exc.field, exc.detail)
     return cb
@@ -104,8 +87,10 @@ if "sv_ds_err" in st.session_state:
     st.error(f"**{f}**: {d}", icon="⚠️")
 k = _synced("w_ds_mode", "greedy" if greedy else "sampling")
 st.radio(tr("Accept rule", "接受规则"), ["greedy", "sampling"], key=k, horizontal=True, on_change=_mode,
-         format_func=lambda m: tr("greedy (compare with target_predict)", "Greedy（与 target_predict 比较）") if m == "greedy"
-         else tr("sampling (reuses the chain rejection sampler, p/q)", "Sampling（复用链式拒绝采样，p/q）"))
+         # option texts do not depend on the language (a widget's options stay stable when it switches)
+         format_func=lambda m: "greedy · target_predict" if m == "greedy" else "sampling · p/q",
+         help=tr("greedy compares each draft with target_predict; sampling reuses the chain rejection sampler (p/q)",
+                 "Greedy 把每个 Draft 与 target_predict 比较；Sampling 复用链式拒绝采样（p/q）"))
 
 c1, c2 = st.columns([3, 1], gap="large")
 with c1:
@@ -218,42 +203,15 @@ done = any(e.kind == "commit" for e in seen)
 
 
 def _narrate(e) -> str:
-    if e is None:
-        return tr("Start: the window R + drafts has been verified; now count the leading matches.",
-                  "开始：窗口（anchor + Draft）已完成 Verify；现在数前缀匹配。")
-    d = e.data
-    if e.kind == "compare":
-        if d.get("note"):
-            return tr("Row {r}: draft {t} vs target {x}: {m} — but it comes after a mismatch, so it is **ignored**.",
-                      "第 {r} 行：Draft {t} 对比 Target {x}：{m}——但它位于分歧之后，因此被**忽略**。",
-                      r=d["target_row"], t=vocab[d["token"]], x=vocab[d["target"]], m="✔" if d["match"] else "✘")
-        return tr("Row {r}: is draft {t} (row {n}) equal to the target's prediction {x}? **{m}**",
-                  "第 {r} 行：Draft {t}（第 {n} 行）是否等于 Target 预测 {x}？**{m}**",
-                  r=d["target_row"], n=e.node, t=vocab[d["token"]], x=vocab[d["target"]],
-                  m=tr("yes: counted", "是：计入") if d["counted"] else tr("no: the run stops", "否：停止计数"))
-    if e.kind == "terminal":
-        return tr("bonus = target_predict[{r}] = **{t}**.", "bonus = target_predict[{r}] = **{t}**。", r=d["row"], t=md(vocab[d["token"]]))
-    if e.kind == "commit":
-        return tr("correct_len = {k} (the leading run); commit_lens = correct_len + 1 = {a}.",
-                  "correct_len = {k}（前缀匹配长度）；commit_lens = correct_len + 1 = {a}。", k=d["k"], a=d["accept_len"])
-    if e.kind == "accept_test":
-        return tr("Slot {s}: u·q = {uq:.4f} vs p = {p:.3f} → **{v}**.", "位置 {s}：u·q = {uq:.4f} 对比 p = {p:.3f} → **{v}**。",
-                  s=e.node, uq=d["u_times_q"], p=d["p"], v=ui.term("accepted") if d["accepted"] else ui.term("rejected"))
-    if e.kind == "terminal":
-        return tr("u_final lands on **{t}**.", "u_final 落在 **{t}**。", t=vocab[d["token"]])
-    return {"start": tr("The anchor row is always kept.", "anchor 行总会保留。"),
-            "visit": tr("Look at slot {s}.", "查看位置 {s}。", s=e.node),
-            "accept": tr("Accepted.", "接受。"), "reject": tr("Rejected: the chain stops.", "拒绝：链停止。"),
-            "depth_limit": tr("Every draft accepted: the bonus comes from plain p.", "全部 Draft 被接受：bonus 从 p 采样。"),
-            "residual": tr("Terminal distribution: {s}.", "终止分布：{s}。", s=d.get("source", "")),
-            "warning": "⚠️ " + d.get("message", "")}.get(e.kind, e.kind)
+    """The step caption: the one caption function over the typed event."""
+    return step_caption(steps.typed(e) if e is not None else None, s, ui.lang(), esc=md)
 
 
 st.info(f"**{tr('Step', '步骤')} {cur}/{len(frames) - 1}** — " + _narrate(ev))
 if greedy:
     tp_ids = s.target_predict(0)
     window = list(req.chain)
-    matches = [req.chain[t + 1] == vocab[tp_ids[t]] for t in range(T - 1)]
+    matches = steps.dspark_matches(s)
     compared = sum(1 for e in seen if e.kind == "compare")
     step_fig = _fig("match_figure", window, [vocab[x] for x in tp_ids], matches, correct_len, raw_correct_len=raw_len,
                     verify_len=vlen if vlen < T else None, compared=compared, show_result=done,
@@ -268,14 +226,7 @@ if greedy:
                       "第 {r} 行的 Draft 虽与 Target 一致，但位于第一次分歧之后：(✔) 被忽略——前缀计数在第一个 ✘ 处停止。",
                       r=", ".join(map(str, ignored))))
 else:
-    states = ["accepted"] + ["pending"] * (T - 1)
-    for e in seen:
-        if e.kind in ("visit", "accept_test"):
-            states[e.node] = "current"
-        elif e.kind == "accept":
-            states[e.node] = "accepted"
-        elif e.kind == "reject":
-            states[e.node] = "rejected"
+    states = steps.scan_view(steps.typed_events(seen), T, chain=True, finish=False).states
     step_fig = None
     step_dot = sc.chain_dot(list(req.chain), states, bonus=bonus if done else None, bonus_caption=ui.term("bonus"),
                             slot_names=["anchor"] + [f"t={j}" for j in range(1, T)])

@@ -5,12 +5,12 @@ tables come from the chosen backend's result (engine.run_scenario).
 """
 import streamlit as st
 
+from specviz import captions, steps
 from specviz.frames import replay
 from specviz.render.tables import path_states, shift_table
 from specviz.render.tree import tree_dot
-from specviz.render.walk import describe, mark_sibling_visits, node_states
 from specviz.ui import common as ui
-from specviz.ui import edits
+from specviz import edits
 from specviz.ui import share_ui
 from specviz.safety import md_text as md
 
@@ -52,6 +52,19 @@ labels = [s.label(t) for t in tree.tokens]
 tp_labels = list(s.requests[b].target_predict)
 
 ui.backend_badge(s)
+W = s.width
+deepest = max(tree.depths()) + 1
+st.caption(ui.tr("num_speculative_tokens W = {w}: accept_index has W slots per request, the root plus at most W − 1 "
+                 "accepted drafts. {why}",
+                 "num_speculative_tokens W = {w}：每个请求的 accept_index 有 W 个位置，即 root 加上最多 W − 1 个被接受的 Draft。{why}",
+                 w=W, why=ui.tr("Here W = the tree's deepest path + 1 = {d}, so every path of the tree can be accepted.",
+                                "这里 W = 树的最深路径 + 1 = {d}，所以树中的每条路径都可以被接受。", d=deepest)
+                 if W >= deepest else ""))
+if W < deepest:
+    st.warning(ui.tr("num_speculative_tokens = {w} is less than the deepest path + 1 = {d}: the walk stops after {k} drafts "
+                     "even where the tree goes deeper (the depth limit).",
+                     "num_speculative_tokens = {w} 小于最深路径 + 1 = {d}：即使树更深，遍历也会在 {k} 个 Draft 后停止（深度上限）。",
+                     w=W, d=deepest, k=W - 1))
 
 # -- target predictions -------------------------------------------------------------------------
 st.subheader(ui.tr("Target prediction at each node", "每个节点处目标模型的预测"))
@@ -112,16 +125,16 @@ if run is None:
 # -- the walk, step by step ---------------------------------------------------------------------
 st.subheader(ui.tr("The walk", "遍历过程"))
 all_events = run.trace.events
-events = mark_sibling_visits([e for e in all_events if e.request == b])
+events = [e for e in all_events if e.request == b]
+typed = steps.typed_events(events)  # the one typed form; captions and node states read it
 global_idx = [0] + [k + 1 for k, e in enumerate(all_events) if e.request == b]
 frames = replay(run.trace)
 step = ui.step_controls(KEY, len(events) + 1)
 frame = frames[global_idx[step]]
 event = events[step - 1] if step > 0 else None
-walk = node_states(events, step, n, b)
-W = s.width
+walk = steps.walk_after(typed, step, n, b)
 
-st.info(f"**{ui.tr('Step', '步骤')} {step}/{len(events)}** · " + describe(event, lambda tok: md(s.label(tok)), tree.tokens, ui.lang()))
+st.info(f"**{ui.tr('Step', '步骤')} {step}/{len(events)}** · " + captions.caption(typed[step - 1] if step else None, s, ui.lang(), esc=md))
 
 g_col, live_col = st.columns([1.1, 1], gap="large")
 with g_col:
@@ -175,45 +188,46 @@ with live_col:
 # -- after the walk -------------------------------------------------------------------------------
 commit = run.commits[b]
 st.subheader(ui.tr("After the walk: one decision, three consumers", "遍历之后：一个决定，三处使用"))
-words = {"row": ui.tr("verify row", "验证行"), "input": ui.tr("input", "输入"),
-         "output": ui.tr("prediction = output", "预测 = 输出"), "kv": ui.tr("KV this round", "本轮 KV"),
-         "pos": ui.tr("position", "位置"), "discarded": ui.term("discarded")}
-positions = [commit.seq_len + d for d in tree.depths()]
-table = shift_table(n, labels, [b * n + i for i in range(n)], run.result["predicts"].reshape(-1), commit.accept_nodes, positions,
-                    words, label_of=s.label)
-t_col, g_col2 = st.columns([1.1, 1], gap="large")
-with t_col:
-    ui.state_table(table, path_states(n, commit.accept_nodes))
-    st.caption(ui.tr("The one-position shift: input row R emits A, row A emits C, row C emits the bonus X. "
-                     "Only the rows that were fed through the model this round (R, A, C) have KV.",
-                     "错开一个位置：输入行 R 产生 A，A 行产生 C，C 行产生 bonus X。"
-                     "只有本轮送进模型的行（R、A、C）有 KV。"))
-with g_col2:
-    ai_final = [int(x) for x in run.result["accept_index"].reshape(-1, W)[b]]
-    ui.chip_row("accept_index", [ui.chip(r, "accepted" if r >= 0 else "pending", title=f"slot {j}") for j, r in enumerate(ai_final)])
-    outs = commit.output_tokens
-    ui.chip_row("predicts[accept_index] →",
-                [ui.chip(s.label(t), "bonus" if k == len(outs) - 1 else "accepted", title=f"predicts[{commit.accept_rows[k]}] = {t}")
-                 for k, t in enumerate(outs)])
-    ui.chip_row(ui.tr("rows[accept_index] →", "rows[accept_index] →"),
-                [ui.chip(s.label(t), "accepted", title=f"candidates row {commit.accept_rows[k]} = {t}")
-                 for k, t in enumerate(commit.committed_tokens)])
-    ui.chip_row(ui.tr("output tokens", "输出 token"), [ui.chip(s.label(t), "bonus" if k == len(outs) - 1 else "accepted")
-                                                     for k, t in enumerate(outs)])
-    ui.chip_row(ui.tr("KV kept for", "保留 KV 的"), [ui.chip(f"{s.label(t)}@{p}", "accepted", title=f"position {p}")
-                                                  for t, p in zip(commit.committed_tokens, commit.committed_positions)])
-    ui.chip_row(ui.term("next_root"), [ui.chip(s.label(commit.next_root), "bonus",
-                                               title=ui.tr("no KV yet: it is the next round's root", "还没有 KV：它是下一轮的根"))])
-    ui.chip_row(ui.tr("discarded", "被丢弃"), [ui.chip(f"{labels[i]} ({ui.term('row')} {b * n + i})", "discarded")
-                                             for i in commit.discarded_nodes] or ["—"])
-    if commit.pad_slots:
-        st.warning(ui.tr("accept_index slots {slots} hold -1 (padding). A raw gather predicts[accept_index] would read "
-                         "predicts[-1] there ({raw}): never a token. SGLang uses only the first accept_lens entries.",
-                         "accept_index 的第 {slots} 个位置是 -1（填充）。直接 gather predicts[accept_index] 会在那里读到 "
-                         "predicts[-1]（{raw}）：那不是 token。SGLang 只使用前 accept_lens 个。",
-                         slots=commit.pad_slots, raw=commit.raw_gather))
-    st.markdown(f"`num_correct_drafts = {commit.num_correct_drafts}` · `accept_lens = {commit.accept_len}` · "
-                f"`new_seq_len = {commit.seq_len} + {commit.accept_len} = {commit.new_seq_len}`")
+if step < len(events):  # the end state is revealed with the animation, not before
+    st.caption(ui.tr("The end state appears when the walk reaches its last step (⏭): which rows keep KV, the outputs "
+                     "and the next root.", "遍历走到最后一步（⏭）时显示最终结果：哪些行保留 KV、输出与下一轮的根。"))
+else:
+    words = {"row": ui.tr("verify row", "验证行"), "input": ui.tr("input", "输入"),
+             "output": ui.tr("prediction = output", "预测 = 输出"), "kv": ui.tr("KV this round", "本轮 KV"),
+             "pos": ui.tr("position", "位置"), "discarded": ui.term("discarded")}
+    positions = [commit.seq_len + d for d in tree.depths()]
+    table = shift_table(n, labels, [b * n + i for i in range(n)], run.result["predicts"].reshape(-1), commit.accept_nodes, positions,
+                        words, label_of=s.label)
+    t_col, g_col2 = st.columns([1.1, 1], gap="large")
+    with t_col:
+        ui.state_table(table, path_states(n, commit.accept_nodes))
+        st.caption(captions.shift_sentence(s, commit, ui.lang(), esc=md))
+    with g_col2:
+        ai_final = [int(x) for x in run.result["accept_index"].reshape(-1, W)[b]]
+        ui.chip_row("accept_index", [ui.chip(r, "accepted" if r >= 0 else "pending", title=f"slot {j}") for j, r in enumerate(ai_final)])
+        outs = commit.output_tokens
+        ui.chip_row("predicts[accept_index] →",
+                    [ui.chip(s.label(t), "bonus" if k == len(outs) - 1 else "accepted", title=f"predicts[{commit.accept_rows[k]}] = {t}")
+                     for k, t in enumerate(outs)])
+        ui.chip_row(ui.tr("rows[accept_index] →", "rows[accept_index] →"),
+                    [ui.chip(s.label(t), "accepted", title=f"candidates row {commit.accept_rows[k]} = {t}")
+                     for k, t in enumerate(commit.committed_tokens)])
+        ui.chip_row(ui.tr("output tokens", "输出 token"), [ui.chip(s.label(t), "bonus" if k == len(outs) - 1 else "accepted")
+                                                         for k, t in enumerate(outs)])
+        ui.chip_row(ui.tr("KV kept for", "保留 KV 的"), [ui.chip(f"{s.label(t)}@{p}", "accepted", title=f"position {p}")
+                                                      for t, p in zip(commit.committed_tokens, commit.committed_positions)])
+        ui.chip_row(ui.term("next_root"), [ui.chip(s.label(commit.next_root), "bonus",
+                                                   title=ui.tr("no KV yet: it is the next round's root", "还没有 KV：它是下一轮的根"))])
+        ui.chip_row(ui.tr("discarded", "被丢弃"), [ui.chip(f"{labels[i]} ({ui.term('row')} {b * n + i})", "discarded")
+                                                 for i in commit.discarded_nodes] or ["—"])
+        if commit.pad_slots:
+            st.warning(ui.tr("accept_index slots {slots} hold -1 (padding). A raw gather predicts[accept_index] would read "
+                             "predicts[-1] there ({raw}): never a token. SGLang uses only the first accept_lens entries.",
+                             "accept_index 的第 {slots} 个位置是 -1（填充）。直接 gather predicts[accept_index] 会在那里读到 "
+                             "predicts[-1]（{raw}）：那不是 token。SGLang 只使用前 accept_lens 个。",
+                             slots=commit.pad_slots, raw=commit.raw_gather))
+        st.markdown(f"`num_correct_drafts = {commit.num_correct_drafts}` · `accept_lens = {commit.accept_len}` · "
+                    f"`new_seq_len = {commit.seq_len} + {commit.accept_len} = {commit.new_seq_len}`")
 
 arrays = {k: v for k, v in run.inputs.items()}
 ui.raw_tensors({**ui.shaped(arrays),

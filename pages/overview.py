@@ -1,6 +1,7 @@
 """Overview: the speculative decoding loop, the running example live, and where each page goes deeper."""
 import streamlit as st
 
+from specviz import captions, edits
 from specviz.render.tree import loop_dot, tree_dot
 from specviz.ui import common as ui
 from specviz.ui import share_ui
@@ -41,15 +42,17 @@ words = {
 st.graphviz_chart(loop_dot(words, highlight="accept"), width="stretch")
 
 st.subheader(ui.tr("The running example, live", "示例（实时）"))
-if s.name != "running_example":
+preset = ui.load_preset("running_example")
+if not edits.same_inputs(s, preset):  # derived on every run: is this still the running example?
     c = st.columns([3, 1])
-    c[0].caption(ui.tr("Showing your edited scenario '{n}' (shared with the tree builder and greedy pages).",
-                       "正在显示你编辑过的场景“{n}”（与构建树、贪心接受页面共享）。", n=s.name))
-    if c[1].button(ui.tr("Reset to the running example", "恢复示例"), key="w_reset_running"):
-        ui.set_scenario(SLOT, ui.load_preset("running_example"))
-        st.rerun()
+    c[0].caption(ui.tr("Showing your edited scenario (shared with the tree builder and greedy pages).",
+                       "正在显示你编辑过的场景（与构建树、贪心接受页面共享）。"))
+    c[1].button(ui.tr("Reset to the running example", "恢复示例"), key="w_reset_running",
+                on_click=lambda: ui.set_scenario(SLOT, ui.load_preset("running_example")))
 else:
     st.caption(md_prose(s.describe(ui.lang())))
+if commit is not None:
+    st.caption(captions.outcome_sentence(s, commit, ui.lang(), esc=md))
 
 tree_fig = None
 if commit is not None:

@@ -142,7 +142,8 @@ st.caption(FIELD_TEXT[field] + (ui.tr(" · several requests: one list per reques
                                       " · 多个请求时每个请求一个列表，例如 [[0, 1, 3], [5, 6, 9]]") if len(s.requests) > 1 else ""))
 a1, a2, a3 = st.columns([3, 1, 1])
 answer = ui.widget(a1.text_input, ui.tr("Answer", "答案"), "sv_quiz_answer", "",
-                   placeholder="[0, 1, 3]" if field != "outputs" else "A C X", label_visibility="collapsed")
+                   placeholder=ui.tr("your answer, e.g. a list like [0, 2]", "你的答案，例如 [0, 2] 这样的列表")
+                   if field != "outputs" else ui.tr("your answer: tokens separated by spaces", "你的答案：用空格分隔的 token"), label_visibility="collapsed")
 
 
 def submit():

@@ -7,12 +7,14 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from specviz import edits, steps
+from specviz.captions import caption as step_caption
 from specviz import distributions as dist
 from specviz.engine import scenario_inputs
 from specviz.errors import SpecvizError
 from specviz.frames import replay
 from specviz.render import sampling_charts as sc
-from specviz.scenario import scenario_from_dict, scenario_from_json
+from specviz.scenario import scenario_from_json
 from specviz.ui import common as ui
 from specviz.ui import heavy, sampling_page, share_ui
 from specviz.safety import md_text as md
@@ -56,16 +58,7 @@ children = [tree.children(i) for i in range(n)]
 
 def _update(top: dict | None = None, **changes) -> bool:
     """Replace scenario fields (top-level ``top``, request-0 ``changes``); bad input -> st.error naming the field."""
-    def build():
-        data = ui.scenario(SLOT).model_dump(mode="json")
-        data.update(top or {})
-        r = data["requests"][0]
-        r.update(changes)
-        if "target_probs" in changes:
-            for k in ("target_logits", "temperature", "top_k", "top_p"):
-                r.pop(k, None)
-        return scenario_from_dict(data)
-    return ui.try_update(SLOT, build)
+    return ui.try_update(SLOT, lambda: edits.set_fields(ui.scenario(SLOT), 0, top=top, **changes))
 
 
 def _synced(wkey: str, current):
@@ -75,68 +68,42 @@ def _synced(wkey: str, current):
     return wkey
 
 
+def _store(build):
+    """Callback body: store the edited scenario, or the error to show on the next run."""
+    try:
+        ui.set_scenario(SLOT, build(ui.scenario(SLOT)))
+    except SpecvizError as exc:
+        st.session_state["sv_to_err"] = (exc.field, exc.detail)
+
+
 def _cb_set(path: tuple, wkey: str):
     """on_change: write the widget's value into the scenario (top-level field or requests[0] field[index])."""
     def cb():
-        data = ui.scenario(SLOT).model_dump(mode="json")
         value = st.session_state[wkey]
         if path[0] == "top":
-            data[path[1]] = value
+            _store(lambda cur: edits.set_fields(cur, 0, top={path[1]: value}))
         elif len(path) == 2:
-            data["requests"][0][path[1]] = value
+            _store(lambda cur: edits.set_fields(cur, 0, **{path[1]: value}))
         else:
-            data["requests"][0][path[1]][path[2]] = float(value)
-        try:
-            ui.set_scenario(SLOT, scenario_from_dict(data))
-        except SpecvizError as exc:
-            st.session_state["sv_to_err"] = (exc.field, exc.detail)
+            _store(lambda cur: edits.set_slot(cur, path[1], path[2], float(value)))
     return cb
 
 
 def _randomise():
-    cur = ui.scenario(SLOT)
-    coins, final = dist.random_coins(int(st.session_state.get("w_to_seed", 0)), len(cur.requests[0].coins))
-    data = cur.model_dump(mode="json")
-    data["requests"][0].update(coins=coins, coin_final=final)
-    ui.set_scenario(SLOT, scenario_from_dict(data))
+    def build(cur):
+        coins, final = dist.random_coins(int(st.session_state.get("w_to_seed", 0)), len(cur.requests[0].coins))
+        return edits.set_coins(cur, coins, final)
+    _store(build)
 
 
 def _normalise():
-    data = ui.scenario(SLOT).model_dump(mode="json")
-    src = st.session_state.get("sv_to_pending_p") or p_rows
-    data["requests"][0]["target_probs"] = dist.normalise_rows(src)
-    for k in ("target_logits", "temperature", "top_k", "top_p"):
-        data["requests"][0].pop(k, None)
-    st.session_state.pop("sv_to_pending_p", None)
-    try:
-        ui.set_scenario(SLOT, scenario_from_dict(data))
-    except SpecvizError as exc:
-        st.session_state["sv_to_err"] = (exc.field, exc.detail)
+    src = st.session_state.pop("sv_to_pending_p", None) or p_rows
+    _store(lambda cur: edits.normalised(cur, src))
 
 
 def _use_builder_tree():
     """Take the Tree builder's tree (slot "tree"); keep p rows / coins of nodes that still exist, uniform rows for new ones."""
-    try:
-        other = ui.scenario("tree")
-        t = other.tree(0)
-        cur = ui.scenario(SLOT)
-        data = cur.model_dump(mode="json")
-        data["vocab"] = list(other.vocab)
-        V = len(other.vocab)
-        old = cur.requests[0]
-        old_p = old.target_probs or cur.target_probs(0).tolist()
-        same_vocab = list(cur.vocab) == list(other.vocab)
-        uni = [1.0 / V] * V
-        rows = [list(old_p[i]) if (same_vocab and i < len(old_p)) else uni for i in range(len(t.parents))]
-        coins = [old.coins[i] if i < len(old.coins) else 0.5 for i in range(len(t.parents))]
-        data["requests"] = [{"tree": {"parents": list(t.parents), "tokens": [other.vocab[x] for x in t.tokens]},
-                             "seq_len": other.requests[0].seq_len, "target_probs": rows, "coins": coins,
-                             "coin_final": old.coin_final}]
-        data["name"] = "from_tree_builder"
-        data["num_speculative_tokens"] = None
-        ui.set_scenario(SLOT, scenario_from_dict(data))
-    except SpecvizError as exc:
-        st.session_state["sv_to_err"] = (exc.field, exc.detail)
+    _store(lambda cur: edits.adopt_tree(cur, ui.scenario("tree")))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -213,28 +180,9 @@ frame = frames[cur]
 seen = events[:cur]
 ev = frame.event
 
-states = ["accepted"] + ["pending"] * (n - 1)
-bonus = None
-parent = 0  # the node whose children are being scanned
-current_child = None
-for e in seen:
-    if e.kind in ("visit", "accept_test"):
-        states[e.node] = "current"
-        current_child = e.node
-        parent = tree.parents[e.node]
-    elif e.kind == "accept":
-        states[e.node] = "accepted"
-        parent = e.node
-        current_child = None
-    elif e.kind == "reject":
-        states[e.node] = "rejected"
-        current_child = None
-    elif e.kind in ("residual", "terminal"):
-        parent = e.node
-        if e.kind == "terminal":
-            bonus = (e.node, vocab[e.data["token"]])
-    elif e.kind == "commit":
-        states = [st_ if st_ in ("accepted", "rejected") else "discarded" for st_ in states]
+view = steps.scan_view(steps.typed_events(seen), n, parents=tree.parents)
+states, parent, current_child = view.states, view.parent, view.focus
+bonus = (view.bonus[0], vocab[view.bonus[1]]) if view.bonus else None
 captions = ["" if i == 0 else f"p={p_rows[tree.parents[i]][tree.tokens[i]]:.3g}" for i in range(n)]
 hovers = [f"node {i} ({labels[i]}), row {i}" + ("" if i == 0 else f": p(row {tree.parents[i]})[{labels[i]}] = "
                                               f"{p_rows[tree.parents[i]][tree.tokens[i]]:.4g}, coin u[{tree.parents[i]}] = {req.coins[tree.parents[i]]:.4g}")
@@ -242,49 +190,8 @@ hovers = [f"node {i} ({labels[i]}), row {i}" + ("" if i == 0 else f": p(row {tre
 
 
 def _narrate(e) -> str:
-    if e is None:
-        return tr("Start: nothing is decided yet. The root's children are scanned first with coin u[0].",
-                  "开始：尚未判定。先用随机数 u[0] 扫描 root 的子节点。")
-    d = e.data
-    if e.kind == "start":
-        return tr("accept_index[0] = row {r} (the root); level 1 uses coin u[0] = {c:.3f}.",
-                  "accept_index[0] = 第 {r} 行（root）；第 1 层使用随机数 u[0] = {c:.3f}。", r=d["row"], c=d["coin"])
-    if e.kind == "visit":
-        return tr("Visit node {i} (**{t}**), a child of node {p}.", "访问节点 {i}（**{t}**），它是节点 {p} 的子节点。",
-                  i=e.node, t=labels[e.node], p=tree.parents[e.node])
-    if e.kind == "accept_test":
-        extra = tr(" — p ≥ threshold_single fires", " — 触发 p ≥ threshold_single") if d["single_fired"] else ""
-        return tr("prob_acc = {a:.3f}; coin {c:.3f} < prob_acc / threshold_acc = {b:.3f}? → **{v}**{x}",
-                  "prob_acc = {a:.3f}；coin {c:.3f} < prob_acc / threshold_acc = {b:.3f}？→ **{v}**{x}",
-                  a=d["prob_acc"], c=d["coin"], b=d["bound"], x=extra,
-                  v=ui.term("accepted") if d["accepted"] else ui.term("rejected"))
-    if e.kind == "reject":
-        return tr("Rejected: its target mass p = {p:.3f} is written into the work buffer draft_probs[row {r}][{t}].",
-                  "拒绝：其 Target 质量 p = {p:.3f} 写入工作缓冲区 draft_probs[第 {r} 行][{t}]。",
-                  p=d["p"], r=tree.parents[e.node], t=vocab[d["token"]])
-    if e.kind == "next_sibling":
-        return (tr("Move to the next sibling, node {i}.", "移到下一个兄弟节点 {i}。", i=e.node) if e.node is not None
-                else tr("No sibling left.", "没有剩余兄弟节点。"))
-    if e.kind == "no_child":
-        return tr("Node {i} has no (more) children to try: the walk stops.", "节点 {i} 没有（更多）可尝试的子节点：遍历停止。", i=e.node)
-    if e.kind == "accept":
-        return tr("Accepted: predicts[row {p}] = {t}, accept_index[{k}] = row {r}; the next level uses coin u[{i}] = {c:.3f} and a fresh prob_acc.",
-                  "接受：predicts[第 {p} 行] = {t}，accept_index[{k}] = 第 {r} 行；下一层使用随机数 u[{i}] = {c:.3f}，prob_acc 清零。",
-                  p=tree.parents[e.node], t=vocab[d["token"]], k=d["k"], r=d["row"], i=e.node, c=d["next_coin"])
-    if e.kind == "depth_limit":
-        return tr("W − 1 = {k} drafts accepted: the depth limit; the bonus comes from plain p.",
-                  "已接受 W − 1 = {k} 个 Draft：达到深度上限；bonus 直接从 p 采样。", k=d["k"])
-    if e.kind == "residual":
-        return tr("Terminal distribution at node {i}: {src}.", "节点 {i} 处的终止分布：{src}。", i=e.node, src=d["source"])
-    if e.kind == "terminal":
-        return tr("u_final = {c:.3f} lands on **{t}**: predicts[row {r}] = {t} (the {b}).",
-                  "u_final = {c:.3f} 落在 **{t}**：predicts[第 {r} 行] = {t}（{b}）。",
-                  c=d["coin"], t=vocab[d["token"]], r=d["row"], b=ui.term("bonus"))
-    if e.kind == "commit":
-        return tr("accept_token_num = {k}; accept_lens = {a}.", "accept_token_num = {k}；accept_lens = {a}。", k=d["k"], a=d["accept_len"])
-    if e.kind == "warning":
-        return "⚠️ " + d["message"]
-    return e.kind
+    """The step caption: the one caption function over the typed event."""
+    return step_caption(steps.typed(e) if e is not None else None, s, ui.lang(), esc=md)
 
 
 st.info(f"**{tr('Step', '步骤')} {cur}/{len(frames) - 1}** — " + _narrate(ev))

@@ -144,8 +144,11 @@ STOPS = [
                  "在链式采样页面，把 u[0] 调到 0.5 以下，使 A 被接受。现在 bonus 来自哪里？"), chk_chain_accept),
                (("On the target-only page, pick a coin that rejects A but accepts its sibling B.",
                  "在 Target-only 页面，选一个 coin，使 A 被拒绝、兄弟节点 B 被接受。"), chk_target_only_sibling),
-               (("Set u[0] = 0.5 exactly and switch semantics between 0.5.23 and earlier: why do they disagree?",
-                 "把 u[0] 设为恰好 0.5，并在 0.5.23 与早期版本语义之间切换：它们为什么结果不同？"), None)],
+               (("On the target-only page, switch semantics between 0.5.23 and earlier (preset semantics_disagree): why "
+                 "do they disagree? (The chain test u·q < p is strict in both releases; only target-only sampling "
+                 "changed.)",
+                 "在 Target-only 页面（预设 semantics_disagree），在 0.5.23 与早期版本语义之间切换：它们为什么结果不同？"
+                 "（链式检验 u·q < p 在两个版本中都是严格小于；只有 target-only 采样改变了。）"), None)],
         pages=[("pages/chain_sampling.py", "chain", "pq_example", ("Open chain rejection sampling", "打开链式拒绝采样")),
                ("pages/target_only.py", "target_only", "target_only_sampling", ("Open target-only tree sampling", "打开 Target-only 树采样"))],
     ),

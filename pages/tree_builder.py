@@ -10,7 +10,7 @@ from specviz.render.mask import mask_heatmap, mask_storage_text
 from specviz.render.tables import retrieve_table, selected_style
 from specviz.render.tree import tree_dot
 from specviz.ui import common as ui
-from specviz.ui import edits
+from specviz import edits
 from specviz.ui import share_ui
 
 SLOT = "tree"
@@ -146,7 +146,7 @@ with left:
     hand_tab, eagle_tab = st.tabs([ui.tr("✏️ Draw by hand", "✏️ 手工绘制"), ui.tr("🦅 EAGLE rollout form", "🦅 EAGLE rollout 形式")])
     with hand_tab:
         sel = ui.widget(st.selectbox, ui.tr("Selected node", "选中的节点"), SEL, 1 if n > 1 else 0, options=list(range(n)),
-                        format_func=lambda i: f"{i} · {labels[i]}  ({ui.term('row')} {i})" if i < n else str(i))
+                        format_func=lambda i: f"{i} · {labels[i]}" if i < n else str(i))
         ui.widget(st.selectbox, ui.tr("Token (for a new node or relabel)", "token（用于新节点或改标签）"), "sv_tok::tree",
                   s.vocab[0], options=s.vocab)
         c = st.columns(2)

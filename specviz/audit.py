@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from . import algorithms
 from .engine import Run, run_scenario
 from .errors import SpecvizError
 from .reference import gather_accept_tokens
@@ -65,6 +66,13 @@ class AuditFinding:
     node: int | None = None  # node id inside the request's tree to highlight
     row: int | None = None  # global verify row to highlight
     rule_zh: str = ""  # the same rule in 简体中文
+    claimed_node: int | None = None  # the node the claimed (wrong) value points at, when it names one
+    claimed_row: int | None = None  # its global verify row
+
+    @property
+    def shown_node(self) -> int | None:
+        """The node to outline: the one the claim names (the wrong thing), else the expected one."""
+        return self.claimed_node if self.claimed_node is not None else self.node
 
     @property
     def where(self) -> str:
@@ -334,7 +342,7 @@ ALL_FIELDS = tuple(dict.fromkeys(EAGLE_FIELDS + DSPARK_FIELDS))
 
 def auditable_fields(s: Scenario) -> tuple:
     """The fields ``audit`` can check for this scenario's algorithm, in checking order."""
-    if s.algorithm.startswith("dspark"):
+    if algorithms.get(s.algorithm).family == "dspark":
         extra = DSPARK_SAMPLING_EXTRA if s.algorithm == "dspark_sampling" else ()
         return ("correct_len",) + extra + DSPARK_FIELDS[1:]
     return EAGLE_FIELDS
@@ -429,9 +437,9 @@ def normalise_claimed(s: Scenario, claimed: dict) -> dict:
     out = {}
     for raw_name, value in claimed.items():
         name = ALIASES.get(raw_name, raw_name)
-        if name == "commit_lens" and "accept_lens" in allowed and not s.algorithm.startswith("dspark"):
+        if name == "commit_lens" and "accept_lens" in allowed and not algorithms.get(s.algorithm).family == "dspark":
             name = "accept_lens"
-        if name == "accept_lens" and s.algorithm.startswith("dspark"):
+        if name == "accept_lens" and algorithms.get(s.algorithm).family == "dspark":
             name = "commit_lens"
         if name not in allowed:
             raise SpecvizError(f"claimed.{raw_name}", f"is not an output of {s.algorithm}: audit one of {', '.join(allowed)}")
@@ -481,7 +489,7 @@ class _Ctx:
         self.cand = run.inputs["candidates"]  # [bs, n]
         self.res = run.result
         self.commits = run.commits
-        self.dspark = s.algorithm.startswith("dspark")
+        self.dspark = algorithms.get(s.algorithm).family == "dspark"
 
     def t(self, en: str, zh: str) -> str:
         return zh if self.lang == "zh" else en
@@ -688,6 +696,14 @@ def _finding(ctx: _Ctx, name: str, got, exp) -> AuditFinding | None:
                     rule = t(f"the bonus {ctx.lab(e[-1])} is missing: accept_lens = {c.accept_len} tokens are emitted, the "
                              f"accepted drafts plus the bonus",
                              f"缺少 bonus {ctx.lab(e[-1])}：共输出 accept_lens = {c.accept_len} 个 token，即被接受的 Draft 加上 bonus")
+                elif len(g) == len(e) and sum(x != y for x, y in zip(g, e)) == 1:
+                    # one wrong token: name it, with the row it comes from
+                    rule = t(f"outputs[{b}][{j}] is predicts at the accepted row {row}: {ctx.lab(e[j])}, the token emitted after "
+                             f"row {row} ({ctx.lab(c.committed_tokens[j])})",
+                             f"outputs[{b}][{j}] 是被接受的第 {row} 行的 predicts：{ctx.lab(e[j])}，即第 {row} 行"
+                             f"（{ctx.lab(c.committed_tokens[j])}）之后输出的 token")
+                    return AuditFinding(name, (b, j), ctx.lab(e[j]), ctx.lab(g[j]) if isinstance(g[j], (int, np.integer)) else g[j],
+                                        rule, b, node, row)
                 else:
                     rule = t(f"the outputs are predicts at the accepted rows {ctx.rows_text(c.accept_rows)}: the accepted drafts "
                              f"then the bonus, {ctx.toks(e)}",
@@ -778,7 +794,8 @@ def _accept_index_finding(ctx: _Ctx, got, exp) -> AuditFinding | None:
             if e[j] == -1:
                 rule = t(f"slots after the last accepted node are padded with -1: {ctx.level_reason(b, j)}",
                          f"最后一个被接受节点之后的位置用 -1 填充：{ctx.level_reason(b, j)}")
-                return AuditFinding("accept_index", (b, j), -1, g[j], rule, b, c.accept_nodes[-1], c.accept_rows[-1])
+                return _with_claim(AuditFinding("accept_index", (b, j), -1, g[j], rule, b, c.accept_nodes[-1],
+                                                c.accept_rows[-1]), g[j], root, n)
             node = e[j] - root
             if g[j] == node and b > 0:
                 rule = t(f"{g[j]} is a local node id; accept_index holds global rows b*n + i = {b}*{n} + {node} = {e[j]}",
@@ -786,8 +803,17 @@ def _accept_index_finding(ctx: _Ctx, got, exp) -> AuditFinding | None:
             else:
                 rule = t(f"{ctx.level_reason(b, j)}, so slot {j} holds its global row {e[j]}",
                          f"{ctx.level_reason(b, j)}，所以第 {j} 个位置是它的全局行号 {e[j]}")
-            return AuditFinding("accept_index", (b, j), e[j], g[j], rule, b, node, e[j])
+            return _with_claim(AuditFinding("accept_index", (b, j), e[j], g[j], rule, b, node, e[j]), g[j], root, n)
     return None
+
+
+def _with_claim(f: AuditFinding, claimed_row, root: int, n: int) -> AuditFinding:
+    """f with the node / row the claimed value points at (when it is a row of that request)."""
+    import dataclasses
+
+    if isinstance(claimed_row, (int, np.integer)) and root <= int(claimed_row) < root + n:
+        return dataclasses.replace(f, claimed_node=int(claimed_row) - root, claimed_row=int(claimed_row))
+    return f
 
 
 def _predicts_finding(ctx: _Ctx, got, exp) -> AuditFinding | None:
@@ -948,7 +974,7 @@ QUIZ_FIELDS = ("accept_index", "outputs", "committed_rows", "correct_len")
 
 def quiz_fields(s: Scenario) -> tuple:
     """The fields a student can predict for this scenario (in the order the page offers them)."""
-    if s.algorithm.startswith("dspark"):
+    if algorithms.get(s.algorithm).family == "dspark":
         return ("correct_len", "outputs", "committed_rows")
     return ("accept_index", "outputs", "committed_rows")
 

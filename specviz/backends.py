@@ -30,14 +30,15 @@ def _torch():
     return torch
 
 
-def _to_torch(value):
+def to_torch(value):
+    """numpy arrays (and tuples / result dataclasses of them) -> torch tensors: the one conversion."""
     torch = _torch()
     if isinstance(value, np.ndarray):
         return torch.from_numpy(np.ascontiguousarray(value))
     if isinstance(value, tuple):
-        return tuple(_to_torch(v) for v in value)
+        return tuple(to_torch(v) for v in value)
     if is_dataclass(value) and type(value).__name__ != "SampleCounts":
-        return replace(value, **{f.name: _to_torch(getattr(value, f.name)) for f in fields(value)})
+        return replace(value, **{f.name: to_torch(getattr(value, f.name)) for f in fields(value)})
     return value
 
 
@@ -45,7 +46,7 @@ def _numpy_backend() -> SimpleNamespace:
     def wrap(fn):
         @functools.wraps(fn)
         def call(*args, **kwargs):
-            return _to_torch(fn(*args, **kwargs))
+            return to_torch(fn(*args, **kwargs))
 
         return call
 

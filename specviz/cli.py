@@ -16,6 +16,7 @@ import sys
 
 import numpy as np
 
+from . import algorithms
 from .errors import BackendUnavailable, SpecvizError
 from .scenario import load_scenario
 
@@ -25,54 +26,16 @@ def _labels(s, tokens) -> str:
 
 
 def _step_lines(run) -> list[str]:
-    """One line per trace event a student should see."""
-    s, n = run.scenario, run.scenario.n
-    lab = s.label
+    """One line per trace event a student should see: the same caption the pages and the export show."""
+    from .captions import caption, plain
+    from .events import typed_events
+
+    s = run.scenario
     lines = []
-    for e in run.trace.events if run.trace else []:
-        d, b = e.data, e.request
-        node = e.node
-        where = f"req {b} " if len(s.requests) > 1 else ""
-        if e.kind == "start":
-            lines.append(f"{where}start at the root: accept_index[{b}][0] = row {d['row']}")
-        elif e.kind == "compare":
-            verdict = "match" if d["match"] else "miss"
-            if s.algorithm == "dspark_greedy":
-                lines.append(f"{where}slot {node}: draft {lab(d['token'])} vs target_predict[{d['target_row']}] = {lab(d['target'])} -> "
-                             f"{verdict}{' (' + d['note'] + ')' if d.get('note') else ''}")
-            else:
-                lines.append(f"{where}level {d['level']}: node {node} ({lab(d['token'])}) vs target at row {d['target_row']} = "
-                             f"{lab(d['target'])} -> {verdict}")
-        elif e.kind == "accept_test":
-            if "q" in d:
-                lines.append(f"{where}slot {node}: {lab(d['token'])} p={d['p']:.4g} q={d['q']:.4g} u={d['coin']:.4g}: "
-                             f"u*q={d['u_times_q']:.4g} < p? -> {'accept' if d['accepted'] else 'reject'}")
-            else:
-                lines.append(f"{where}level {d['level']}: node {node} ({lab(d['token'])}) p={d['p']:.4g} prob_acc={d['prob_acc']:.4g} "
-                             f"coin={d['coin']:.4g} -> {'accept' if d['accepted'] else 'reject'}")
-        elif e.kind == "accept":
-            lines.append(f"{where}  accept {lab(d['token'])}: accept_index[{b}][{d['k']}] = row {d['row']}")
-        elif e.kind == "reject" and s.algorithm == "target_only":
-            row = b * n + _parent(run, b, node)
-            lines.append(f"{where}  reject {lab(d['token'])}: work buffer draft_probs[row {row}][{lab(d['token'])}] = {d['p']:.4g}")
-        elif e.kind == "next_sibling" and node is not None:
-            lines.append(f"{where}  next sibling: node {node}")
-        elif e.kind == "no_child":
-            lines.append(f"{where}  stop at node {node}: {d.get('reason', 'no children')}")
-        elif e.kind == "depth_limit":
-            lines.append(f"{where}  stop: depth limit W-1 reached ({d['k']} drafts accepted)")
-        elif e.kind == "residual":
-            lines.append(f"{where}terminal distribution: {d['source']}")
-        elif e.kind == "terminal":
-            lines.append(f"{where}terminal token {lab(d['token'])} written at row {d['row']}" if "row" in d and s.algorithm != "dspark_greedy"
-                         else f"{where}bonus = target_predict[{d['row']}] = {lab(d['token'])}")
-        elif e.kind == "warning":
-            lines.append(f"{where}warning: {d['message']}")
+    for ev in typed_events(run.trace.events if run.trace else []):
+        where = f"req {ev.request} " if len(s.requests) > 1 else ""
+        lines.append(where + plain(caption(ev, s, "en")))
     return lines
-
-
-def _parent(run, b, node):
-    return run.scenario.tree(b).parents[node]
 
 
 def _result_json(run) -> dict:
@@ -108,7 +71,7 @@ def cmd_run(args) -> int:
         print("  " + line)
     print("\nresult:")
     r = run.result
-    if s.algorithm.startswith("dspark"):
+    if algorithms.get(s.algorithm).family == "dspark":
         print(f"  correct_len   {np.asarray(r['correct_len']).tolist()}  (before the window cap: {np.asarray(r['raw_correct_len']).tolist()})")
         print(f"  bonus         {[s.label(int(x)) for x in r['bonus']]}")
         print(f"  commit_lens   {np.asarray(r['commit_lens']).tolist()}")

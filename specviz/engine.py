@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import algorithms
+from .algorithms import calls
 from . import reference as ref
 from .scenario import Scenario
 from .trace import Trace
@@ -73,76 +75,28 @@ def scenario_inputs(s: Scenario) -> dict:
     seq = np.array([r.seq_len for r in s.requests], dtype=np.int64)
     out = {"candidates": cand, "retrieve_index": ri, "retrieve_next_token": nt, "retrieve_next_sibling": ns,
            "seq_lens": seq}
-    if s.algorithm in ("greedy", "dspark_greedy"):
-        out["target_predict"] = np.array([s.target_predict(b) for b in range(bs)], dtype=np.int64)
-    if s.algorithm in ("target_only", "chain_rejection", "dspark_sampling"):
-        out["target_probs"] = np.stack([s.target_probs(b) for b in range(bs)]).astype(np.float32)
-        out["uniform_samples"] = np.array([r.coins for r in s.requests], dtype=np.float32)
-        out["uniform_samples_for_final_sampling"] = np.array([r.coin_final for r in s.requests], dtype=np.float32)
-    if s.algorithm in ("chain_rejection", "dspark_sampling"):
-        out["draft_probs"] = np.array([r.draft_probs for r in s.requests], dtype=np.float32)
-    if s.algorithm.startswith("dspark"):
-        out["verify_lens"] = np.array([r.verify_len if r.verify_len is not None else n for r in s.requests], dtype=np.int64)
+    makers = {
+        "target_predict": lambda: np.array([s.target_predict(b) for b in range(bs)], dtype=np.int64),
+        "target_probs": lambda: np.stack([s.target_probs(b) for b in range(bs)]).astype(np.float32),
+        "uniform_samples": lambda: np.array([r.coins for r in s.requests], dtype=np.float32),
+        "uniform_samples_for_final_sampling": lambda: np.array([r.coin_final for r in s.requests], dtype=np.float32),
+        "draft_probs": lambda: np.array([r.draft_probs for r in s.requests], dtype=np.float32),
+        "verify_lens": lambda: np.array([r.verify_len if r.verify_len is not None else n for r in s.requests], dtype=np.int64),
+    }
+    for name in algorithms.get(s.algorithm).inputs:  # what the algorithm declares, nothing else
+        out[name] = makers[name]()
     return out
-
-
-def _np(x):
-    if hasattr(x, "detach"):
-        return x.detach().cpu().numpy()
-    return np.asarray(x)
 
 
 def call_algorithm(s: Scenario, inputs: dict, ops, trace: Trace | None = None) -> dict:
     """Run the scenario's algorithm on one backend (``ops``: reference module or a backend namespace)."""
+    algorithms.get(s.algorithm)  # a SpecvizError for an unknown algorithm
     kw = {} if trace is None else {"trace": trace}
-    W = s.width
-    tree_args = (inputs["candidates"], inputs["retrieve_index"], inputs["retrieve_next_token"], inputs["retrieve_next_sibling"])
     if ops is not ref and not hasattr(ops, "__file__"):
-        import torch  # noqa: PLC0415  backends take torch tensors
+        from .backends import to_torch  # noqa: PLC0415  backends take torch tensors
 
-        def conv(a):
-            return torch.from_numpy(np.ascontiguousarray(a))
-        tree_args = tuple(conv(a) for a in tree_args)
-        inputs = {k: conv(v) for k, v in inputs.items()}
-    if s.algorithm == "greedy":
-        r = ops.verify_tree_greedy(*tree_args, inputs["target_predict"], num_speculative_tokens=W,
-                                   predicts_init=s.predicts_init, **kw)
-        return {k: _np(v) for k, v in r.as_dict().items()}
-    if s.algorithm == "target_only":
-        r = ops.tree_sampling_target_only(*tree_args, inputs["uniform_samples"], inputs["uniform_samples_for_final_sampling"],
-                                          inputs["target_probs"], num_speculative_tokens=W,
-                                          threshold_single=s.threshold_single, threshold_acc=s.threshold_acc,
-                                          semantics=s.semantics, **kw)
-        return {k: _np(v) for k, v in r.as_dict().items()}
-    if s.algorithm in ("chain_rejection", "dspark_sampling"):
-        r = ops.chain_rejection_sampling(tree_args[0], tree_args[1], inputs["uniform_samples"],
-                                         inputs["uniform_samples_for_final_sampling"], inputs["target_probs"],
-                                         inputs["draft_probs"], num_speculative_tokens=W, semantics=s.semantics, **kw)
-        out = {k: _np(v) for k, v in r.as_dict().items()}
-        if s.algorithm == "dspark_sampling":
-            out.update(_dspark_lengths(s, _np(inputs["candidates"]), _np(inputs["seq_lens"]), _np(inputs["verify_lens"]),
-                                       out["accept_token_num"], predicts=out["predicts"], accept_index=out["accept_index"]))
-        return out
-    if s.algorithm == "dspark_greedy":
-        correct_len, _bonus = ops.dspark_accept_greedy(tree_args[0], inputs["target_predict"], **kw)
-        out = {"raw_correct_len": _np(correct_len)}
-        out.update(_dspark_lengths(s, _np(inputs["candidates"]), _np(inputs["seq_lens"]), _np(inputs["verify_lens"]),
-                                   _np(correct_len), target_predict=_np(inputs["target_predict"])))
-        return out
-    raise ValueError(s.algorithm)
-
-
-def _dspark_lengths(s, cand, prefix, verify_lens, correct_len, **bonus_src) -> dict:
-    """Window cap, bonus at the capped length, finalize, out tokens (SEMANTICS §8)."""
-    capped, trim = ref.cap_correct_len(correct_len, verify_lens)
-    bonus = ref.dspark_bonus_at(capped, **bonus_src)
-    commit_lens, new_seq_lens = ref.finalize_accept_lens(capped, prefix)
-    out_tokens = ref.build_out_tokens(cand[:, 1:], capped, bonus)
-    T = cand.shape[1]
-    kv_columns = np.where(np.arange(T)[None, :] < commit_lens[:, None], prefix[:, None] + np.arange(T)[None, :], -1)
-    return {"correct_len": capped, "cap_trim_lens": trim, "bonus": bonus, "commit_lens": commit_lens,
-            "new_seq_lens": new_seq_lens, "out_tokens": out_tokens, "kv_columns": kv_columns,
-            "raw_correct_len": np.asarray(correct_len)}
+        inputs = {k: to_torch(v) for k, v in inputs.items()}
+    return calls.call(s, inputs, ops, kw)
 
 
 def commit_view(s: Scenario, inputs: dict, result: dict) -> list[RequestCommit]:
@@ -153,7 +107,7 @@ def commit_view(s: Scenario, inputs: dict, result: dict) -> list[RequestCommit]:
         depths = tree.depths()
         seq = int(s.requests[b].seq_len)
         cand = inputs["candidates"][b]
-        if s.algorithm.startswith("dspark"):
+        if algorithms.get(s.algorithm).family == "dspark":
             k = int(result["correct_len"][b])
             nodes = list(range(k + 1))
             rows = [b * n + i for i in nodes]
@@ -214,15 +168,27 @@ def compare_backends(s: Scenario, backends) -> dict:
         except Exception as exc:  # noqa: BLE001  a broken backend is reported, not raised, on the badge
             out[name] = f"failed: {exc}"
             continue
-        diff = None
-        for key, w in want.items():
-            g = got.get(key)
-            if g is None:
-                continue
-            g = np.asarray(g)
-            same = np.allclose(g, w, atol=1e-6) if np.issubdtype(np.asarray(w).dtype, np.floating) else np.array_equal(g, w)
-            if not same:
-                diff = f"{key} differs: {g.tolist()} vs reference {np.asarray(w).tolist()}"
-                break
+        diff = result_difference(want, got)
         out[name] = diff
     return out
+
+
+def result_difference(want: dict, got) -> str | None:
+    """None when ``got`` has every field of ``want`` with the same shape and values (integers exact,
+    floats within 1e-6); otherwise one sentence saying what differs. A missing field, an empty
+    result or a wrong shape is a difference: a backend that returns nothing never "agrees"."""
+    if not isinstance(got, dict):
+        return f"returned {type(got).__name__}, not a result"
+    if not got and want:
+        return "returned nothing"
+    for key, w in want.items():
+        if key not in got or got[key] is None:
+            return f"{key} missing from the result"
+        w = np.asarray(w)
+        g = np.asarray(got[key])
+        if g.shape != w.shape:
+            return f"{key} has shape {list(g.shape)}, the reference {list(w.shape)}"
+        same = np.allclose(g, w, atol=1e-6) if np.issubdtype(w.dtype, np.floating) else np.array_equal(g, w)
+        if not same:
+            return f"{key} differs: {g.tolist()} vs reference {w.tolist()}"
+    return None

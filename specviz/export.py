@@ -24,11 +24,13 @@ import textwrap
 
 import numpy as np
 
+from . import algorithms
+from .captions import outcome_sentence, plain, walk_summary
+from .steps import replay_steps
+from .algorithms import calls
 from .engine import Run, run_scenario
 from .errors import SpecvizError
-from .frames import replay
 from .render.palette import FONT_FAMILY, PALETTE, state_color, text_on
-from .render.walk import describe, mark_sibling_visits
 from .safety import json_for_script
 from .scenario import Scenario
 
@@ -90,7 +92,9 @@ def pytest_file(s: Scenario, run: Run | None = None) -> str:
     W = s.width
     exp_outputs = [list(c.output_tokens) for c in run.commits]
     lines += ["", ""]
-    if s.algorithm.startswith("dspark"):
+    alg = algorithms.get(s.algorithm)  # an unknown algorithm is an error, never another algorithm's test
+    call = calls.export_call(s)
+    if alg.family == "dspark":
         lines += [f"EXPECTED_CORRECT_LEN = {json.dumps(np.asarray(res['correct_len']).tolist())}",
                   f"EXPECTED_BONUS = {json.dumps(np.asarray(res['bonus']).tolist())}",
                   f"EXPECTED_COMMIT_LENS = {json.dumps(np.asarray(res['commit_lens']).tolist())}",
@@ -98,16 +102,11 @@ def pytest_file(s: Scenario, run: Run | None = None) -> str:
                   f"EXPECTED_OUT_TOKENS = {json.dumps(np.asarray(res['out_tokens']).tolist())}",
                   f"EXPECTED_OUTPUTS = {[[label[t] for t in o] for o in exp_outputs]!r}",
                   "", ""]
-        if s.algorithm == "dspark_greedy":
-            call = "ref.dspark_accept_greedy(CANDIDATES, TARGET_PREDICT)"
-        else:
-            call = ("ref.dspark_accept_sampling(CANDIDATES, TARGET_PROBS, DRAFT_PROBS, UNIFORM_SAMPLES, "
-                    "UNIFORM_SAMPLES_FOR_FINAL_SAMPLING)")
         lines += [f"def test_{_slug(s.name)}():",
                   f"    raw_correct_len, bonus = {call}",
                   "    correct_len, _trim = ref.cap_correct_len(raw_correct_len, VERIFY_LENS)",
                   "    if not np.array_equal(correct_len, raw_correct_len):  # the window cap re-reads the bonus",
-                  ("        bonus = ref.dspark_bonus_at(correct_len, target_predict=TARGET_PREDICT)" if s.algorithm == "dspark_greedy"
+                  ("        bonus = ref.dspark_bonus_at(correct_len, target_predict=TARGET_PREDICT)" if alg.decision == "greedy"
                    else "        bonus = EXPECTED_BONUS  # two-level gather at the capped length (see SEMANTICS.md §8)"),
                   "    commit_lens, new_seq_lens = ref.finalize_accept_lens(correct_len, SEQ_LENS)",
                   "    out_tokens = ref.build_out_tokens(CANDIDATES[:, 1:], correct_len, bonus)",
@@ -126,16 +125,6 @@ def pytest_file(s: Scenario, run: Run | None = None) -> str:
               f"EXPECTED_OUTPUTS = {[[label[t] for t in o] for o in exp_outputs]!r}"
               "  # accepted drafts + bonus",
               "", ""]
-    if s.algorithm == "greedy":
-        call = (f"ref.verify_tree_greedy(CANDIDATES, RETRIEVE_INDEX, RETRIEVE_NEXT_TOKEN, RETRIEVE_NEXT_SIBLING, TARGET_PREDICT,\n"
-                f"                                 num_speculative_tokens={W}, predicts_init={s.predicts_init})")
-    elif s.algorithm == "target_only":
-        call = (f"ref.tree_sampling_target_only(CANDIDATES, RETRIEVE_INDEX, RETRIEVE_NEXT_TOKEN, RETRIEVE_NEXT_SIBLING,\n"
-                f"        UNIFORM_SAMPLES, UNIFORM_SAMPLES_FOR_FINAL_SAMPLING, TARGET_PROBS, num_speculative_tokens={W},\n"
-                f"        threshold_single={s.threshold_single!r}, threshold_acc={s.threshold_acc!r}, semantics={s.semantics!r})")
-    else:
-        call = (f"ref.chain_rejection_sampling(CANDIDATES, RETRIEVE_INDEX, UNIFORM_SAMPLES, UNIFORM_SAMPLES_FOR_FINAL_SAMPLING,\n"
-                f"        TARGET_PROBS, DRAFT_PROBS, num_speculative_tokens={W}, semantics={s.semantics!r})")
     lines += [f"def test_{_slug(s.name)}():",
               f"    res = {call}",
               "    assert res.accept_index.tolist() == EXPECTED_ACCEPT_INDEX",
@@ -337,49 +326,6 @@ def _layout(parents) -> dict:
     return {i: (x[i], depth[i]) for i in range(n)}, nxt[0], max(depth) + 1
 
 
-def _states_after(events, s: Scenario) -> list:
-    """Per frame (0..len(events)), per request: ({node: state}, bonus (node, tok) or None)."""
-    bs, n = len(s.requests), s.n
-    states = [dict() for _ in range(bs)]
-    current = [None] * bs
-    bonus = [None] * bs
-    out = [([dict(d) for d in states], list(bonus))]
-    dspark = s.algorithm.startswith("dspark")
-    for e in events:
-        b = e.request
-        st = states[b]
-        if e.kind == "start":
-            st[0] = "current"
-            current[b] = 0
-        elif e.kind == "visit":
-            st[e.node] = "compared"
-        elif e.kind == "compare" and dspark:
-            st.setdefault(0, "accepted")
-            st[e.node] = "accepted" if e.data.get("counted") else ("rejected" if not e.data.get("match") else "discarded")
-        elif e.kind == "reject":
-            st[e.node] = "rejected"
-        elif e.kind == "accept":
-            if current[b] is not None:
-                st[current[b]] = "accepted"
-            st[e.node] = "current"
-            current[b] = e.node
-        elif e.kind == "terminal":
-            node = e.node if not dspark else int(e.data.get("row", e.node))
-            bonus[b] = (node, int(e.data["token"]))
-        elif e.kind == "commit":
-            for i in range(n):
-                if st.get(i) == "current":
-                    st[i] = "accepted"
-                elif st.get(i) not in ("accepted", "rejected"):
-                    st[i] = "discarded"
-            if dspark:
-                k = int(e.data.get("k", 0))
-                for i in range(k + 1):
-                    st[i] = "accepted"
-        out.append(([dict(d) for d in states], list(bonus)))
-    return out
-
-
 def _el(tag: str, attrs: dict, *children) -> list:
     """One SVG element as data: [tag, {attribute: value}, [child elements or text]]. The player
     builds it with createElementNS / setAttribute / text nodes: text is never parsed as markup."""
@@ -463,52 +409,6 @@ def svg_markup(element) -> str:
     return f"<{tag}{a}>" + "".join(svg_markup(c) for c in children) + f"</{tag}>"
 
 
-def _event_text(e, s: Scenario, lang: str) -> str:
-    tokens = s.tree(e.request).tokens if e is not None else ()
-    if e is not None and e.kind == "accept_test":
-        d = e.data
-        ok = d.get("accepted")
-        if "q" in d:
-            en = (f"Test {s.label(d['token'])}: u*q = {d['coin']:.4g} × {d['q']:.4g} = {d['u_times_q']:.4g} "
-                  f"{'<' if ok else '≥'} p = {d['p']:.4g} → {'accepted' if ok else 'rejected'}.")
-            zh = (f"检验 {s.label(d['token'])}：u*q = {d['coin']:.4g} × {d['q']:.4g} = {d['u_times_q']:.4g} "
-                  f"{'<' if ok else '≥'} p = {d['p']:.4g} → {'接受' if ok else '拒绝'}。")
-        else:
-            en = (f"Test {s.label(d['token'])}: coin {d['coin']:.4g} vs running sum {d['prob_acc']:.4g}"
-                  f" / threshold_acc → bound {d['bound']:.4g}: {'accepted' if ok else 'rejected'}.")
-            zh = (f"检验 {s.label(d['token'])}：coin {d['coin']:.4g} 对比累计概率 {d['prob_acc']:.4g}"
-                  f" / threshold_acc → 界限 {d['bound']:.4g}：{'接受' if ok else '拒绝'}。")
-        return zh if lang == "zh" else en
-    if e is not None and e.kind == "reject" and "target" not in e.data:
-        d = e.data
-        tok = s.label(d.get("token", 0))
-        if "q" in d:
-            return (f"{tok} is rejected: the residual relu(p - q) at this row gives the correction token." if lang != "zh"
-                    else f"{tok} 被拒绝：由这一行的 residual relu(p - q) 采样修正 token。")
-        return (f"{tok} is rejected: its target mass p = {d.get('p', 0):.4g} is written into the work buffer, and the scan "
-                f"moves to the next sibling." if lang != "zh" else
-                f"{tok} 被拒绝：它的 Target 概率 p = {d.get('p', 0):.4g} 写入工作缓冲区，扫描移到下一个兄弟节点。")
-    if e is not None and e.kind == "residual":
-        return ("Terminal distribution: " + str(e.data.get("source", ""))) if lang != "zh" else "终止分布：" + str(e.data.get("source", ""))
-    if e is not None and e.kind == "compare" and s.algorithm.startswith("dspark"):
-        d = e.data
-        en = (f"Draft {e.node} ({s.label(d['token'])}) vs target_predict[{d['target_row']}] = {s.label(d['target'])}: "
-              f"{'match' if d['match'] else 'mismatch'}{' (after the first mismatch: ignored)' if d.get('note') else ''}.")
-        zh = (f"Draft {e.node}（{s.label(d['token'])}）对比 target_predict[{d['target_row']}] = {s.label(d['target'])}："
-              f"{'一致' if d['match'] else '不一致'}{'（在第一个不一致之后：忽略）' if d.get('note') else ''}。")
-        return zh if lang == "zh" else en
-    if e is not None and e.kind == "terminal" and s.algorithm.startswith("dspark"):
-        return (f"bonus = {s.label(e.data['token'])} at column correct_len = {e.data.get('row')}." if lang != "zh"
-                else f"bonus = {s.label(e.data['token'])}，位于 correct_len = {e.data.get('row')} 列。")
-    if e is not None and e.kind == "commit" and s.algorithm.startswith("dspark"):
-        k = e.data.get("k", 0)
-        return (f"correct_len = {k}, commit_lens = {k + 1}." if lang != "zh" else f"correct_len = {k}，commit_lens = {k + 1}。")
-    try:
-        return describe(e, s.label, tokens, lang, row_of=(lambda i, b=(e.request if e else 0): b * s.n + i))
-    except (KeyError, TypeError, IndexError):
-        return e.kind if e is not None else ""
-
-
 def animation_frames(s: Scenario, lang: str = "en") -> list[dict]:
     """Per frame: {"svg", "text", "arrays"} (pure data; the HTML export and tests use it).
 
@@ -516,17 +416,15 @@ def animation_frames(s: Scenario, lang: str = "en") -> list[dict]:
     run = run_scenario(s, "numpy")
     if run.trace is None or not run.trace.events:
         raise SpecvizError("export", "this scenario records no trace events to animate")
-    events = mark_sibling_visits(run.trace.events)
-    frames = replay(run.trace)
-    states = _states_after(events, s)
     layouts = [_layout(s.tree(b).parents) for b in range(len(s.requests))]
     row_word = "行" if lang == "zh" else "row"
     out = []
-    for k, fr in enumerate(frames):
-        req_states, bonuses = states[k]
-        arrays = {name: np.asarray(a).tolist() for name, a in fr.arrays.items() if name != "draft_probs"}
-        text = _event_text(events[k - 1] if k > 0 else None, s, lang)
-        out.append({"svg": _svg_frame(s, layouts, req_states, bonuses, row_word), "text": text, "arrays": arrays})
+    for st_ in replay_steps(s, run):  # the one replay: node states, bonus and caption per step
+        req_states = [dict(w.states) for w in st_.walks]
+        bonuses = [w.bonus for w in st_.walks]
+        arrays = {name: np.asarray(a).tolist() for name, a in st_.arrays.items() if name != "draft_probs"}
+        out.append({"svg": _svg_frame(s, layouts, req_states, bonuses, row_word), "text": plain(st_.caption[lang if lang == "zh" else "en"]),
+                    "arrays": arrays})
     return out
 
 
@@ -634,10 +532,11 @@ def animation_html(s: Scenario, lang: str = "en") -> str:
     legend_items = [("accepted", "已接受" if zh else "accepted"), ("rejected", "已拒绝" if zh else "rejected"),
                     ("compared", "比较中" if zh else "being compared"), ("current", "当前" if zh else "current"),
                     ("bonus", "bonus"), ("discarded", "丢弃" if zh else "discarded"), ("pending", "待定" if zh else "pending")]
+    commit = run_scenario(s, with_trace=False).commits[0]
     data = {
         "lang": "zh-CN" if zh else "en",
-        "title": f"specviz · {s.title or s.name}",
-        "desc": s.describe(lang),
+        "title": f"specviz · {s.name}: {walk_summary(s, commit, lang)}",  # derived from the live result, never preset text
+        "desc": " ".join(x for x in (s.describe(lang), outcome_sentence(s, commit, lang)) if x),
         "vocab": ("# 词表 token id: " if zh else "# vocab token ids: ") + "  ".join(f"{i}={t}" for i, t in enumerate(s.vocab[:40])),
         "legend": [[state_color(k), text_on(state_color(k)), t] for k, t in legend_items],
         "words": {"play": "▷ 播放" if zh else "▷ play", "pause": "❚❚ 暂停" if zh else "❚❚ pause",

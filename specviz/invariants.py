@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import algorithms
 from . import reference as ref
 from .engine import compare_backends, run_scenario
 from .scenario import Scenario
@@ -83,7 +84,7 @@ def _dspark_checks(s: Scenario, run) -> list:
 
 def check_invariants(s: Scenario, backends=("numpy",)) -> list:
     run = run_scenario(s, "numpy")
-    checks = _dspark_checks(s, run) if s.algorithm.startswith("dspark") else _eagle_checks(s, run)
+    checks = _dspark_checks(s, run) if algorithms.get(s.algorithm).family == "dspark" else _eagle_checks(s, run)
     from .frames import final_arrays
 
     if run.trace is not None and run.trace.initial:

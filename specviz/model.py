@@ -233,7 +233,7 @@ class DrawnTree:
     @staticmethod
     def from_eagle(form: EagleForm) -> "DrawnTree":
         """build_tree's links for this rollout, read back as a drawn tree (unlinked nodes are an error)."""
-        from .reference.tree import INVALID_PARENT, parent_nodes
+        from .rollout import INVALID_PARENT, parent_nodes
 
         si = np.asarray([form.selected_index], dtype=np.int64).reshape(1, -1)
         pl = np.asarray([form.parent_list], dtype=np.int64).reshape(1, -1)

@@ -24,6 +24,7 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, ValidationError, model_validator
 
+from . import algorithms as _algorithms
 from .errors import SpecvizError
 from .safety import loads_json, read_text_file
 from .model import MAX_TREE_NODES, DrawnTree, chain_tree
@@ -41,10 +42,11 @@ MAX_LABEL_CHARS = 32  # a token label is drawn inside a node box
 MAX_TITLE_CHARS = 200
 MAX_DESCRIPTION_CHARS = 4000
 MAX_SCENARIO_CHARS = 2_000_000  # bytes of JSON text, refused before parsing: two full-precision tables at the cell limit, saved with indent 2, fit
-ALGORITHMS = ("greedy", "target_only", "chain_rejection", "dspark_greedy", "dspark_sampling")
-TREE_ALGORITHMS = ("greedy", "target_only")
-CHAIN_ALGORITHMS = ("chain_rejection", "dspark_greedy", "dspark_sampling")
-SAMPLING_ALGORITHMS = ("target_only", "chain_rejection", "dspark_sampling")
+# Read from the algorithm registry (specviz.algorithms), never listed again here.
+ALGORITHMS = _algorithms.KEYS
+TREE_ALGORITHMS = tuple(k for k, a in _algorithms.REGISTRY.items() if a.is_tree)
+CHAIN_ALGORITHMS = tuple(k for k, a in _algorithms.REGISTRY.items() if not a.is_tree)
+SAMPLING_ALGORITHMS = tuple(k for k, a in _algorithms.REGISTRY.items() if a.samples)
 
 
 def _logit_in(v):
@@ -98,7 +100,7 @@ class Scenario(_Strict):
     title: str = Field(default="", max_length=MAX_TITLE_CHARS)
     description: str = Field(default="", max_length=MAX_DESCRIPTION_CHARS)
     description_zh: str = Field(default="", max_length=MAX_DESCRIPTION_CHARS)  # the same in 简体中文, for the app's Chinese mode
-    algorithm: Literal["greedy", "target_only", "chain_rejection", "dspark_greedy", "dspark_sampling"]
+    algorithm: Literal[_algorithms.KEYS]  # the registry (specviz.algorithms) is the one list
     vocab: list[Label] = Field(min_length=1, max_length=MAX_VOCAB)
     requests: list[RequestSpec] = Field(min_length=1, max_length=MAX_BATCH)
     num_speculative_tokens: int | None = Field(default=None, ge=1, le=MAX_TREE_NODES)
@@ -159,7 +161,7 @@ class Scenario(_Strict):
         r = self.requests[b]
         if r.target_logits is None:
             return np.asarray(r.target_probs, dtype=np.float32)
-        from .reference import target_probs_from_logits
+        from .probs import target_probs_from_logits
 
         return target_probs_from_logits(np.asarray(r.target_logits, dtype=np.float32), temperature=r.temperature,
                                         top_k=r.top_k, top_p=r.top_p)
@@ -244,9 +246,10 @@ def check_scenario(s: Scenario) -> None:
         elif n != n0:
             raise SpecvizError(_field(b, tok_field), f"has {n} nodes but request 0 has {n0}: SGLang's batch tensors are [bs, n], so every request needs the same n")
         # Per-algorithm inputs.
-        need_predict = s.algorithm in ("greedy", "dspark_greedy")
-        need_probs = s.algorithm in SAMPLING_ALGORITHMS
-        need_q = s.algorithm in ("chain_rejection", "dspark_sampling")
+        declared = _algorithms.get(s.algorithm).inputs
+        need_predict = "target_predict" in declared
+        need_probs = "target_probs" in declared
+        need_q = "draft_probs" in declared
         if r.target_logits is not None:
             if r.target_probs is not None or r.target_predict is not None:
                 raise SpecvizError(_field(b, "target_logits"), "is given together with target_probs / target_predict: give one of them")
@@ -282,7 +285,7 @@ def check_scenario(s: Scenario) -> None:
                 raise SpecvizError(_field(b, "coin_final"), "is missing: give the terminal-sample coin in [0, 1)")
         if need_q:
             _check_table(b, "draft_probs", r.draft_probs, n - 1, V, "one q row per draft slot")
-        if s.algorithm.startswith("dspark") and r.verify_len is not None and r.verify_len > n:
+        if _algorithms.get(s.algorithm).family == "dspark" and r.verify_len is not None and r.verify_len > n:
             raise SpecvizError(_field(b, "verify_len"), f"is {r.verify_len} but the window has only T = {n} rows")
     if s.num_speculative_tokens is not None and not s.is_tree and s.num_speculative_tokens != n0:
         raise SpecvizError("num_speculative_tokens", f"is {s.num_speculative_tokens} but the chain has {n0} slots: for a chain they are equal")

@@ -13,7 +13,7 @@ from ..validate import INT64_MAX, check_int32, check_range, check_shape, check_t
 from .verify import chain_rejection_sampling
 
 
-def _windows(name: str, candidates, int32: bool = False) -> np.ndarray:
+def dspark_windows(name: str, candidates, int32: bool = False) -> np.ndarray:
     """int32: the tokens go through the chain sampler's int32 predicts (sampling path)."""
     cand = int_array(name, candidates, 2)
     if cand.shape[0] < 1 or cand.shape[1] < 1:
@@ -24,7 +24,7 @@ def _windows(name: str, candidates, int32: bool = False) -> np.ndarray:
 
 def check_greedy_args(candidates, target_predict):
     """Validate dspark_accept_greedy's inputs (shared by every backend); returns them as int64 arrays."""
-    cand = _windows("candidates", candidates)
+    cand = dspark_windows("candidates", candidates)
     tp = int_array("target_predict", target_predict, 2)
     check_shape("target_predict", tp, cand.shape, "(like candidates: [bs, T])")
     check_tokens("target_predict", tp, None, int32=False)  # int64 in SGLang's greedy DSpark path
@@ -67,7 +67,7 @@ def dspark_accept_sampling(candidates, target_probs, draft_probs, uniform_sample
     (or [bs, T], last column unused); uniform_samples_for_final_sampling [bs].
     -> (correct_len int32 [bs], bonus int64 [bs] = predicts[accept_index[b, correct_len]]).
     """
-    cand = _windows("candidates", candidates, int32=True)
+    cand = dspark_windows("candidates", candidates, int32=True)
     bs, T = cand.shape
     retrieve_index = np.arange(bs * T, dtype=np.int64).reshape(bs, T)
     res = chain_rejection_sampling(cand, retrieve_index, uniform_samples, uniform_samples_for_final_sampling,

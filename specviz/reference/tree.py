@@ -17,7 +17,7 @@ from ..trace import Trace
 from ..validate import check_shape, int_array
 
 TREE_MASK_MODES = ("full_mask", "qlen_only", "qlen_only_bitpacking")
-INVALID_PARENT = -2  # parent candidate not selected: the node stays unlinked (§3.4)
+from ..rollout import INVALID_PARENT, parent_nodes  # noqa: F401  (re-exported; they live below the model layer)
 
 
 def num_candidates(topk: int, depth: int) -> int:
@@ -78,21 +78,6 @@ def check_build_args(parent_list, selected_index, verified_seq_len, topk, depth,
                 f"{lo}..{hi - 1}; another value (e.g. a deeper candidate) would make a node its own ancestor (a cycle)",
             )
     return pl, si, sl, topk, depth, n
-
-
-def parent_nodes(parent_list: np.ndarray, selected_index: np.ndarray, topk: int) -> np.ndarray:
-    """Parent node of every node: [bs, n] int64; -1 for the root, INVALID_PARENT when unselected."""
-    bs, m = selected_index.shape
-    par = np.full((bs, m + 1), -1, dtype=np.int64)
-    for b in range(bs):
-        where = {int(c): pos for pos, c in enumerate(selected_index[b])}
-        for i in range(1, m + 1):
-            slot = int(selected_index[b, i - 1]) // topk
-            if slot == 0:
-                par[b, i] = 0
-            else:
-                par[b, i] = where.get(int(parent_list[b, slot]), INVALID_PARENT - 1) + 1
-    return par
 
 
 def build_tree(parent_list, selected_index, verified_seq_len, *, topk, depth, num_draft_tokens,

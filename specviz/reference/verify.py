@@ -27,7 +27,7 @@ def _warn(trace: Trace | None, b: int, node, message: str) -> None:
         trace.emit("warning", b, node, message=message)
 
 
-def _check_predicts_init(predicts_init) -> int:
+def check_predicts_init(predicts_init) -> int:
     if isinstance(predicts_init, bool) or not isinstance(predicts_init, (int, np.integer)):
         raise SpecvizError("predicts_init", f"is {predicts_init!r}: it must be a whole number (0 in eagle_sample, -1 in SGLang's tests)")
     v = int(predicts_init)
@@ -55,7 +55,7 @@ def verify_tree_greedy(candidates, retrieve_index, retrieve_next_token, retrieve
     check_shape("target_predict", tp, (bs, n), "(like candidates)")
     check_tokens("target_predict", tp, None)
     W = check_width("num_speculative_tokens", num_speculative_tokens, n)
-    init = _check_predicts_init(predicts_init)
+    init = check_predicts_init(predicts_init)
     tp_flat = tp.reshape(-1)
 
     predicts = np.full(bs * n, init, dtype=np.int32)
@@ -134,7 +134,7 @@ def inverse_cdf(dist: np.ndarray, coin: float, *, last_valid_fallback: bool, sam
 # Target-only tree sampling (§6)
 # ---------------------------------------------------------------------------------------------
 
-def _check_threshold(name: str, v) -> float:
+def check_threshold(name: str, v) -> float:
     try:
         v = float(v)
     except (TypeError, ValueError):
@@ -166,8 +166,8 @@ def tree_sampling_target_only(candidates, retrieve_index, retrieve_next_token, r
     check_shape("uniform_samples", u, (bs, n), "([bs, n]: one coin per node)")
     uf = coin_array("uniform_samples_for_final_sampling", uniform_samples_for_final_sampling, 1)
     check_shape("uniform_samples_for_final_sampling", uf, (bs,), "([bs])")
-    t_single = F32(_check_threshold("threshold_single", threshold_single))
-    t_acc = F32(max(_check_threshold("threshold_acc", threshold_acc), 1e-9))
+    t_single = F32(check_threshold("threshold_single", threshold_single))
+    t_acc = F32(max(check_threshold("threshold_acc", threshold_acc), 1e-9))
     new = semantics == "0.5.23"
 
     predicts = np.zeros(bs * n, dtype=np.int32)

@@ -144,8 +144,11 @@ def widget(fn, label: str, key: str, default, **kwargs):
     """
     persist_key(key, default)
     wkey = "w_" + key
-    if wkey not in st.session_state or st.session_state.pop("sv_dirty::" + key, False):
-        st.session_state[wkey] = st.session_state[key]
+    # The session key is the one source of truth: the widget is refilled from it on every run
+    # (Streamlit keeps widget state per page, so a widget copy kept across a page switch can
+    # show another value than the one every page reads).
+    st.session_state.pop("sv_dirty::" + key, None)
+    st.session_state[wkey] = st.session_state[key]
 
     def _copy():
         st.session_state[key] = st.session_state[wkey]
@@ -362,14 +365,9 @@ def _compare_call(fn_name: str, args: tuple, kwargs: dict, names: tuple) -> dict
         except Exception as exc:  # noqa: BLE001  a broken backend is reported on the badge
             out[name] = f"failed: {exc}"
             continue
-        diff = None
-        for key, w in want.items():
-            g = got.get(key)
-            same = g is not None and g.shape == w.shape and (
-                np.allclose(g, w, atol=1e-6) if np.issubdtype(w.dtype, np.floating) else np.array_equal(g, w))
-            if not same:
-                diff = f"{key} differs: {None if g is None else g.tolist()} vs reference {w.tolist()}"
-                break
+        from specviz.engine import result_difference
+
+        diff = result_difference(want, got)
         out[name] = diff
     return out
 
@@ -521,7 +519,7 @@ def step_controls(key: str, num_frames: int, start: int = 0) -> int:
                    icon=":material/pause:" if playing else ":material/play_arrow:", width="stretch")
     with cols[5]:
         widget(st.select_slider, tr("speed (steps/s)", "速度（步/秒）"), f"sv_speed::{key}", 1.0, options=list(SPEEDS),
-               label_visibility="collapsed", format_func=lambda v: f"{v:g} {tr('steps/s', '步/秒')}")
+               label_visibility="collapsed", format_func=lambda v: f"{v:g} /s")  # language-neutral options
     if last > 0:
         widget(st.slider, tr("step", "步骤"), skey, start, min_value=0, max_value=last)
     st.session_state.setdefault("sv_playing_keys", set()).add(key)

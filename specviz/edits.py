@@ -48,33 +48,63 @@ def replace_tree(s: Scenario, tree: DrawnTree, b: int = 0) -> Scenario:
             other["tree"] = dict(req["tree"])
             if other.get("target_predict") is not None:
                 other["target_predict"] = list(req["target_predict"])
-    W = data.get("num_speculative_tokens")
-    if W is not None and W > tree.n:
-        data["num_speculative_tokens"] = tree.n
-    return scenario_from_dict(data)
+    # The width is derived from the edited tree (deepest path + 1), never kept from before the
+    # edit: a stored width shrinks on a delete and would silently cut a later, deeper walk.
+    data["num_speculative_tokens"] = None
+    return _edited(s, data)
+
+
+def _edited(s: Scenario, data: dict) -> Scenario:
+    """The scenario built from ``data``; a preset's prose (title, descriptions) is dropped once the
+    inputs differ from it, since it names tokens and rows of the preset's walk, not this one."""
+    new = scenario_from_dict(data)
+    if same_inputs(new, s):
+        return new
+    return new.replace(title="", description="", description_zh="")
+
+
+def same_inputs(a: Scenario, b: Scenario) -> bool:
+    """True when a and b give the algorithm the same inputs (names and prose aside)."""
+    skip = {"name", "title", "description", "description_zh"}
+    da = {k: v for k, v in a.model_dump(mode="json").items() if k not in skip}
+    db = {k: v for k, v in b.model_dump(mode="json").items() if k not in skip}
+    if da.get("num_speculative_tokens") is None:
+        da["num_speculative_tokens"] = a.width
+    if db.get("num_speculative_tokens") is None:
+        db["num_speculative_tokens"] = b.width
+    return da == db
 
 
 def set_target_predict(s: Scenario, labels: list[str], b: int = 0) -> Scenario:
     data = s.model_dump(mode="json")
     data["requests"][b]["target_predict"] = list(labels)
-    return scenario_from_dict(data)
+    return _edited(s, data)
 
 
 def add_vocab(s: Scenario, label: str) -> Scenario:
     data = s.model_dump(mode="json")
     if label and label not in data["vocab"]:
         data["vocab"].append(label)
-    return scenario_from_dict(data)
+    return _edited(s, data)
 
 
 def branch(tree: DrawnTree, pick: str = "first") -> list[int]:
-    """Nodes from the root following the first (or last) child at each level."""
+    """Nodes from the root following the first (or last) child at each level.
+
+    Only a child that is the first of its siblings with its token counts: greedy accept takes the
+    first sibling whose token matches, so a later duplicate can never be reached (a "last" branch
+    through it would name a walk that greedy cannot make)."""
     path = [0]
     while True:
         kids = tree.children(path[-1])
-        if not kids:
+        seen, reachable = set(), []
+        for k in kids:
+            if tree.tokens[k] not in seen:
+                seen.add(tree.tokens[k])
+                reachable.append(k)
+        if not reachable:
             return path
-        path.append(kids[0] if pick == "first" else kids[-1])
+        path.append(reachable[0] if pick == "first" else reachable[-1])
 
 
 def agree_along(s: Scenario, pick: str = "first", b: int = 0) -> list[str]:
@@ -220,3 +250,85 @@ def parse_ints(field: str, text: str) -> list[int]:
 def parse_labels(text: str) -> list[str]:
     """"A, B, C" -> ["A", "B", "C"]."""
     return [p for p in str(text).replace("[", " ").replace("]", " ").replace(",", " ").split() if p]
+
+
+# -- request edits the sampling pages make (p rows, coins, slots, tree adoption) --------------------------
+# Each takes a Scenario and returns a new validated one (a SpecvizError naming the field otherwise).
+
+LOGIT_FIELDS = ("target_logits", "temperature", "top_k", "top_p")
+
+
+def set_fields(s: Scenario, b: int = 0, top: dict | None = None, **changes) -> Scenario:
+    """Request b's fields replaced by ``changes`` (and top-level fields by ``top``). Giving p rows or
+    target predictions directly drops the logits they would otherwise be derived from."""
+    data = s.model_dump(mode="json")
+    data.update(top or {})
+    r = data["requests"][b]
+    r.update(changes)
+    if "target_probs" in changes or "target_predict" in changes:
+        for k in LOGIT_FIELDS:
+            r.pop(k, None)
+    return _edited(s, data)
+
+
+def set_slot(s: Scenario, field: str, index: int | None, value, b: int = 0) -> Scenario:
+    """One entry of a per-slot request field (``coins[i]``, ``chain[i]``, ``target_predict[i]``), or the
+    whole field when ``index`` is None. A first edit of target_predict on a logits scenario starts from
+    the predictions the logits give."""
+    data = s.model_dump(mode="json")
+    r = data["requests"][b]
+    if field == "target_predict" and r.get("target_predict") is None:
+        r["target_predict"] = [s.vocab[t] for t in s.target_predict(b)]
+        for k in LOGIT_FIELDS:
+            r.pop(k, None)
+    if index is None:
+        r[field] = value
+    else:
+        r[field][index] = value
+    return _edited(s, data)
+
+
+def set_coin(s: Scenario, i: int, value: float, b: int = 0) -> Scenario:
+    """Coin u[i] of request b; i < 0 sets the final coin (uniform_samples_for_final_sampling)."""
+    if i < 0:
+        return set_fields(s, b, coin_final=float(value))
+    return set_slot(s, "coins", i, float(value), b)
+
+
+def set_coins(s: Scenario, coins, final: float, b: int = 0) -> Scenario:
+    return set_fields(s, b, coins=list(map(float, coins)), coin_final=float(final))
+
+
+def normalised(s: Scenario, p_rows=None, q_rows=None, b: int = 0) -> Scenario:
+    """p (and q, when the algorithm has one) rows normalised: the pending table edits when given, else
+    the scenario's own rows (p derived from logits when the scenario gives logits)."""
+    from .distributions import normalise_rows
+
+    r = s.requests[b]
+    p = p_rows if p_rows is not None else s.target_probs(b).tolist()
+    changes = {"target_probs": normalise_rows(p)}
+    if r.draft_probs is not None or q_rows is not None:
+        changes["draft_probs"] = normalise_rows(q_rows if q_rows is not None else r.draft_probs)
+    return set_fields(s, b, **changes)
+
+
+def adopt_tree(s: Scenario, other: Scenario) -> Scenario:
+    """``s`` (a tree-sampling scenario) with ``other``'s tree and vocabulary (e.g. the Tree builder's):
+    p rows and coins of nodes that still exist are kept (when the vocabulary is the same), new nodes get
+    uniform rows and coin 0.5; the width is derived from the new tree."""
+    t = other.tree(0)
+    data = s.model_dump(mode="json")
+    data["vocab"] = list(other.vocab)
+    V = len(other.vocab)
+    old = s.requests[0]
+    old_p = old.target_probs or s.target_probs(0).tolist()
+    same_vocab = list(s.vocab) == list(other.vocab)
+    uni = [1.0 / V] * V
+    rows = [list(old_p[i]) if (same_vocab and i < len(old_p)) else uni for i in range(t.n)]
+    coins = [old.coins[i] if old.coins and i < len(old.coins) else 0.5 for i in range(t.n)]
+    data["requests"] = [{"tree": {"parents": list(t.parents), "tokens": [other.vocab[x] for x in t.tokens]},
+                         "seq_len": other.requests[0].seq_len, "target_probs": rows, "coins": coins,
+                         "coin_final": old.coin_final}]
+    data["name"] = "from_tree_builder"
+    data["num_speculative_tokens"] = None
+    return _edited(s, data)

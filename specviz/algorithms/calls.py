@@ -1,0 +1,107 @@
+"""How each registered algorithm is called: on a backend (the engine) and in an exported pytest.
+
+Keyed by the registry's keys (specviz.algorithms.REGISTRY); above the numpy reference.
+"""
+from __future__ import annotations
+
+from ..errors import SpecvizError
+from . import REGISTRY
+
+
+def _np(x):
+    import numpy as np
+
+    if hasattr(x, "detach"):
+        return x.detach().cpu().numpy()
+    return np.asarray(x)
+
+
+def _tree_args(inputs):
+    return (inputs["candidates"], inputs["retrieve_index"], inputs["retrieve_next_token"], inputs["retrieve_next_sibling"])
+
+
+def _greedy(s, inputs, ops, kw):
+    r = ops.verify_tree_greedy(*_tree_args(inputs), inputs["target_predict"], num_speculative_tokens=s.width,
+                               predicts_init=s.predicts_init, **kw)
+    return {k: _np(v) for k, v in r.as_dict().items()}
+
+
+def _target_only(s, inputs, ops, kw):
+    r = ops.tree_sampling_target_only(*_tree_args(inputs), inputs["uniform_samples"], inputs["uniform_samples_for_final_sampling"],
+                                      inputs["target_probs"], num_speculative_tokens=s.width,
+                                      threshold_single=s.threshold_single, threshold_acc=s.threshold_acc,
+                                      semantics=s.semantics, **kw)
+    return {k: _np(v) for k, v in r.as_dict().items()}
+
+
+def _chain(s, inputs, ops, kw):
+    r = ops.chain_rejection_sampling(inputs["candidates"], inputs["retrieve_index"], inputs["uniform_samples"],
+                                     inputs["uniform_samples_for_final_sampling"], inputs["target_probs"],
+                                     inputs["draft_probs"], num_speculative_tokens=s.width, semantics=s.semantics, **kw)
+    return {k: _np(v) for k, v in r.as_dict().items()}
+
+
+def _dspark_sampling(s, inputs, ops, kw):
+    out = _chain(s, inputs, ops, kw)
+    out.update(dspark_lengths(s, inputs, out["accept_token_num"], predicts=out["predicts"], accept_index=out["accept_index"]))
+    return out
+
+
+def _dspark_greedy(s, inputs, ops, kw):
+    correct_len, _bonus = ops.dspark_accept_greedy(inputs["candidates"], inputs["target_predict"], **kw)
+    out = {"raw_correct_len": _np(correct_len)}
+    out.update(dspark_lengths(s, inputs, _np(correct_len), target_predict=_np(inputs["target_predict"])))
+    return out
+
+
+def dspark_lengths(s, inputs, correct_len, **bonus_src) -> dict:
+    """Window cap, bonus at the capped length, finalize, out tokens (SEMANTICS §8)."""
+    import numpy as np
+
+    from .. import reference as ref
+
+    cand, prefix, verify_lens = _np(inputs["candidates"]), _np(inputs["seq_lens"]), _np(inputs["verify_lens"])
+    capped, trim = ref.cap_correct_len(correct_len, verify_lens)
+    bonus = ref.dspark_bonus_at(capped, **bonus_src)
+    commit_lens, new_seq_lens = ref.finalize_accept_lens(capped, prefix)
+    out_tokens = ref.build_out_tokens(cand[:, 1:], capped, bonus)
+    T = cand.shape[1]
+    kv_columns = np.where(np.arange(T)[None, :] < commit_lens[:, None], prefix[:, None] + np.arange(T)[None, :], -1)
+    return {"correct_len": capped, "cap_trim_lens": trim, "bonus": bonus, "commit_lens": commit_lens,
+            "new_seq_lens": new_seq_lens, "out_tokens": out_tokens, "kv_columns": kv_columns,
+            "raw_correct_len": np.asarray(correct_len)}
+
+
+_TREE = "CANDIDATES, RETRIEVE_INDEX, RETRIEVE_NEXT_TOKEN, RETRIEVE_NEXT_SIBLING"
+
+# (scenario, inputs, ops, trace_kwargs) -> dict of numpy arrays
+CALLS = {"greedy": _greedy, "target_only": _target_only, "chain_rejection": _chain,
+         "dspark_greedy": _dspark_greedy, "dspark_sampling": _dspark_sampling}
+
+# (scenario) -> Python source of the reference call in an exported test
+EXPORT_CALLS = {
+    "greedy": lambda s: (f"ref.verify_tree_greedy({_TREE}, TARGET_PREDICT,\n"
+                         f"                                 num_speculative_tokens={s.width}, predicts_init={s.predicts_init})"),
+    "target_only": lambda s: (f"ref.tree_sampling_target_only({_TREE},\n"
+                              f"        UNIFORM_SAMPLES, UNIFORM_SAMPLES_FOR_FINAL_SAMPLING, TARGET_PROBS, num_speculative_tokens={s.width},\n"
+                              f"        threshold_single={s.threshold_single!r}, threshold_acc={s.threshold_acc!r}, semantics={s.semantics!r})"),
+    "chain_rejection": lambda s: ("ref.chain_rejection_sampling(CANDIDATES, RETRIEVE_INDEX, UNIFORM_SAMPLES, UNIFORM_SAMPLES_FOR_FINAL_SAMPLING,\n"
+                                  f"        TARGET_PROBS, DRAFT_PROBS, num_speculative_tokens={s.width}, semantics={s.semantics!r})"),
+    "dspark_greedy": lambda s: "ref.dspark_accept_greedy(CANDIDATES, TARGET_PREDICT)",
+    "dspark_sampling": lambda s: ("ref.dspark_accept_sampling(CANDIDATES, TARGET_PROBS, DRAFT_PROBS, UNIFORM_SAMPLES, "
+                                  "UNIFORM_SAMPLES_FOR_FINAL_SAMPLING)"),
+}
+assert set(CALLS) == set(EXPORT_CALLS) == set(REGISTRY), "every registered algorithm needs its calls"
+
+
+def call(s, inputs: dict, ops, trace_kwargs: dict) -> dict:
+    """Run scenario ``s``'s algorithm with ``ops`` (the reference module or a backend namespace)."""
+    if s.algorithm not in CALLS:
+        raise SpecvizError("algorithm", f"is {s.algorithm!r}: choose one of {', '.join(CALLS)}")
+    return CALLS[s.algorithm](s, inputs, ops, trace_kwargs)
+
+
+def export_call(s) -> str:
+    if s.algorithm not in EXPORT_CALLS:
+        raise SpecvizError("algorithm", f"is {s.algorithm!r}: choose one of {', '.join(EXPORT_CALLS)}")
+    return EXPORT_CALLS[s.algorithm](s)
