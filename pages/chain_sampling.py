@@ -152,7 +152,7 @@ with col_coins:
     st.slider("u_final", 0.0, 0.999, step=0.001, key=k, on_change=_on_coin(-1), format="%.3f")
     r1, r2 = st.columns([1, 1])
     r1.number_input(tr("seed", "种子"), 0, 10**6, 0, key="w_chain_seed")
-    r2.button(tr("🎲 randomise coins", "🎲 随机生成"), key="w_chain_rand", on_click=_randomise, width="stretch")
+    r2.button(tr("randomise coins", "随机生成"), key="w_chain_rand", on_click=_randomise, width="stretch", icon=":material/casino:")
     st.caption(tr("Try u[0]:", "试试 u[0]："))
     qc = st.columns(3)
     qc[0].button(tr(".4 accept", ".4 接受"), key="w_chain_q1", on_click=_set_coin0(0.4), width="stretch",

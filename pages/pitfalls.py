@@ -85,7 +85,7 @@ with main_col:
     left, right = st.columns(2, gap="large")
     for col, side, label, is_bug in ((left, bug_view, p.buggy_label[lang], True), (right, ok_view, p.correct_label[lang], False)):
         with col:
-            st.markdown(f"### {'❌' if is_bug else '✅'} {label}")
+            st.markdown(f"### {':material/cancel:' if is_bug else ':material/check_circle:'} {label}")
             chips_html = []
             for r in rows:
                 value = r.buggy if is_bug else r.correct

@@ -170,7 +170,7 @@ with c_coins:
     st.slider("u_final", 0.0, 0.999, step=0.001, key=k, format="%.3f", on_change=_cb_set(("req", "coin_final"), k))
     r1, r2 = st.columns(2)
     r1.number_input(tr("seed", "种子"), 0, 10**6, 0, key="w_to_seed")
-    r2.button(tr("🎲 randomise coins", "🎲 随机生成"), key="w_to_rand", on_click=_randomise, width="stretch")
+    r2.button(tr("randomise coins", "随机生成"), key="w_to_rand", on_click=_randomise, width="stretch", icon=":material/casino:")
 
 st.markdown(tr("**p = target_probs** `[bs, n, V]`: row i is the Target distribution after node i",
                "**p = target_probs** `[bs, n, V]`：第 i 行是节点 i 之后的 Target 分布"))

@@ -265,13 +265,14 @@ for k, (prompt, check) in enumerate(stop["tries"]):
             done = bool(check())
         except Exception:  # noqa: BLE001  a prompt check never breaks the tour
             done = False
-    mark = "✅" if done else ("⬜" if done is False else "💭")
+    mark = ":material/check_box:" if done else (":material/check_box_outline_blank:" if done is False else ":material/forum:")
     status = (ui.tr(" — done ✔", " —— 已完成 ✔") if done else (ui.tr(" — not yet", " —— 尚未完成") if done is False else ""))
     st.markdown(f"<div style='font-size:1.2rem;margin:.4em 0'>{mark} {prompt[lang_i]}<span style='color:#555'>{status}</span></div>",
                 unsafe_allow_html=True)
 
-st.caption(ui.tr("⬜/✅ prompts are checked against the live page's current inputs; 💭 prompts are for discussion.",
-                 "⬜/✅ 的提示会根据对应页面当前的输入自动检查；💭 的提示用于讨论。"))
+st.caption(ui.tr(":material/check_box_outline_blank: / :material/check_box: prompts are checked against the live page's current inputs; "
+                 ":material/forum: prompts are for discussion.",
+                 ":material/check_box_outline_blank: / :material/check_box: 的提示会根据对应页面当前的输入自动检查；:material/forum: 的提示用于讨论。"))
 st.progress((step + 1) / len(STOPS), text=ui.tr("Stop {k} of {n}", "第 {k} 站，共 {n} 站", k=step + 1, n=len(STOPS)))
 share_ui.sidebar_controls(KEY, extra={"stop": step})
 ui.end_page()

@@ -78,7 +78,7 @@ def show_link_error() -> None:
     exc = st.session_state.pop(ERROR, None)
     if exc is not None:
         st.error(ui.tr("This link could not be loaded: **{f}**: {d}. The page shows its default state instead.",
-                       "无法加载此链接：**{f}**：{d}。页面改为显示默认状态。", f=exc.field, d=exc.detail), icon="🔗")
+                       "无法加载此链接：**{f}**：{d}。页面改为显示默认状态。", f=exc.field, d=exc.detail), icon=":material/link_off:")
 
 
 def link_arrived(page: str) -> dict | None:
@@ -130,7 +130,7 @@ def share_controls(page: str, slot: str | None = None, step_key: str | None = No
             st.query_params[QUERY_KEY] = token
         except Exception:  # noqa: BLE001  outside a browser session
             pass
-    with st.expander(ui.tr("🔗 Share this view", "🔗 分享此视图"), expanded=expanded):
+    with st.expander(ui.tr("Share this view", "分享此视图"), expanded=expanded, icon=":material/link:"):
         # (no language name here: page texts such as "English" stay unique for the language toggle)
         what = [ui.tr("this page", "此页面"), ui.tr("the language", "语言")]
         if state.scenario is not None:
