@@ -175,7 +175,8 @@ with walk_box:
     st.subheader(ui.tr("The walk", "遍历过程"))
     views = [frame_view(k) for k in range(len(events) + 1)]
     player.show([player.Frame(dot=d, caption=c, rows=r, alt=ui.tr("verify tree at step {k}", "第 {k} 步的验证树", k=k))
-                 for k, (d, c, r) in enumerate(views)], key=KEY, start=step)
+                 for k, (d, c, r) in enumerate(views)], key=KEY, start=step,
+                links=player.step_links(KEY, SLOT, KEY, len(views), extra={"req": b} if b else None))
     ui.legend()
 dot = views[step][0]
 frame = frames[global_idx[step]]

@@ -114,8 +114,8 @@ def tree_dot(parents, labels, *, rows=None, states=None, selected=None, links: b
         deepest = max(range(n), key=lambda i: depth[i]) if n else 0
         for k, (word, color, style) in enumerate(keys):
             a, b2 = f"{prefix}key{k}a", f"{prefix}key{k}b"
-            lines.append(f"  {a} [shape=point, width=0.05, color={_q(color)}, label=\"\"]; "
-                         f"{b2} {_attrs(shape='plaintext', style='', label=word, fontcolor=color, fontsize=str(GRAPH_FONT_SIZE - 2))};")
+            lines.append(f"  {a} [shape=point, width=0.05, color={_q(color)}, label=\"\", class=\"svkey\"]; "
+                         f"{b2} {_attrs(shape='plaintext', style='', label=word, fontcolor=color, fontsize=str(GRAPH_FONT_SIZE - 2))[:-1]}, class=\"svkey\"];")
             lines.append(f"  {a} -> {b2} {_attrs(color=color, style=style, minlen='2')};")
             lines.append(f"  {{ rank=same; {a}; {b2}; }}")
             if n and not body_only and cluster is None:

@@ -59,7 +59,8 @@ def _row(r: Row) -> dict:
     return out
 
 
-def build_html(frames: list[Frame], *, start: int = 0, labels: dict, speed: float = 1.0, present: bool = False) -> str:
+def build_html(frames: list[Frame], *, start: int = 0, labels: dict, speed: float = 1.0, present: bool = False,
+               links: list[str] | None = None) -> str:
     """The player document for ``frames`` (pure: no streamlit)."""
     dots = [f.dot for f in frames]
     uniq = list(dict.fromkeys(dots))
@@ -68,7 +69,7 @@ def build_html(frames: list[Frame], *, start: int = 0, labels: dict, speed: floa
     colors = {s: [PALETTE[s], text_on(PALETTE[s])] for s in STATES}
     data = {
         "start": int(start), "speed": float(speed), "speeds": list(SPEEDS), "present": bool(present), "labels": labels,
-        "colors": colors, "svgs": [svg_data_url(s) for s in svgs],
+        "colors": colors, "svgs": [svg_data_url(s) for s in svgs], "links": [str(u) for u in links] if links else None,
         "frames": [{"svg": index[f.dot], "caption": str(f.caption), "alt": str(f.alt), "rows": [_row(r) for r in f.rows]}
                    for f in frames],
     }
@@ -81,10 +82,30 @@ def labels(tr) -> dict:
     return {"first": tr("first step", "第一步"), "back": tr("back", "上一步"), "next": tr("next", "下一步"),
             "last": tr("last step", "最后一步"), "play": tr("play", "播放"), "pause": tr("pause", "暂停"),
             "step": tr("Step", "步骤"), "speed": tr("speed (steps/s)", "速度（步/秒）"), "per_s": tr("steps/s", "步/秒"),
+            "link": tr("link to this step (copied)", "此步骤的链接（已复制）"),
             "keys": tr("Keys: ← → step · space play/pause · Home / End", "按键：← → 单步 · 空格 播放/暂停 · Home / End")}
 
 
-def show(frames: list[Frame], key: str, start: int = 0) -> None:
+def step_links(page: str, slot: str, step_key: str, count: int, extra: dict | None = None) -> list[str] | None:
+    """The share link of this view at each step 0..count-1 (None when the view has no link or the
+    walk is too long to carry one link per step)."""
+    import dataclasses
+
+    from specviz.errors import SpecvizError
+    from specviz.share import QUERY_KEY, encode_state
+    from specviz.ui import share_ui
+
+    if count > 512:
+        return None
+    state = share_ui.current_state(page, slot, step_key, extra)
+    base = f"{share_ui._base_url()}/{page}?{QUERY_KEY}="
+    try:
+        return [base + encode_state(dataclasses.replace(state, step=k)) for k in range(count)]
+    except SpecvizError:
+        return None
+
+
+def show(frames: list[Frame], key: str, start: int = 0, links: list[str] | None = None) -> None:
     """Draw the player (st.iframe, sized to its content). Falls back to the server-side figure of frame
     ``start`` when Graphviz's ``dot`` is missing."""
     import streamlit as st
@@ -93,7 +114,7 @@ def show(frames: list[Frame], key: str, start: int = 0) -> None:
 
     try:
         html = build_html(frames, start=start, labels=labels(ui.tr), present=ui.presenting(),
-                          speed=float(st.session_state.get(f"sv_speed::{key}", 1.0)))
+                          speed=float(st.session_state.get(f"sv_speed::{key}", 1.0)), links=links)
     except RuntimeError as exc:  # no dot: the figure of the start frame, laid out by the browser
         st.warning(ui.tr("Stepping in the browser needs Graphviz's dot ({e}); showing one step.",
                          "在浏览器中单步需要 Graphviz 的 dot（{e}）；只显示一步。", e=exc))

@@ -49,6 +49,8 @@ def apply_state(state: ShareState) -> None:
         ui.set_scenario(state.slot, state.scenario)
     if state.step_key:
         ui.set_step(state.step_key, state.step)
+    # Presentation mode travels in every page's extras as {"present": true} (nothing else is read).
+    ui.set_value("sv_present", state.extra.get("present") is True)
     st.session_state[f"sv_share_extra::{state.page}"] = dict(state.extra)
     st.session_state[f"sv_share_new::{state.page}"] = True
 
@@ -104,8 +106,11 @@ def _base_url() -> str:
 
 def current_state(page: str, slot: str | None = None, step_key: str | None = None, extra: dict | None = None) -> ShareState:
     s = ui.scenario(slot) if slot else None
+    extra = dict(extra or {})
+    if ui.presenting():
+        extra["present"] = True
     return ShareState(page=page, lang=ui.lang(), slot=slot or "tree", scenario=s, step_key=step_key,
-                      step=ui.step(step_key) if step_key else 0, extra=dict(extra or {}))
+                      step=ui.step(step_key) if step_key else 0, extra=extra)
 
 
 def share_controls(page: str, slot: str | None = None, step_key: str | None = None, extra: dict | None = None,
@@ -200,7 +205,7 @@ def export_controls(s, dot: str | None = None, key: str = "export", expanded: bo
 
     name = "".join(ch if ch.isalnum() else "_" for ch in s.name) or "scenario"
     text = s.to_json(indent=None)
-    with st.expander(ui.tr("⬇ Export", "⬇ 导出"), expanded=expanded):
+    with st.expander(ui.tr("Export", "导出"), expanded=expanded, icon=":material/download:"):
         st.caption(ui.tr("**This example**", "**此示例**"))
         st.download_button(ui.tr("Scenario JSON", "场景 JSON"), s.to_json(), file_name=f"{name}.json",
                            mime="application/json", key=f"w_{key}_json", width="stretch", on_click="ignore",
