@@ -1,4 +1,7 @@
-"""The command line: ``python -m specviz run|check|audit|convert FILE``.
+"""The command line: ``specviz app`` and ``specviz run|check|audit|convert FILE``.
+
+``specviz`` is the console command of an installed package (``pip install .``); ``python -m
+specviz`` is the same command from a checkout.
 
 Exit codes: 0 = done (and, for check/audit, everything holds); 1 = an invariant or an audited
 value is wrong; 2 = bad input (one line on stderr naming the field and the fix, never a traceback).
@@ -7,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
 
 import numpy as np
@@ -130,8 +135,13 @@ def cmd_run(args) -> int:
 def cmd_check(args) -> int:
     from .invariants import check_invariants
 
+    from .backends import get_backend
+
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()] if args.backends else ["numpy"]
+    for name in backends:
+        get_backend(name)  # an unknown or unusable backend is bad input (exit 2), not a failed invariant
     s = load_scenario(args.file)
-    results = check_invariants(s, backends=args.backends.split(",") if args.backends else ("numpy",))
+    results = check_invariants(s, backends=tuple(backends))
     bad = 0
     for name, ok, detail in results:
         print(f"{'ok  ' if ok else 'FAIL'} {name}{'' if ok else ': ' + detail}")
@@ -166,27 +176,152 @@ def cmd_convert(args) -> int:
     return 0
 
 
+# Flags `specviz app` passes to `streamlit run` unless the user gives them: the README's flags, and
+# no usage statistics (a checkout's .streamlit/config.toml says the same, but Streamlit reads that
+# file only from the working directory).
+APP_DEFAULTS = {"--server.headless": "true", "--server.address": "127.0.0.1", "--browser.gatherUsageStats": "false"}
+
+
+def app_command(extra: list[str]) -> list[str]:
+    """The ``streamlit run`` command line that ``specviz app`` executes (``extra``: Streamlit flags)."""
+    from .paths import app_script
+
+    script = app_script()
+    if not script.is_file():
+        raise SpecvizError("app", f"{script} is missing: reinstall specviz (pip install .) or run from a checkout")
+    extra = [a for a in extra if a != "--"]
+    given = {a.split("=", 1)[0] for a in extra if a.startswith("--")}
+    cmd = [sys.executable, "-m", "streamlit", "run", str(script)]
+    for flag, value in APP_DEFAULTS.items():
+        if flag not in given:
+            cmd += [flag, value]
+    return cmd + extra
+
+
+def cmd_app(args, extra) -> int:
+    cmd = app_command(extra)
+    print(f"specviz app: {' '.join(cmd[3:])}", file=sys.stderr)
+    sys.stderr.flush()
+    sys.stdout.flush()
+    if os.name == "posix":
+        os.execv(sys.executable, cmd)  # Streamlit takes this process: Ctrl-C and container signals reach it directly
+    try:
+        return subprocess.call(cmd)
+    except KeyboardInterrupt:
+        return 130
+
+
+_HELP_BACKENDS = ("Backends: numpy (the reference), torch, triton. Without a CUDA GPU the Triton backend "
+                  "needs TRITON_INTERPRET=1 in the environment (the kernels then run under the Triton "
+                  "interpreter on the CPU), e.g.  TRITON_INTERPRET=1 specviz run FILE --backend triton")
+
+_EPILOG_APP = """Starts `streamlit run app.py --server.headless true --server.address 127.0.0.1
+--browser.gatherUsageStats false` from the installed package, from any directory. Open
+http://localhost:8501 (Streamlit's default port). Any further flag goes to Streamlit, e.g.
+  specviz app --server.port 8502
+  specviz app --server.address 0.0.0.0      (listen on every interface: a server or a container)
+"""
+
+_EPILOG_RUN = _HELP_BACKENDS + """
+
+Scenario files: the JSON format is described in docs/scenario_format.md. FILE may also name a
+preset shipped with specviz, from any directory: specviz run running_example
+Presets: {presets}
+"""
+
+_EPILOG_CHECK = """Recomputes the scenario with the numpy reference and checks every invariant of the semantics
+(docs/SEMANTICS.md): accept_index holds the root and a parent-child path, accept_lens = k + 1,
+the committed rows and outputs (the one-position shift), new_seq_lens, and, with --backends,
+that every other backend returns the same integers.
+Exit codes: 0 all hold, 1 an invariant fails, 2 bad input (including an unknown or unusable backend).
+
+""" + _HELP_BACKENDS + "\n"
+
+_EPILOG_AUDIT = """FILE is a JSON object (full description: docs/audit_format.md; example:
+scenarios/examples/audit_example.json):
+
+  {
+    "comment": "optional free text",
+    "scenario_file": "../running_example.json",   (a path, relative to FILE's folder)
+    "claimed": {"accept_index": [[0, 1, 3]], "outputs": [["A", "C", "X"]]}
+  }
+
+Give the inputs either as "scenario_file" or inline as "scenario": {...} (a scenario object as in
+docs/scenario_format.md), not both. "claimed" maps output fields to the values your
+implementation produced; any subset of:
+  accept_index [bs, W]   accept_token_num [bs]   accept_lens [bs]   predicts [bs*n]
+  accept_tokens [bs, W]  outputs (per request)   bonus [bs]          new_seq_lens [bs]
+  committed_rows / committed_tokens (per request)
+  DSpark: correct_len [bs]  commit_lens [bs]  out_tokens [bs, T]
+Aliases: num_correct_drafts, accept_length, verified_id. Tokens may be ids or vocabulary labels
+("A"); a value may also be pasted text such as "tensor([[0, 1, 3]], dtype=torch.int32)" (parsed,
+never evaluated). With one request, the batch dimension may be left out.
+Exit codes: 0 everything matches, 1 a value is wrong (the first one is named with its rule),
+2 bad input.
+"""
+
+_EPILOG_CONVERT = """Prints, per request, retrieve_index / retrieve_next_token / retrieve_next_sibling and, when the
+tree can be drawn by an EAGLE rollout, topk, depth, parent_list and selected_index
+(docs/SEMANTICS.md sections 2 and 3).
+"""
+
+
+def _scenario_arg(value: str) -> str:
+    """FILE as given; a bare preset name (``running_example`` or ``running_example.json``) that is no
+    file here names the preset shipped with specviz, so ``specviz run running_example`` works anywhere."""
+    if os.path.exists(value) or "/" in value or os.sep in value:
+        return value
+    from .paths import scenario_dir
+
+    preset = scenario_dir() / (value if value.endswith(".json") else value + ".json")
+    return str(preset) if preset.is_file() else value
+
+
+def _preset_names() -> str:
+    from .paths import scenario_dir
+
+    return ", ".join(sorted(p.stem for p in scenario_dir().glob("*.json"))) or "(none found)"
+
+
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m specviz", description="The Accept stage of speculative decoding, SGLang 0.5.23 semantics.")
+    parser = argparse.ArgumentParser(
+        prog="specviz", description="The Accept stage of speculative decoding, SGLang 0.5.23 semantics.",
+        epilog="Documentation: docs/README.md in the repository. `python -m specviz ...` is the same command.")
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("run", help="run a scenario and print the steps and the result")
-    p.add_argument("file")
-    p.add_argument("--backend", default="numpy", choices=("numpy", "torch", "triton"))
+    fmt = argparse.RawDescriptionHelpFormatter
+    p = sub.add_parser("app", help="start the Streamlit app (http://localhost:8501); further flags go to Streamlit",
+                       epilog=_EPILOG_APP, formatter_class=fmt)
+    p.set_defaults(fn=None)
+    p = sub.add_parser("run", help="run a scenario and print the steps and the result",
+                       epilog=_EPILOG_RUN.format(presets=_preset_names()), formatter_class=fmt)
+    p.add_argument("file", type=_scenario_arg, help="a scenario JSON file (docs/scenario_format.md) or a preset name")
+    p.add_argument("--backend", default="numpy", choices=("numpy", "torch", "triton"),
+                   help="numpy (default), torch, or triton (needs a CUDA GPU or TRITON_INTERPRET=1)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(fn=cmd_run)
-    p = sub.add_parser("check", help="recompute a scenario and verify every invariant of SEMANTICS.md")
-    p.add_argument("file")
-    p.add_argument("--backends", default="", help="comma-separated backends to compare with the reference, e.g. numpy,torch,triton")
+    p = sub.add_parser("check", help="recompute a scenario and verify every invariant of docs/SEMANTICS.md",
+                       epilog=_EPILOG_CHECK, formatter_class=fmt)
+    p.add_argument("file", type=_scenario_arg, help="a scenario JSON file (docs/scenario_format.md) or a preset name")
+    p.add_argument("--backends", default="",
+                   help="comma-separated backends to compare with the reference, e.g. numpy,torch,triton "
+                        "(triton needs a CUDA GPU or TRITON_INTERPRET=1)")
     p.set_defaults(fn=cmd_check)
-    p = sub.add_parser("audit", help="check someone else's outputs against the reference; names the first wrong value")
-    p.add_argument("file")
+    p = sub.add_parser("audit", help="check someone else's outputs against the reference; names the first wrong value",
+                       description="Check the Accept-stage outputs of another implementation (your kernel, a real "
+                                   "SGLang run) against the numpy reference.",
+                       epilog=_EPILOG_AUDIT, formatter_class=fmt)
+    p.add_argument("file", help="an audit JSON file: {\"scenario_file\" | \"scenario\", \"claimed\"} (see below)")
     p.set_defaults(fn=cmd_audit)
-    p = sub.add_parser("convert", help="show the SGLang forms of a scenario's trees")
-    p.add_argument("file")
+    p = sub.add_parser("convert", help="show the SGLang forms of a scenario's trees", epilog=_EPILOG_CONVERT, formatter_class=fmt)
+    p.add_argument("file", type=_scenario_arg, help="a scenario JSON file (docs/scenario_format.md) or a preset name")
     p.add_argument("--topk", type=int, default=None)
     p.set_defaults(fn=cmd_convert)
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
     try:
+        if args.command == "app":
+            return cmd_app(args, extra)
+        if extra:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
         return args.fn(args)
     except SpecvizError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -48,6 +48,17 @@ class Run:
     def commit(self) -> RequestCommit:
         return self.commits[0]
 
+    # Jupyter rich display: the accepted path, outputs and committed rows (escaped HTML, SVG tree).
+    def _repr_html_(self) -> str:
+        from .notebook import run_html
+
+        return run_html(self)
+
+    def _repr_svg_(self) -> str | None:
+        from .notebook import run_svg
+
+        return run_svg(self)
+
 
 def scenario_inputs(s: Scenario) -> dict:
     """The algorithm's inputs in SGLang's tensor form (numpy, SGLang dtypes), batch-major."""

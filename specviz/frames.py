@@ -18,6 +18,12 @@ class Frame:
     event: Event | None
     arrays: dict  # name -> numpy array (own copy)
 
+    def _repr_html_(self) -> str:
+        """Jupyter rich display: the step, its event and the arrays (escaped HTML)."""
+        from .display import frame_html
+
+        return frame_html(self)
+
 
 def replay(trace: Trace) -> list[Frame]:
     state = {k: v.copy() for k, v in trace.initial.items()}

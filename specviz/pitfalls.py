@@ -13,17 +13,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
 from .audit import expected_outputs
 from .engine import run_scenario
+from .paths import scenario_dir
 from .reference import top_p_renorm
 from .scenario import Scenario, load_scenario, scenario_from_dict
 
-PRESET_DIR = Path(__file__).resolve().parent.parent / "scenarios"
+PRESET_DIR = scenario_dir()  # the checkout's scenarios/, or the wheel's copy
 
 
 @lru_cache(maxsize=None)

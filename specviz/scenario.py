@@ -153,6 +153,12 @@ class Scenario(_Strict):
         body = self.model_dump(mode="json", exclude_defaults=True)
         return json.dumps({"format": FORMAT, "version": VERSION, **body}, indent=indent, ensure_ascii=False)
 
+    # -- Jupyter rich display: escaped HTML tables and the tree as an outline --------------------
+    def _repr_html_(self) -> str:
+        from .display import scenario_html
+
+        return scenario_html(self)
+
     def replace(self, **changes) -> "Scenario":
         """A new validated scenario with some top-level fields changed."""
         data = self.model_dump(mode="json", exclude_none=True)

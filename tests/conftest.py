@@ -7,6 +7,13 @@
                 finished running (stApp present, status widget gone).
 ``screenshot_dir``  artifacts/screenshots/ (created; ignored by git).
 
+Parallel runs (pytest-xdist, ``-n 2`` in the README's test command): each worker is its own
+pytest session, so it starts one Streamlit server (``app_server``) and one browser (pytest-
+playwright's session ``browser``) and shares them among its tests. Ports are free ports of
+127.0.0.1 chosen per server (with a retry should another worker take one first), temporary files
+come from ``tmp_path`` (per worker), and each worker keeps its own hypothesis example database
+(``.hypothesis/examples-<worker>``) so that two processes never write one directory.
+
 pytest-playwright's ``browser_type_launch_args`` is overridden to launch /usr/bin/chromium (never
 ``playwright install``); the viewport is projector-sized and tall, because Streamlit's main area
 scrolls on its own and ``full_page=True`` does not extend a screenshot.
@@ -26,6 +33,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER")  # "gw0", "gw1", ... under pytest-xdist, else None
+
+if XDIST_WORKER:
+    from hypothesis import settings as _hyp_settings
+    from hypothesis.database import DirectoryBasedExampleDatabase
+
+    _hyp_settings.register_profile(
+        "xdist-worker", database=DirectoryBasedExampleDatabase(str(ROOT / ".hypothesis" / f"examples-{XDIST_WORKER}")))
+    _hyp_settings.load_profile("xdist-worker")
 CHROMIUM = os.environ.get("SPECVIZ_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -53,30 +69,44 @@ def _wait_health(url: str, proc: subprocess.Popen, timeout: float = 90.0) -> Non
     raise RuntimeError(f"streamlit at {url} was not healthy within {timeout:.0f} s")
 
 
+def _stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 @contextlib.contextmanager
-def start_app_server(log: Path):
-    """A headless ``streamlit run app.py`` on a free port of 127.0.0.1; yields its base URL."""
-    port = _free_port()
+def start_app_server(log: Path, attempts: int = 3):
+    """A headless ``streamlit run app.py`` on a free port of 127.0.0.1; yields its base URL.
+
+    A free port is free only until someone binds it: under pytest-xdist another worker may take it
+    between ``_free_port`` and Streamlit's bind. A server that exits before it is healthy is tried
+    again on a new port (``attempts`` times in all)."""
     env = dict(os.environ, TRITON_INTERPRET=os.environ.get("TRITON_INTERPRET", "1"),
                STREAMLIT_BROWSER_GATHER_USAGE_STATS="false")
-    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-           "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false",
-           "--server.fileWatcherType", "none"]
-    with open(log, "w") as out:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
+    for attempt in range(1, attempts + 1):
+        port = _free_port()
+        cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+               "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false",
+               "--server.fileWatcherType", "none"]
+        with open(log, "w") as out:
+            proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}"
         try:
             _wait_health(url, proc)
         except RuntimeError as exc:
+            _stop(proc)
+            if proc.returncode is not None and attempt < attempts and "exited" in str(exc):
+                continue  # most likely the port was taken meanwhile: try another
             raise RuntimeError(f"{exc}\n--- server log ---\n{log.read_text()}") from None
+        break
+    try:
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        _stop(proc)
 
 
 @pytest.fixture(scope="session")

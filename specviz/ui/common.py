@@ -54,9 +54,10 @@ from streamlit.errors import StreamlitAPIException  # noqa: E402
 from streamlit.runtime.scriptrunner_utils.exceptions import ScriptControlException  # noqa: E402
 
 from specviz.errors import BackendUnavailable, SpecvizError  # noqa: E402
+from specviz.paths import app_root  # noqa: E402
 from specviz.scenario import Scenario, load_scenario, scenario_from_dict, scenario_from_json  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = app_root()  # app.py, pages/, scenarios/: the checkout, or specviz/_app/ in a wheel
 SCENARIO_DIR = ROOT / "scenarios"
 
 SLOTS = {
