@@ -78,8 +78,8 @@ with main_col:
     st.subheader(f"{keys.index(key) + 1}. {p.title[lang]}")
     if s.description and lang == "en":
         st.caption(s.title)
-    st.warning(f"**{ui.tr('Symptom', '症状')}** · {md(p.symptom[lang])}", icon="🐞")
-    st.success(f"**{ui.tr('Fix', '修正')}** · {md(p.fix[lang])}", icon="🔧")
+    st.warning(f"**{ui.tr('Symptom', '症状')}** · {md(p.symptom[lang])}", icon=":material/bug_report:")
+    st.success(f"**{ui.tr('Fix', '修正')}** · {md(p.fix[lang])}", icon=":material/build:")
 
     # Side by side: the values ...
     left, right = st.columns(2, gap="large")
@@ -90,7 +90,8 @@ with main_col:
             for r in rows:
                 value = r.buggy if is_bug else r.correct
                 state = ("rejected" if r.differs else "accepted") if is_bug else "accepted"
-                chips_html.append(f'<div class="sv-row"><span class="sv-label">{r.field}</span>'
+                name = ui.tr("outputs", "输出 token（outputs）") if r.field == "outputs" else r.field
+                chips_html.append(f'<div class="sv-row"><span class="sv-label">{name}</span>'
                                   f'{ui.chip(value, state, title=f"{r.field} = {value}")}</div>')
             st.markdown("".join(chips_html), unsafe_allow_html=True)
 
@@ -147,7 +148,7 @@ with main_col:
 
     if diagnosis:
         st.info(f"**{ui.tr('What the audit engine says about the buggy side', '审计引擎对错误一侧的判断')}** · {md(diagnosis[lang])}",
-                icon="🔎")
+                icon=":material/search:")
 
     c1, c2 = st.columns(2)
     page_file, slot = PAGE_SLOTS.get(p.page, (None, None))

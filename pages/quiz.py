@@ -134,7 +134,7 @@ for b in range(len(s.requests)):
 st.subheader(ui.tr("Your prediction", "你的预测"))
 fields = quiz_fields(s)
 field = ui.widget(st.radio, ui.tr("What do you predict?", "你要预测什么？"), "sv_quiz_field", fields[0], options=list(fields),
-                  horizontal=True, format_func=lambda f: f)
+                  horizontal=True, format_func=lambda f: ui.tr(f, "输出 token（outputs）") if f == "outputs" else f)
 if field not in fields:
     field = fields[0]
     ui.set_value("sv_quiz_field", field)
