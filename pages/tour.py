@@ -94,9 +94,13 @@ def live_summary(slot) -> str:
 STOPS = [
     dict(
         title=("1 · How the target confirms a candidate prefix", "一 · Target 怎样确认候选前缀"),
-        look=("One verify pass scores every branch of the draft tree at once, but the request continues along ONE "
+        look=("Why: a cheap Draft model guesses several tokens, and one expensive Target pass checks them all, so the "
+              "number of tokens each Target pass yields (accepted drafts + 1 bonus) is the speed-up; Accept decides it. "
+              "One verify pass scores every branch of the draft tree at once, but the request continues along ONE "
               "history. In the running example the rows R, A, C produce the outputs A, C, X: inputs and outputs are "
               "shifted by one position. X, the bonus, comes from row C's prediction and becomes the next root.",
+              "为什么：便宜的 Draft 模型先猜几个 token，昂贵的 Target 只前向一次就全部检查，所以每次 Target 前向产生的 "
+              "token 数（被接受的草稿 + 1 个 bonus）就是加速比；它由 Accept 决定。"
               "一次 Target Verify 同时给 Draft 树的所有分支打分，但请求只能沿一条历史继续。在贯穿全文的例子里，"
               "输入行 R、A、C 产生输出 A、C、X：输入与输出相差一位。X 是 bonus，来自 C 行的预测，并成为下一轮的 root。"),
         tries=[(("On the Greedy page, make the root's prediction miss both children (e.g. the target predicts X after R). "
