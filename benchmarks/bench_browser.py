@@ -20,10 +20,12 @@ the server reports healthy (one fresh server per page).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -33,7 +35,31 @@ sys.path.insert(0, str(ROOT))
 
 from playwright.sync_api import sync_playwright  # noqa: E402
 
-from tests.conftest import CHROMIUM, CHROMIUM_ARGS, start_app_server, wait_for_app  # noqa: E402
+from tests.conftest import CHROMIUM, CHROMIUM_ARGS, _free_port, _wait_health, wait_for_app  # noqa: E402
+
+APP_DIR = ROOT  # --app-dir: another checkout (e.g. `git archive` of an older commit) for a before/after
+
+
+@contextlib.contextmanager
+def start_app_server(log: Path):
+    """``streamlit run app.py`` of APP_DIR on a free port; yields the base URL."""
+    port = _free_port()
+    env = dict(os.environ, TRITON_INTERPRET=os.environ.get("TRITON_INTERPRET", "1"))
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+                                 "--server.address", "127.0.0.1", "--server.port", str(port),
+                                 "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+                                cwd=APP_DIR, env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_health(url, proc)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 VIEWPORT = {"width": 1280, "height": 720}
 
@@ -185,8 +211,17 @@ def bench_first_step(page, base, repeats):
 
 def _select_option(page, label_re: str, option: str):
     box = page.locator('[data-testid="stSelectbox"]').filter(has_text=re.compile(label_re)).first
-    box.locator('input[role="combobox"]').click()
-    page.get_by_role("option", name=option, exact=True).click()
+    box.scroll_into_view_if_needed()
+    for _ in range(3):  # the layout may still move (a figure finishing its load) under the first click
+        box.locator('input[role="combobox"]').click()
+        opt = page.get_by_role("option", name=option, exact=True)
+        try:
+            opt.wait_for(timeout=3_000)
+        except Exception:  # noqa: BLE001
+            continue
+        opt.click()
+        return
+    raise RuntimeError(f"could not open the select box {label_re}")
 
 
 def bench_target_prediction(page, base, repeats):
@@ -295,7 +330,10 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=6)
     ap.add_argument("--only", nargs="*", default=None, help=f"subset of {list(BENCHES)} + first_visit")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--app-dir", type=Path, default=ROOT)
     args = ap.parse_args()
+    global APP_DIR
+    APP_DIR = args.app_dir
     names = args.only or [*BENCHES, "first_visit"]
     load0 = os.getloadavg()
     results = {}

@@ -566,6 +566,8 @@ _GRAPH_FONT_CSS = "".join(
 CSS = "<style>" + _GRAPH_FONT_CSS + """
 /* Projector-sized: larger base text, tables and code; little space above the title. */
 [data-testid="stMainBlockContainer"] { padding-top: 2.2rem; }
+/* A figure never grows past the window's height (a projector is 720 px tall): it scales down whole. */
+[data-testid="stGraphVizChart"] svg { max-height: calc(100vh - 140px); width: auto; max-width: 100%; }
 h1 { padding-top: 0.2rem !important; }
 html, body, [data-testid="stAppViewContainer"] { font-size: 19px; }
 [data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li { font-size: 1.05rem; }
