@@ -1,7 +1,7 @@
 """The step player's document (specviz.ui.player.build_html) and the tree's arrow key.
 
 The player receives every frame as JSON inside <script type="application/json">: hostile text in
-a caption, a row label, a chip or a figure label stays data (escaped for a script context, written
+a caption, a row label, a chip or a link stays data (escaped for a script context, written
 by the player with textContent), and the data reads back unchanged. The tree draws its arrow words
 in a key under the tree, never as edge labels (which overlapped nodes and clipped Chinese).
 """
