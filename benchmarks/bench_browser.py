@@ -281,7 +281,7 @@ def bench_play(page, base, repeats):
     f = player_frame(page)
     speed = 2.0
     if f is not None:
-        f.select_option('[data-sv-speed]', str(speed))
+        f.select_option('[data-sv-speed]', f"{speed:g}")
         t0 = now(page)
         f.click('[data-sv-btn="play"]')
     else:
