@@ -14,14 +14,16 @@ from specviz.render.tables import highlight_rows, shift_table
 from specviz.render.tree import tree_dot
 from specviz.scenario import scenario_from_json
 from specviz.ui import common as ui
-from specviz.ui import share_ui
+from specviz.ui import heavy, share_ui
+from specviz.safety import md_prose
 
 KEY = "audit"
 
 
 def md(text: str) -> str:
-    """Plain text inside markdown: b*n + i must not turn into italics."""
-    return text.replace("*", "\\*")
+    """Plain text inside markdown: b*n + i must not turn into italics, and a token label in a
+    rule must not become a link, an image or a tag (safety.md_prose)."""
+    return md_prose(text).replace("*", "\\*")
 
 SLOT = "audit"
 TEXT = "sv_audit_text"
@@ -87,7 +89,7 @@ with c1:
                  key=f"w_audit_preset::{ver}", on_change=pick_preset, placeholder=ui.tr("choose a preset", "选择预设"))
     st.markdown(f"`{s.algorithm}` · bs = {len(s.requests)} · n = {s.n} · W = {s.width}")
     if s.describe(ui.lang()):
-        st.caption(s.describe(ui.lang()))
+        st.caption(md_prose(s.describe(ui.lang())))
     with st.expander(ui.tr("Edit the inputs as JSON", "以 JSON 编辑输入"), expanded=False):
         jkey = f"w_audit_json::{ver}"
         st.text_area(ui.tr("Scenario JSON", "场景 JSON"), s.to_json(), key=jkey, height=260)
@@ -145,7 +147,8 @@ if not text.strip():
     st.info(ui.tr("Paste some outputs above (or load an example) to get a verdict.", "请在上方粘贴输出（或加载示例）以获得结论。"))
 else:
     try:
-        result = _audit(s_json, text, ui.lang())
+        with heavy.heavy(ui.tr("Your outputs", "你的输出")):  # per-tab budget + server-wide slots
+            result = _audit(s_json, text, ui.lang())
     except SpecvizError as exc:
         ui.show_error(exc)
 

@@ -13,7 +13,8 @@ from specviz.frames import replay
 from specviz.render import sampling_charts as sc
 from specviz.scenario import scenario_from_dict, scenario_from_json
 from specviz.ui import common as ui
-from specviz.ui import sampling_page, share_ui
+from specviz.ui import heavy, markup, sampling_page, share_ui
+from specviz.safety import md_text as md
 
 SLOT = "chain"
 KEY = "chain_sampling"
@@ -122,7 +123,8 @@ with col_chain:
         ccols = st.columns(PER_ROW)
         for j, sl in enumerate(range(start, min(N, start + PER_ROW))):
             if sl == 0:
-                ccols[0].markdown(f"**{tr('root', '根节点')}**<br><span style='font-size:1.6rem'>{req.chain[0]}</span>", unsafe_allow_html=True)
+                with ccols[0]:
+                    markup.big_cell(tr("root", "根节点"), req.chain[0])
                 continue
             k = _synced(f"w_chain_tok{sl}", req.chain[sl])
             new_chain[sl] = ccols[j].selectbox(tr("slot {s}", "位置 {s}", s=sl), vocab, key=k)
@@ -376,8 +378,8 @@ st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
 c = run.commit
 st.success(tr("Output this round: **{o}** — accept_index {ai}, accept_lens = {al}; next root **{nr}**.",
               "本轮输出：**{o}** — accept_index {ai}，accept_lens = {al}；下一轮 root 为 **{nr}**。",
-              o=" ".join(vocab[t] for t in c.output_tokens), ai=run.result["accept_index"][0].tolist(), al=c.accept_len,
-              nr=vocab[c.next_root]))
+              o=md(" ".join(vocab[t] for t in c.output_tokens)), ai=run.result["accept_index"][0].tolist(), al=c.accept_len,
+              nr=md(vocab[c.next_root])))
 
 # ---------------------------------------------------------------------------------------------
 # The mass check
@@ -429,6 +431,7 @@ m1, m2, m3 = st.columns([1, 1, 2])
 slow = "interpreter" in ui.backend_label(ui.backend())
 choices = [50, 100, 200, 500] if slow else [1000, 4000, 10000, 40000]
 trials = m1.select_slider(tr("trials N", "试验次数 N"), choices, value=choices[1], key=f"w_chain_mc_n::{slow}")
+trials = heavy.cap_trials(trials, s.n, s.vocab_size)  # at most MAX_TRIAL_CELLS cells per click
 mc_seed = m2.number_input(tr("seed", "种子"), 0, 10**6, 1, key="w_chain_mc_seed")
 from_q = m3.toggle(tr("the Draft samples its first token from q (as a real Draft does)", "Draft 按 q 抽取第一个 token（真实 Draft 的做法）"),
                    value=True, key="w_chain_mc_fromq")
@@ -442,7 +445,8 @@ if slow and st.session_state.get("sv_chain_mc_ran") != mc_args:
     mc_args = None
 if mc_args is not None:
     with ui.guard():
-        mc = _monte_carlo(*mc_args)
+        with heavy.heavy("Monte Carlo"):  # per-tab budget + server-wide slots
+            mc = _monte_carlo(*mc_args)
         hc, mcol = st.columns([3, 1], gap="large")
         with hc:
             st.plotly_chart(_fig("monte_carlo_figure", vocab, mc.empirical, mc.target, expected=None if from_q else mc.expected, counts=mc.counts,

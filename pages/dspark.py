@@ -14,7 +14,8 @@ from specviz.render import dspark_charts as dc
 from specviz.render import sampling_charts as sc
 from specviz.scenario import scenario_from_dict
 from specviz.ui import common as ui
-from specviz.ui import sampling_page, share_ui
+from specviz.ui import markup, sampling_page, share_ui
+from specviz.safety import md_text as md
 
 SLOT = "dspark"
 KEY = STEP = "dspark"  # page name and the animation's step key
@@ -121,7 +122,7 @@ with c1:
             cols = st.columns(PER_ROW)
         with cols[t % PER_ROW]:
             if t == 0:
-                st.markdown(f"**t=0 anchor**<br><span style='font-size:1.6rem'>{req.chain[0]}</span>", unsafe_allow_html=True)
+                markup.big_cell("t=0 anchor", req.chain[0])
             else:
                 k = _synced(f"w_ds_draft{t}", req.chain[t])
                 st.selectbox(tr("t={t} draft", "t={t} Draft", t=t), vocab, key=k, on_change=_cb("chain", k, t))
@@ -231,7 +232,7 @@ def _narrate(e) -> str:
                   r=d["target_row"], n=e.node, t=vocab[d["token"]], x=vocab[d["target"]],
                   m=tr("yes: counted", "是：计入") if d["counted"] else tr("no: the run stops", "否：停止计数"))
     if e.kind == "terminal":
-        return tr("bonus = target_predict[{r}] = **{t}**.", "bonus = target_predict[{r}] = **{t}**。", r=d["row"], t=vocab[d["token"]])
+        return tr("bonus = target_predict[{r}] = **{t}**.", "bonus = target_predict[{r}] = **{t}**。", r=d["row"], t=md(vocab[d["token"]]))
     if e.kind == "commit":
         return tr("correct_len = {k} (the leading run); commit_lens = correct_len + 1 = {a}.",
                   "correct_len = {k}（前缀匹配长度）；commit_lens = correct_len + 1 = {a}。", k=d["k"], a=d["accept_len"])
@@ -312,12 +313,12 @@ with oc:
                     width="stretch", key="ds_out")
 with kc:
     st.markdown(tr("**KV inject**: verify row c keeps its KV (location prefix + c) iff c < commit_lens; the bonus {b} has no KV yet.",
-                   "**KV 注入**：当 c < commit_lens 时第 c 行保留 KV（位置 prefix + c）；bonus {b} 此时还没有 KV。", b=bonus))
+                   "**KV 注入**：当 c < commit_lens 时第 c 行保留 KV（位置 prefix + c）；bonus {b} 此时还没有 KV。", b=md(bonus)))
     st.plotly_chart(_fig("kv_columns_figure", list(req.chain), [int(x) for x in res["kv_columns"][0]],
                                          text={"row": tr("verify row", "Verify 行"), "loc": tr("KV location", "KV 位置")}),
                     width="stretch", key="ds_kv")
 st.success(tr("Output this round: **{o}**; next anchor **{b}** at position {p}.", "本轮输出：**{o}**；下一轮 anchor 为 **{b}**，位置 {p}。",
-              o=" ".join(out[:commit_lens]), b=bonus, p=int(res["new_seq_lens"][0])))
+              o=md(" ".join(out[:commit_lens])), b=md(bonus), p=int(res["new_seq_lens"][0])))
 
 st.header(tr("4. EAGLE tree vs DSpark chain", "4. EAGLE Tree 与 DSpark Chain 对照"))
 st.table(pd.DataFrame({

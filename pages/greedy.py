@@ -13,6 +13,7 @@ from specviz.ui import common as ui
 from specviz.ui import edits
 from specviz.ui import player
 from specviz.ui import share_ui
+from specviz.safety import md_text as md
 
 SLOT = "tree"
 KEY = "greedy"
@@ -78,10 +79,10 @@ with edit_box:
     q = st.columns(3)
     first_path = edits.branch_text(s, "first", b)
     last_path = edits.branch_text(s, "last", b)
-    q[0].button(ui.tr("Target agrees along {p}", "目标模型沿 {p} 一致", p=first_path), key="w_q_first",
+    q[0].button(ui.tr("Target agrees along {p}", "目标模型沿 {p} 一致", p=md(first_path)), key="w_q_first",
                 on_click=set_tp(edits.agree_along(s, "first", b)), width="stretch")
     if last_path != first_path:
-        q[1].button(ui.tr("Target agrees along {p}", "目标模型沿 {p} 一致", p=last_path), key="w_q_last",
+        q[1].button(ui.tr("Target agrees along {p}", "目标模型沿 {p} 一致", p=md(last_path)), key="w_q_last",
                     on_click=set_tp(edits.agree_along(s, "last", b)), width="stretch")
     q[2].button(ui.tr("Root mismatch", "根处不一致"), key="w_q_root", on_click=set_tp(edits.root_mismatch(s, b)), width="stretch")
 
@@ -91,7 +92,7 @@ with edit_box:
             cols = st.columns(per_row)
             for i in range(start, min(n, start + per_row)):
                 key = f"w_tp::{ver}::{b}::{i}"
-                cols[i - start].selectbox(f"Target({labels[i]}) · {ui.term('row')} {b * n + i}", s.vocab,
+                cols[i - start].selectbox(f"Target({md(labels[i])}) · {ui.term('row')} {b * n + i}", s.vocab,
                                           index=s.vocab.index(tp_labels[i]), key=key, on_change=on_tp(i, key),
                                           help=ui.tr("target_predict[{r}]: the target's greedy token after row {r}",
                                                      "target_predict[{r}]：目标模型在第 {r} 行之后的贪心 token", r=b * n + i))

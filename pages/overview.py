@@ -4,6 +4,7 @@ import streamlit as st
 from specviz.render.tree import loop_dot, tree_dot
 from specviz.ui import common as ui
 from specviz.ui import share_ui
+from specviz.safety import md_text as md, md_prose
 
 SLOT = "tree"
 KEY = "overview"
@@ -71,7 +72,7 @@ if s.name != "running_example":
         ui.set_scenario(SLOT, ui.load_preset("running_example"))
         st.rerun()
 else:
-    st.caption(s.describe(ui.lang()))
+    st.caption(md_prose(s.describe(ui.lang())))
 
 tree_fig = None
 if commit is not None:
@@ -101,7 +102,7 @@ if commit is not None:
             "Outputs **{o}** come from input rows **{k}**: each row's prediction is the *next* token "
             "(the one-position shift). The bonus **{x}** was never an input, so it has no KV yet: it is the next root.",
             "输出 **{o}** 来自输入行 **{k}**：每一行的预测是*下一个* token（错开一个位置）。"
-            "bonus **{x}** 从未作为输入，所以还没有 KV：它是下一轮的根。", o=outs, k=kv, x=nxt))
+            "bonus **{x}** 从未作为输入，所以还没有 KV：它是下一轮的根。", o=md(outs), k=md(kv), x=md(nxt)))
     ui.backend_badge(s)
     ui.raw_tensors(ui.shaped({**run.inputs, **run.result}))
 

@@ -10,7 +10,8 @@ from specviz.pitfalls import PITFALLS, BY_KEY, display, side_view
 from specviz.render.tree import forest_dot, tree_dot
 from specviz.scenario import scenario_from_json
 from specviz.ui import common as ui
-from specviz.ui import share_ui
+from specviz.ui import markup, share_ui
+from specviz.safety import md_prose
 
 KEY = "pitfalls"
 
@@ -77,7 +78,7 @@ lang = ui.lang()
 with main_col:
     st.subheader(f"{keys.index(key) + 1}. {p.title[lang]}")
     if s.description and lang == "en":
-        st.caption(s.title)
+        st.caption(md_prose(s.title))
     st.warning(f"**{ui.tr('Symptom', '症状')}** · {md(p.symptom[lang])}", icon=":material/bug_report:")
     st.success(f"**{ui.tr('Fix', '修正')}** · {md(p.fix[lang])}", icon=":material/build:")
 
@@ -91,9 +92,8 @@ with main_col:
                 value = r.buggy if is_bug else r.correct
                 state = ("rejected" if r.differs else "accepted") if is_bug else "accepted"
                 name = ui.tr("outputs", "输出 token（outputs）") if r.field == "outputs" else r.field
-                chips_html.append(f'<div class="sv-row"><span class="sv-label">{name}</span>'
-                                  f'{ui.chip(value, state, title=f"{r.field} = {value}")}</div>')
-            st.markdown("".join(chips_html), unsafe_allow_html=True)
+                chips_html.append(markup.row_html(name, [ui.chip(value, state, title=f"{r.field} = {value}")]))
+            markup.show(chips_html)
 
     # ... and the trees they imply.
     ref_nodes = ok_view.nodes

@@ -14,7 +14,8 @@ from specviz.frames import replay
 from specviz.render import sampling_charts as sc
 from specviz.scenario import scenario_from_dict, scenario_from_json
 from specviz.ui import common as ui
-from specviz.ui import sampling_page, share_ui
+from specviz.ui import heavy, sampling_page, share_ui
+from specviz.safety import md_text as md
 
 SLOT = "target_only"
 KEY = STEP = "target_only"  # page name and the animation's step key
@@ -164,7 +165,7 @@ with c_coins:
     with st.container(height=330 if len(inner) > 4 else "content", border=False):
         for i in inner:
             k = _synced(f"w_to_coin{i}", float(req.coins[i]))
-            st.slider(tr("u[{i}] — children of node {i} ({t})", "u[{i}] — 节点 {i}（{t}）的子节点", i=i, t=labels[i]), 0.0, 0.999,
+            st.slider(tr("u[{i}] — children of node {i} ({t})", "u[{i}] — 节点 {i}（{t}）的子节点", i=i, t=md(labels[i])), 0.0, 0.999,
                       step=0.001, key=k, format="%.3f", on_change=_cb_set(("req", "coins", i), k))
     k = _synced("w_to_coin_final", float(req.coin_final))
     st.slider("u_final", 0.0, 0.999, step=0.001, key=k, format="%.3f", on_change=_cb_set(("req", "coin_final"), k))
@@ -345,8 +346,8 @@ with right:
 c = run.commit
 st.success(tr("Output this round: **{o}** — accept_index {ai}, accept_lens = {al}; next root **{nr}**.",
               "本轮输出：**{o}** — accept_index {ai}，accept_lens = {al}；下一轮 root 为 **{nr}**。",
-              o=" ".join(vocab[t] for t in c.output_tokens), ai=run.result["accept_index"][0].tolist(), al=c.accept_len,
-              nr=vocab[c.next_root]))
+              o=md(" ".join(vocab[t] for t in c.output_tokens)), ai=run.result["accept_index"][0].tolist(), al=c.accept_len,
+              nr=md(vocab[c.next_root])))
 
 # ---------------------------------------------------------------------------------------------
 # Monte Carlo
@@ -373,6 +374,7 @@ m1, m2, _ = st.columns([1, 1, 2])
 slow = "interpreter" in ui.backend_label(ui.backend())
 choices = [50, 100, 200, 500] if slow else [1000, 4000, 10000, 40000]
 trials = m1.select_slider(tr("trials N", "试验次数 N"), choices, value=choices[1], key=f"w_to_mc_n::{slow}")
+trials = heavy.cap_trials(trials, s.n, s.vocab_size)  # at most MAX_TRIAL_CELLS cells per click
 mc_seed = m2.number_input(tr("seed", "种子"), 0, 10**6, 1, key="w_to_mc_seed")
 mc_args = (s.to_json(indent=None), ui.backend(), int(trials), int(mc_seed))
 if slow and st.session_state.get("sv_to_mc_ran") != mc_args:
@@ -384,7 +386,8 @@ if slow and st.session_state.get("sv_to_mc_ran") != mc_args:
     mc_args = None
 if mc_args is not None:
     with ui.guard():
-        mc = _monte_carlo(*mc_args)
+        with heavy.heavy("Monte Carlo"):  # per-tab budget + server-wide slots
+            mc = _monte_carlo(*mc_args)
         exact = s.threshold_acc >= 1.0 and s.threshold_single >= 1.0
         hc, mcol = st.columns([3, 1], gap="large")
         with hc:

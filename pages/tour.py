@@ -11,7 +11,8 @@ import streamlit as st
 from specviz.engine import run_scenario
 from specviz.render.tree import tree_dot
 from specviz.ui import common as ui
-from specviz.ui import share_ui
+from specviz.ui import markup, share_ui
+from specviz.safety import md_text as md
 
 KEY = "tour"
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,7 +87,7 @@ def live_summary(slot) -> str:
             parts.append(f"correct_len {c.num_correct_drafts} → {outs}")
         else:
             parts.append(f"{ui.tr('rows', '行')} {c.accept_rows} → {outs}")
-    return f"`{s.name}` · " + "; ".join(parts)
+    return md(s.name) + " · " + md("; ".join(parts))
 
 
 # -- the six stops ------------------------------------------------------------------------------------
@@ -220,7 +221,7 @@ st.header(stop["title"][lang_i])
 look_col, fig_col = st.columns([1.4, 1], gap="large")
 with look_col:
     st.markdown(f"### {ui.tr('What to look at', '看什么')}")
-    st.markdown(f"<div style='font-size:1.25rem;line-height:1.6'>{stop['look'][lang_i]}</div>", unsafe_allow_html=True)
+    markup.fixed_markup(f"<div style='font-size:1.25rem;line-height:1.6'>{stop['look'][lang_i]}</div>")  # fixed prose of STOPS
 live_slot = next((slot for _, slot, _, _ in stop["pages"] if slot), None)
 if live_slot:
     with fig_col:
@@ -271,8 +272,7 @@ for k, (prompt, check) in enumerate(stop["tries"]):
             done = False
     mark = ":material/check_box:" if done else (":material/check_box_outline_blank:" if done is False else ":material/forum:")
     status = (ui.tr(" — done ✔", " —— 已完成 ✔") if done else (ui.tr(" — not yet", " —— 尚未完成") if done is False else ""))
-    st.markdown(f"<div style='font-size:1.2rem;margin:.4em 0'>{mark} {prompt[lang_i]}<span style='color:#555'>{status}</span></div>",
-                unsafe_allow_html=True)
+    markup.fixed_markup(f"<div style='font-size:1.2rem;margin:.4em 0'>{mark} {prompt[lang_i]}<span style='color:#555'>{status}</span></div>")
 
 st.caption(ui.tr(":material/check_box_outline_blank: / :material/check_box: prompts are checked against the live page's current inputs; "
                  ":material/forum: prompts are for discussion.",

@@ -43,7 +43,8 @@ import numpy as np
 from .engine import Run, run_scenario
 from .errors import SpecvizError
 from .reference import gather_accept_tokens
-from .scenario import Scenario, load_scenario, scenario_from_dict
+from .safety import bounded_int, loads_json, read_text_file
+from .scenario import MAX_SCENARIO_CHARS, Scenario, load_scenario, scenario_from_dict
 
 # ---------------------------------------------------------------------------------------------
 # Result types
@@ -121,7 +122,8 @@ def _fmt(v) -> str:
 # Parsing pasted arrays (no eval)
 # ---------------------------------------------------------------------------------------------
 
-MAX_PASTE_CHARS = 200_000
+MAX_PASTE_CHARS = 100_000  # ~30,000 lines of printed tensor; larger outputs are audited from a file (CLI)
+MAX_PASTE_DEPTH = 8  # Accept outputs have at most 3 dimensions
 _TOKEN_RE = re.compile(r"""\s*(?:
     (?P<open>[\[(])|(?P<close>[\])])|(?P<comma>,)|
     (?P<num>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|inf|nan))|
@@ -181,14 +183,18 @@ def _strip_call(s: str, start: int, name: str) -> str:
     raise SpecvizError(name, "has an unclosed '(': paste the whole tensor(...) / array(...) text")
 
 
+_BLANK_TAIL = re.compile(r"\s*\Z")
+
+
 def _tokenize(s: str, name: str) -> list:
+    """Tokens of ``s`` in one left-to-right pass (linear time)."""
     out, pos = [], 0
     while pos < len(s):
-        if s[pos:].strip() == "":
+        if _BLANK_TAIL.match(s, pos):
             break
         m = _TOKEN_RE.match(s, pos)
         if not m or m.end() == pos:
-            bad = s[pos:].strip()[:20]
+            bad = s[pos:pos + 40].strip()[:20]
             raise SpecvizError(name, f"cannot be read at {bad!r} (character {pos + 1}): use numbers, quoted labels, "
                                      "[ ] and commas, e.g. [[0, 1, 3]]")
         kind = m.lastgroup
@@ -197,60 +203,80 @@ def _tokenize(s: str, name: str) -> list:
     return out
 
 
+def _scalar(kind: str, text: str, name: str):
+    if kind == "num":
+        low = text.lower().lstrip("+-")
+        if low in ("inf", "nan"):
+            return float(text)
+        if re.fullmatch(r"[-+]?\d+", text):
+            return bounded_int(text, name)
+        return float(text)
+    if kind == "str":
+        try:
+            return json.loads('"' + text[1:-1].replace('"', '\\"') + '"') if text[0] == "'" else json.loads(text)
+        except json.JSONDecodeError:
+            return text[1:-1]
+    if kind == "word":  # a bare token label such as A or <eos>
+        return text
+    if kind == "kw":
+        return {"true": True, "True": True, "false": False, "False": False}.get(text)
+    raise SpecvizError(name, f"has {text!r} where a value was expected")
+
+
 def _parse_value(tokens, pos, name):
-    if pos >= len(tokens):
-        raise SpecvizError(name, "ends too early: a '[' is not closed")
-    kind, text = tokens[pos]
-    if kind == "open":
-        items, pos = [], pos + 1
-        closer = "]" if text == "[" else ")"
-        if pos < len(tokens) and tokens[pos][0] == "close":
-            if tokens[pos][1] != closer:
-                raise SpecvizError(name, f"closes {text!r} with {tokens[pos][1]!r}: brackets do not match")
-            return items, pos + 1
+    """One value starting at ``tokens[pos]``: iterative (an explicit stack, at most MAX_PASTE_DEPTH
+    open brackets), so a deeply nested paste is a clear error, never a RecursionError."""
+    stack = []  # [(items, closer, opener)]
+    while True:
+        if pos >= len(tokens):
+            raise SpecvizError(name, f"ends too early: a {stack[-1][2] if stack else '['!r} is not closed")
+        kind, text = tokens[pos]
+        if kind == "open":
+            if len(stack) >= MAX_PASTE_DEPTH:
+                raise SpecvizError(name, f"nests brackets more than {MAX_PASTE_DEPTH} deep: Accept outputs have at most "
+                                         "3 dimensions (paste one array)")
+            stack.append(([], "]" if text == "[" else ")", text))
+            pos += 1
+            if pos < len(tokens) and tokens[pos][0] == "close":
+                value, pos = _close(stack, tokens[pos][1], name), pos + 1
+            else:
+                continue
+        else:
+            value, pos = _scalar(kind, text, name), pos + 1
+        # a value is complete: attach it to the open list, then consume ',' / closing brackets
         while True:
-            item, pos = _parse_value(tokens, pos, name)
-            items.append(item)
+            if not stack:
+                return value, pos
+            stack[-1][0].append(value)
             if pos >= len(tokens):
-                raise SpecvizError(name, f"ends too early: a {text!r} is not closed")
+                raise SpecvizError(name, f"ends too early: a {stack[-1][2]!r} is not closed")
             k, t = tokens[pos]
             if k == "comma":
                 pos += 1
                 if pos < len(tokens) and tokens[pos][0] == "close":  # trailing comma
                     k, t = tokens[pos]
                 else:
-                    continue
+                    break  # next item
             if k == "close":
-                if t != closer:
-                    raise SpecvizError(name, f"closes {text!r} with {t!r}: brackets do not match")
-                return items, pos + 1
-            raise SpecvizError(name, f"has {t!r} where ',' or {closer!r} was expected")
-    if kind == "num":
-        low = text.lower().lstrip("+-")
-        if low in ("inf", "nan"):
-            return float(text), pos + 1
-        if re.fullmatch(r"[-+]?\d+", text):
-            return int(text), pos + 1
-        return float(text), pos + 1
-    if kind == "str":
-        try:
-            return json.loads('"' + text[1:-1].replace('"', '\\"') + '"') if text[0] == "'" else json.loads(text), pos + 1
-        except json.JSONDecodeError:
-            return text[1:-1], pos + 1
-    if kind == "word":  # a bare token label such as A or <eos>
-        return text, pos + 1
-    if kind == "kw":
-        return {"true": True, "True": True, "false": False, "False": False}.get(text), pos + 1
-    raise SpecvizError(name, f"has {text!r} where a value was expected")
+                value, pos = _close(stack, t, name), pos + 1
+                continue
+            raise SpecvizError(name, f"has {t!r} where ',' or {stack[-1][1]!r} was expected")
 
 
-def _unbalanced(text: str) -> bool:
-    """True while a pasted value still has an open bracket (a tensor printed over several lines)."""
-    depth = 0
-    for ch in re.sub(r"'[^']*'|\"[^\"]*\"", "", text):
-        depth += ch in "[(" 
-        depth -= ch in "])"
-    return depth > 0
+def _close(stack, closer: str, name: str) -> list:
+    items, want, opener = stack.pop()
+    if closer != want:
+        raise SpecvizError(name, f"closes {opener!r} with {closer!r}: brackets do not match")
+    return items
+
+
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+
+
+def _bracket_balance(line: str) -> int:
+    """Open minus closed brackets on one line (quoted text skipped)."""
+    bare = _QUOTED.sub("", line)
+    return bare.count("[") + bare.count("(") - bare.count("]") - bare.count(")")
 
 
 _FIELD_LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*[:=]\s*(.*)$")
@@ -262,26 +288,29 @@ def parse_claimed_text(text: str) -> dict:
     if not isinstance(text, str) or not text.strip():
         raise SpecvizError("claimed", "is empty: paste e.g. 'accept_index = [[0, 1, 3]]'")
     s = text.strip()
+    if len(s) > MAX_PASTE_CHARS:
+        raise SpecvizError("claimed", f"is {len(s):,} characters long; at most {MAX_PASTE_CHARS:,} can be pasted "
+                                      "(paste only the Accept outputs, or audit a file with the CLI)")
     if s.startswith("{"):
-        try:
-            data = json.loads(s)
-        except json.JSONDecodeError as exc:
-            raise SpecvizError("claimed", f"is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+        data = loads_json(s, "claimed", MAX_PASTE_CHARS, max_depth=MAX_PASTE_DEPTH + 1)
         if not isinstance(data, dict):
             raise SpecvizError("claimed", "must be a JSON object {field: array}")
         return {k: (parse_array(v, k) if isinstance(v, str) and k not in ("outputs",) else v) for k, v in data.items()}
     chunks: dict[str, list[str]] = {}
     current = None
+    balance = 0  # open brackets of the current field so far (kept per line: linear time)
     for line in s.splitlines():
         m = _FIELD_LINE.match(line)
-        open_chunk = current is not None and _unbalanced("\n".join(chunks[current]))
+        open_chunk = current is not None and balance > 0
         if m and not open_chunk and not line.lstrip().startswith(("[", "(")):
             current = m.group(1)
             if current in chunks:
                 raise SpecvizError(f"claimed.{current}", "is given twice: paste each field once")
             chunks[current] = [m.group(2)]
+            balance = _bracket_balance(m.group(2))
         elif current is not None:
             chunks[current].append(line)
+            balance += _bracket_balance(line)
         elif line.strip():
             raise SpecvizError("claimed", f"line {line.strip()[:30]!r} does not start with a field name: "
                                           "write 'accept_index = [[0, 1, 3]]'")
@@ -904,15 +933,8 @@ def load_audit_request(data: dict, base_dir: str = ".") -> tuple[Scenario, dict]
 
 def audit_file(path) -> AuditReport:
     """Audit a JSON file {"scenario": {...} | "scenario_file": "path", "claimed": {...}} (the CLI's entry)."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except OSError as exc:
-        raise SpecvizError("file", f"{path} cannot be read ({exc.strerror})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SpecvizError("file", f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    text = read_text_file(path, "file", MAX_SCENARIO_CHARS + MAX_PASTE_CHARS)
+    data = loads_json(text, "file", MAX_SCENARIO_CHARS + MAX_PASTE_CHARS)
     s, claimed = load_audit_request(data, os.path.dirname(os.path.abspath(str(path))))
     return audit(s, claimed)
 

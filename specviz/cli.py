@@ -179,7 +179,9 @@ def cmd_convert(args) -> int:
 # Flags `specviz app` passes to `streamlit run` unless the user gives them: the README's flags, and
 # no usage statistics (a checkout's .streamlit/config.toml says the same, but Streamlit reads that
 # file only from the working directory).
-APP_DEFAULTS = {"--server.headless": "true", "--server.address": "127.0.0.1", "--browser.gatherUsageStats": "false"}
+APP_DEFAULTS = {"--server.headless": "true", "--server.address": "127.0.0.1", "--browser.gatherUsageStats": "false",
+                # The safety settings of .streamlit/config.toml, which Streamlit reads only from the working directory.
+                "--server.maxUploadSize": "2", "--client.showErrorDetails": "type"}
 
 
 def app_command(extra: list[str]) -> list[str]:

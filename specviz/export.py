@@ -12,10 +12,12 @@ No streamlit here.
 """
 from __future__ import annotations
 
+import ast
 import functools
 import html
 import json
 import os
+import re
 import shutil
 import subprocess
 import textwrap
@@ -27,6 +29,7 @@ from .errors import SpecvizError
 from .frames import replay
 from .render.palette import FONT_FAMILY, PALETTE, state_color, text_on
 from .render.walk import describe, mark_sibling_visits
+from .safety import json_for_script
 from .scenario import Scenario
 
 # ---------------------------------------------------------------------------------------------
@@ -39,8 +42,14 @@ def scenario_json(s: Scenario) -> str:
 
 
 def _slug(name: str) -> str:
-    out = "".join(ch if ch.isalnum() else "_" for ch in name.lower()).strip("_")
+    """An ASCII identifier part (a test function's name) from any scenario name."""
+    out = "".join(ch if ("a" <= ch <= "z" or "0" <= ch <= "9") else "_" for ch in name.lower()).strip("_")
     return out or "scenario"
+
+
+def _py_literal(text: str) -> str:
+    """A Python string literal for ``text`` (repr: quotes, backslashes and newlines escaped)."""
+    return repr(str(text))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -63,18 +72,16 @@ def pytest_file(s: Scenario, run: Run | None = None) -> str:
     inp, res = run.inputs, run.result
     label = s.vocab
     bs = len(s.requests)
-    lines = [
-        f'"""specviz example {s.name!r}: {s.title or s.algorithm} (exported from specviz; SGLang 0.5.23 semantics).',
-        "",
-        *textwrap.wrap(s.description or "", 96),
-        "",
-        "Vocabulary (token id -> label): " + ", ".join(f"{i}={t}" for i, t in enumerate(label)),
-    ]
+    # The docstring holds user text (title, description, labels): it is written as one Python
+    # literal by repr(), never pasted between quotes, so no text can end it and become code.
+    doc = [f"specviz example {s.name!r}: {s.title or s.algorithm} (exported from specviz; SGLang 0.5.23 semantics).",
+           "", *textwrap.wrap(s.description or "", 96), "",
+           "Vocabulary (token id -> label): " + ", ".join(f"{i}={t}" for i, t in enumerate(label))]
     for c in run.commits:
-        lines.append(f"Request {c.request}: input rows {c.accept_rows} ({' '.join(label[t] for t in c.committed_tokens)}) "
-                     f"-> outputs {' '.join(label[t] for t in c.output_tokens)}; new_seq_len {c.new_seq_len}.")
-    lines += ['"""', "import numpy as np", "", "from specviz import reference as ref", "", ""]
-    lines.append(f"VOCAB = {json.dumps(list(label), ensure_ascii=False)}")
+        doc.append(f"Request {c.request}: input rows {c.accept_rows} ({' '.join(label[t] for t in c.committed_tokens)}) "
+                   f"-> outputs {' '.join(label[t] for t in c.output_tokens)}; new_seq_len {c.new_seq_len}.")
+    lines = [_py_literal("\n".join(doc) + "\n"), "import numpy as np", "", "from specviz import reference as ref", "", ""]
+    lines.append(f"VOCAB = {list(label)!r}")
     for key in ("candidates", "retrieve_index", "retrieve_next_token", "retrieve_next_sibling", "target_predict",
                 "target_probs", "draft_probs", "uniform_samples", "uniform_samples_for_final_sampling", "seq_lens",
                 "verify_lens"):
@@ -89,7 +96,7 @@ def pytest_file(s: Scenario, run: Run | None = None) -> str:
                   f"EXPECTED_COMMIT_LENS = {json.dumps(np.asarray(res['commit_lens']).tolist())}",
                   f"EXPECTED_NEW_SEQ_LENS = {json.dumps(np.asarray(res['new_seq_lens']).tolist())}",
                   f"EXPECTED_OUT_TOKENS = {json.dumps(np.asarray(res['out_tokens']).tolist())}",
-                  f"EXPECTED_OUTPUTS = {json.dumps([[label[t] for t in o] for o in exp_outputs], ensure_ascii=False)}",
+                  f"EXPECTED_OUTPUTS = {[[label[t] for t in o] for o in exp_outputs]!r}",
                   "", ""]
         if s.algorithm == "dspark_greedy":
             call = "ref.dspark_accept_greedy(CANDIDATES, TARGET_PREDICT)"
@@ -112,11 +119,11 @@ def pytest_file(s: Scenario, run: Run | None = None) -> str:
                   "    # only the first commit_lens entries of out_tokens are output",
                   "    outputs = [[VOCAB[t] for t in out_tokens[b][:commit_lens[b]]] for b in range(len(commit_lens))]",
                   "    assert outputs == EXPECTED_OUTPUTS", ""]
-        return "\n".join(lines)
+        return check_pytest_source("\n".join(lines))
     lines += [f"EXPECTED_ACCEPT_INDEX = {json.dumps(np.asarray(res['accept_index']).tolist())}  # [bs, W], global rows, -1 padded",
               f"EXPECTED_ACCEPT_TOKEN_NUM = {json.dumps(np.asarray(res['accept_token_num']).tolist())}  # accepted drafts per request",
               f"EXPECTED_PREDICTS = {json.dumps(np.asarray(res['predicts']).tolist())}  # [bs*n]",
-              f"EXPECTED_OUTPUTS = {json.dumps([[label[t] for t in o] for o in exp_outputs], ensure_ascii=False)}"
+              f"EXPECTED_OUTPUTS = {[[label[t] for t in o] for o in exp_outputs]!r}"
               "  # accepted drafts + bonus",
               "", ""]
     if s.algorithm == "greedy":
@@ -138,7 +145,70 @@ def pytest_file(s: Scenario, run: Run | None = None) -> str:
               "    accept_lens = res.accept_token_num + 1",
               f"    outputs = [[VOCAB[res.predicts[r]] for r in res.accept_index[b][:accept_lens[b]]] for b in range({bs})]",
               "    assert outputs == EXPECTED_OUTPUTS", ""]
-    return "\n".join(lines)
+    return check_pytest_source("\n".join(lines))
+
+
+_PYTEST_NAMES = {"VOCAB", "CANDIDATES", "RETRIEVE_INDEX", "RETRIEVE_NEXT_TOKEN", "RETRIEVE_NEXT_SIBLING", "TARGET_PREDICT",
+                 "TARGET_PROBS", "DRAFT_PROBS", "UNIFORM_SAMPLES", "UNIFORM_SAMPLES_FOR_FINAL_SAMPLING", "SEQ_LENS",
+                 "VERIFY_LENS", "EXPECTED_CORRECT_LEN", "EXPECTED_BONUS", "EXPECTED_COMMIT_LENS", "EXPECTED_NEW_SEQ_LENS",
+                 "EXPECTED_OUT_TOKENS", "EXPECTED_OUTPUTS", "EXPECTED_ACCEPT_INDEX", "EXPECTED_ACCEPT_TOKEN_NUM",
+                 "EXPECTED_PREDICTS"}
+_NP_DTYPES = {"int64", "int32", "float32", "float64"}
+_FUNCTION_STRINGS = {"0.5.23", "earlier"}  # the only text literals the test function itself may hold (semantics)
+
+
+def _is_literal(node) -> bool:
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+def _is_np_array(node) -> bool:
+    """``np.array(<literal>, dtype=np.<int64|int32|float32|float64> | None)``."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "array"
+            and isinstance(node.func.value, ast.Name) and node.func.value.id == "np" and len(node.args) == 1
+            and _is_literal(node.args[0]) and len(node.keywords) == 1 and node.keywords[0].arg == "dtype"):
+        return False
+    d = node.keywords[0].value
+    return (isinstance(d, ast.Constant) and d.value is None) or (
+        isinstance(d, ast.Attribute) and isinstance(d.value, ast.Name) and d.value.id == "np" and d.attr in _NP_DTYPES)
+
+
+def check_pytest_source(source: str) -> str:
+    """Parse a generated test module with ``ast`` and refuse any shape other than the expected one:
+    a docstring, ``import numpy as np``, ``from specviz import reference as ref``, constants that are
+    plain literals (or ``np.array(literal, dtype=...)``), and one argument-free ``test_*`` function
+    whose only text literals are the semantics names. Returns ``source``; raises SpecvizError."""
+    def refuse(why):
+        raise SpecvizError("export", f"the generated pytest file was refused ({why}): please report this scenario")
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        refuse(f"it does not parse: {exc.msg}")
+    body = tree.body
+    if len(body) < 4 or not (isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                             and isinstance(body[0].value.value, str)):
+        refuse("no docstring first")
+    if ast.dump(body[1]) != ast.dump(ast.parse("import numpy as np").body[0]) or \
+            ast.dump(body[2]) != ast.dump(ast.parse("from specviz import reference as ref").body[0]):
+        refuse("unexpected imports")
+    *consts, fn = body[3:]
+    for node in consts:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id in _PYTEST_NAMES and (_is_literal(node.value) or _is_np_array(node.value))):
+            refuse(f"unexpected statement at line {getattr(node, 'lineno', '?')}")
+    if not (isinstance(fn, ast.FunctionDef) and re.fullmatch(r"test_[a-z0-9_]+", fn.name) and not fn.decorator_list
+            and not (fn.args.args or fn.args.posonlyargs or fn.args.kwonlyargs or fn.args.vararg or fn.args.kwarg)):
+        refuse("the last statement is not one test function")
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value not in _FUNCTION_STRINGS:
+            refuse(f"text {node.value[:20]!r} inside the test function")
+        if isinstance(node, (ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal, ast.Lambda, ast.FunctionDef, ast.ClassDef)) \
+                and node is not fn:
+            refuse("an import or definition inside the test function")
+    return source
 
 
 # ---------------------------------------------------------------------------------------------
@@ -165,9 +235,17 @@ def _dot(dot: str, fmt: str) -> bytes:
     return out.stdout
 
 
+_ACTIVE_SVG = re.compile(rb"""(?:href|xlink:href)\s*=\s*["']?\s*(?:javascript|data|vbscript):|<script|\son[a-z]+\s*=""", re.I)
+
+
 def dot_to_svg(dot: str) -> bytes:
-    """A DOT figure (tree, walk) as SVG bytes."""
-    return _dot(dot, "svg")
+    """A DOT figure (tree, walk) as SVG bytes. Refused (SpecvizError) if the SVG would carry a
+    script, an event handler or a javascript:/data: link (the builders never emit one: every label
+    and attribute goes through specviz.safety.dot_quote; this is the last check before a file)."""
+    svg = _dot(dot, "svg")
+    if _ACTIVE_SVG.search(svg):
+        raise SpecvizError("export", "the SVG would contain a script or a javascript: link: refused")
+    return svg
 
 
 def dot_to_png(dot: str) -> bytes:
@@ -302,8 +380,14 @@ def _states_after(events, s: Scenario) -> list:
     return out
 
 
-def _svg_frame(s: Scenario, layouts, req_states, bonuses, row_word: str) -> str:
-    """One frame: every request's tree side by side (inline SVG, tooltips via <title>)."""
+def _el(tag: str, attrs: dict, *children) -> list:
+    """One SVG element as data: [tag, {attribute: value}, [child elements or text]]. The player
+    builds it with createElementNS / setAttribute / text nodes: text is never parsed as markup."""
+    return [tag, {k: (f"{v:.1f}" if isinstance(v, float) else str(v)) for k, v in attrs.items()}, list(children)]
+
+
+def _svg_frame(s: Scenario, layouts, req_states, bonuses, row_word: str) -> list:
+    """One frame as an element tree: every request's tree side by side (tooltips via <title>)."""
     parts, x0, height = [], 10, 0
     n = s.n
     for b in range(len(s.requests)):
@@ -313,54 +397,70 @@ def _svg_frame(s: Scenario, layouts, req_states, bonuses, row_word: str) -> str:
         width_slots = max(width_slots, 1)
 
         def cx(i):
-            return x0 + pos[i][0] * (NODE_W + GAP_X) + NODE_W / 2
+            return float(x0 + pos[i][0] * (NODE_W + GAP_X) + NODE_W / 2)
 
         def cy(i):
-            return 40 + pos[i][1] * (NODE_H + GAP_Y) + NODE_H / 2
+            return float(40 + pos[i][1] * (NODE_H + GAP_Y) + NODE_H / 2)
         if len(s.requests) > 1:
-            parts.append(f'<text x="{x0}" y="22" font-size="18" fill="#333">request {b}</text>')
+            parts.append(_el("text", {"x": x0, "y": 22, "font-size": 18, "fill": "#333"}, f"request {b}"))
         for i in range(1, n):
             p = tree.parents[i]
             faded = req_states[b].get(i) == "discarded"
-            parts.append(f'<line x1="{cx(p):.1f}" y1="{cy(p) + NODE_H / 2:.1f}" x2="{cx(i):.1f}" y2="{cy(i) - NODE_H / 2:.1f}" '
-                         f'stroke="{"#BBBBBB" if faded else PALETTE["edge"]}" stroke-width="2"/>')
+            parts.append(_el("line", {"x1": cx(p), "y1": cy(p) + NODE_H / 2, "x2": cx(i), "y2": cy(i) - NODE_H / 2,
+                                      "stroke": "#BBBBBB" if faded else PALETTE["edge"], "stroke-width": 2}))
         for i in range(n):
             state = req_states[b].get(i, "pending")
             fill = state_color(state)
             tok = s.label(tree.tokens[i])
             mark = MARK.get(state, "")
             row = b * n + i
-            dash = ' stroke-dasharray="5,4"' if state == "discarded" else ""
-            parts.append(f'<g class="node" data-node="{b}:{i}" data-state="{state}"><title>{html.escape(tok)} · node {i} · '
-                         f'{row_word} {row} · {state}</title>'
-                         f'<rect x="{cx(i) - NODE_W / 2:.1f}" y="{cy(i) - NODE_H / 2:.1f}" width="{NODE_W}" height="{NODE_H}" rx="10" '
-                         f'fill="{fill}" stroke="{PALETTE["edge"]}" stroke-width="2"{dash}/>'
-                         f'<text x="{cx(i):.1f}" y="{cy(i) - 3:.1f}" text-anchor="middle" font-size="20" font-weight="bold" '
-                         f'fill="{text_on(fill)}">{html.escape(tok)} {mark}</text>'
-                         f'<text x="{cx(i):.1f}" y="{cy(i) + 18:.1f}" text-anchor="middle" font-size="14" '
-                         f'fill="{text_on(fill)}">{row_word} {row}</text></g>')
+            rect = {"x": cx(i) - NODE_W / 2, "y": cy(i) - NODE_H / 2, "width": NODE_W, "height": NODE_H, "rx": 10,
+                    "fill": fill, "stroke": PALETTE["edge"], "stroke-width": 2}
+            if state == "discarded":
+                rect["stroke-dasharray"] = "5,4"
+            parts.append(_el("g", {"class": "node", "data-node": f"{b}:{i}", "data-state": state},
+                             _el("title", {}, f"{tok} · node {i} · {row_word} {row} · {state}"),
+                             _el("rect", rect),
+                             _el("text", {"x": cx(i), "y": cy(i) - 3, "text-anchor": "middle", "font-size": 20,
+                                          "font-weight": "bold", "fill": text_on(fill)}, f"{tok} {mark}"),
+                             _el("text", {"x": cx(i), "y": cy(i) + 18, "text-anchor": "middle", "font-size": 14,
+                                          "fill": text_on(fill)}, f"{row_word} {row}")))
         if bonus:
             node, tok_id = bonus
             # Beside the last accepted row, right of every node at its depth: the token emitted after it.
             same_depth = [i for i in range(n) if pos[i][1] == pos[node][1]]
-            bx = x0 + (max(pos[i][0] for i in same_depth) + 1) * (NODE_W + GAP_X) + NODE_W / 2
+            bx = float(x0 + (max(pos[i][0] for i in same_depth) + 1) * (NODE_W + GAP_X) + NODE_W / 2)
             by = cy(node)
             width_slots = max(width_slots, max(pos[i][0] for i in same_depth) + 2)
             fill = state_color("bonus")
             # a dashed curve under the row's siblings, from the node's bottom to the bonus's bottom
             y0 = by + NODE_H / 2
-            parts.append(f'<path d="M {cx(node):.1f} {y0:.1f} Q {(cx(node) + bx) / 2:.1f} {y0 + 34:.1f} {bx:.1f} {y0:.1f}" '
-                         f'fill="none" stroke="{fill}" stroke-width="3" stroke-dasharray="6,4"/>')
-            parts.append(f'<g class="bonus"><title>bonus {html.escape(s.label(tok_id))}</title>'
-                         f'<rect x="{bx - NODE_W / 2:.1f}" y="{by - NODE_H / 2:.1f}" width="{NODE_W}" height="{NODE_H}" rx="10" '
-                         f'fill="{fill}" stroke="#000" stroke-width="2"/>'
-                         f'<text x="{bx:.1f}" y="{by - 3:.1f}" text-anchor="middle" font-size="20" font-weight="bold">'
-                         f'{html.escape(s.label(tok_id))} ★</text>'
-                         f'<text x="{bx:.1f}" y="{by + 18:.1f}" text-anchor="middle" font-size="14">bonus</text></g>')
+            parts.append(_el("path", {"d": f"M {cx(node):.1f} {y0:.1f} Q {(cx(node) + bx) / 2:.1f} {y0 + 34:.1f} {bx:.1f} {y0:.1f}",
+                                      "fill": "none", "stroke": fill, "stroke-width": 3, "stroke-dasharray": "6,4"}))
+            label = s.label(tok_id)
+            parts.append(_el("g", {"class": "bonus"},
+                             _el("title", {}, f"bonus {label}"),
+                             _el("rect", {"x": bx - NODE_W / 2, "y": by - NODE_H / 2, "width": NODE_W, "height": NODE_H,
+                                          "rx": 10, "fill": fill, "stroke": "#000", "stroke-width": 2}),
+                             _el("text", {"x": bx, "y": by - 3, "text-anchor": "middle", "font-size": 20,
+                                          "font-weight": "bold"}, f"{label} ★"),
+                             _el("text", {"x": bx, "y": by + 18, "text-anchor": "middle", "font-size": 14}, "bonus")))
         x0 += width_slots * (NODE_W + GAP_X) + 40
         height = max(height, 40 + depth * (NODE_H + GAP_Y) + 30)
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{x0:.0f}" height="{height:.0f}" '
-            f'viewBox="0 0 {x0:.0f} {height:.0f}" font-family="{html.escape(FONT_FAMILY)}">' + "".join(parts) + "</svg>")
+    return _el("svg", {"width": f"{x0:.0f}", "height": f"{height:.0f}", "viewBox": f"0 0 {x0:.0f} {height:.0f}",
+                       "font-family": FONT_FAMILY}, *parts)
+
+
+def svg_markup(element) -> str:
+    """An element tree of ``_svg_frame`` as SVG text (every text and attribute escaped): for
+    tests and debugging; the HTML player never parses markup."""
+    if isinstance(element, str):
+        return html.escape(element, quote=False)
+    tag, attrs, children = element
+    a = "".join(f' {k}="{html.escape(v, quote=True)}"' for k, v in attrs.items())
+    if tag == "svg":
+        a = ' xmlns="http://www.w3.org/2000/svg"' + a
+    return f"<{tag}{a}>" + "".join(svg_markup(c) for c in children) + f"</{tag}>"
 
 
 def _event_text(e, s: Scenario, lang: str) -> str:
@@ -410,7 +510,9 @@ def _event_text(e, s: Scenario, lang: str) -> str:
 
 
 def animation_frames(s: Scenario, lang: str = "en") -> list[dict]:
-    """Per frame: {"svg", "text", "arrays"} (pure data; the HTML export and tests use it)."""
+    """Per frame: {"svg", "text", "arrays"} (pure data; the HTML export and tests use it).
+
+    "svg" is an element tree ``[tag, {attr: value}, [children]]`` (see ``svg_markup``)."""
     run = run_scenario(s, "numpy")
     if run.trace is None or not run.trace.events:
         raise SpecvizError("export", "this scenario records no trace events to animate")
@@ -428,13 +530,16 @@ def animation_frames(s: Scenario, lang: str = "en") -> list[dict]:
     return out
 
 
+# The page is fixed text with ONE slot, __DATA__, filled last with JSON escaped for a script
+# context (specviz.safety.json_for_script). The player puts every piece of data on the page as
+# text nodes and attribute values (textContent, createElementNS, setAttribute), never as markup.
 _HTML = """<!DOCTYPE html>
-<html lang="__LANG__"><head><meta charset="utf-8">
+<html><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
-<title>__TITLE__</title>
+<title>specviz</title>
 <style>
- body { font-family: __FONT__; font-size: 20px; margin: 24px; color: #111; background: #fff; }
- h1 { font-size: 28px; margin: 0 0 6px 0; } .sub { color: #555; margin-bottom: 14px; max-width: 70em; }
+ body { font-family: Helvetica, Arial, 'Noto Sans CJK SC', 'Microsoft YaHei', sans-serif; font-size: 20px; margin: 24px; color: #111; background: #fff; }
+ h1 { font-size: 28px; margin: 0 0 6px 0; } .sub { color: #555; margin-bottom: 14px; max-width: 70em; white-space: pre-wrap; }
  .controls { display: flex; gap: 8px; align-items: center; margin: 12px 0; flex-wrap: wrap; }
  button { font-size: 20px; padding: 6px 14px; border-radius: 8px; border: 2px solid #444; background: #f4f4f4; cursor: pointer; }
  input[type=range] { width: 360px; } #step { min-width: 8em; font-family: ui-monospace, monospace; }
@@ -442,49 +547,70 @@ _HTML = """<!DOCTYPE html>
  #arrays { font-family: ui-monospace, monospace; font-size: 18px; white-space: pre; background: #fafafa; padding: 10px; border: 1px solid #ddd; display: inline-block; }
  .legend span { display: inline-block; padding: 2px 10px; margin-right: 6px; border-radius: 6px; font-size: 16px; }
 </style></head><body>
-<h1>__TITLE__</h1><div class="sub">__DESC__</div>
-<div class="legend">__LEGEND__</div>
+<h1 id="title"></h1><div class="sub" id="desc"></div>
+<div class="legend" id="legend"></div>
 <div class="controls">
  <button id="first" title="first">⏮</button><button id="prev" title="back">◀</button>
- <button id="play">__PLAY__</button><button id="next" title="next">▶</button><button id="last" title="last">⏭</button>
+ <button id="play"></button><button id="next" title="next">▶</button><button id="last" title="last">⏭</button>
  <input id="scrub" type="range" min="0" max="0" value="0"><span id="step"></span>
- <label>__SPEED__ <select id="speed"><option>0.5</option><option selected>1</option><option>2</option><option>4</option></select></label>
+ <label><span id="speedword"></span> <select id="speed"><option>0.5</option><option selected>1</option><option>2</option><option>4</option></select></label>
 </div>
 <div id="text"></div>
 <div id="stage"></div>
 <div id="arrays"></div>
-<script id="frames" type="application/json" data-vocab="__VOCAB__">__FRAMES__</script>
+<script id="data" type="application/json">__DATA__</script>
 <script>
 (function () {
-  var frames = JSON.parse(document.getElementById('frames').textContent);
-  var VOCAB = document.getElementById('frames').getAttribute('data-vocab');
+  var DATA = JSON.parse(document.getElementById('data').textContent);
+  var frames = DATA.frames, W = DATA.words;
+  var SVGNS = 'http://www.w3.org/2000/svg';
+  var TAGS = {svg: 1, g: 1, line: 1, rect: 1, text: 1, title: 1, path: 1};
+  function el(id) { return document.getElementById(id); }
+  document.documentElement.lang = DATA.lang;
+  document.title = DATA.title;
+  el('title').textContent = DATA.title; el('desc').textContent = DATA.desc;
+  el('speedword').textContent = W.speed;
+  DATA.legend.forEach(function (item) {
+    var span = document.createElement('span');
+    span.style.background = item[0]; span.style.color = item[1]; span.textContent = item[2];
+    el('legend').appendChild(span);
+  });
+  function build(node) {  // data -> DOM; text stays text, only known tags, no event or link attributes
+    if (typeof node === 'string') { return document.createTextNode(node); }
+    if (!TAGS[node[0]]) { return document.createTextNode(''); }
+    var e = document.createElementNS(SVGNS, node[0]), attrs = node[1];
+    for (var k in attrs) {
+      if (Object.prototype.hasOwnProperty.call(attrs, k) && !/^on|href|^style$/i.test(k)) { e.setAttribute(k, String(attrs[k])); }
+    }
+    (node[2] || []).forEach(function (c) { e.appendChild(build(c)); });
+    return e;
+  }
   var i = 0, timer = null;
-  var stage = document.getElementById('stage'), text = document.getElementById('text'),
-      arrays = document.getElementById('arrays'), scrub = document.getElementById('scrub'),
-      stepEl = document.getElementById('step'), play = document.getElementById('play');
+  var stage = el('stage'), text = el('text'), arrays = el('arrays'), scrub = el('scrub'), stepEl = el('step'), play = el('play');
   scrub.max = frames.length - 1;
-  function fmt(a) { return JSON.stringify(a); }
+  play.textContent = W.play;
   function show(k) {
     i = Math.max(0, Math.min(frames.length - 1, k));
     var f = frames[i];
-    stage.innerHTML = f.svg; text.textContent = f.text;
-    var lines = [VOCAB]; for (var name in f.arrays) { lines.push(name + ' = ' + fmt(f.arrays[name])); }
+    while (stage.firstChild) { stage.removeChild(stage.firstChild); }
+    stage.appendChild(build(f.svg)); text.textContent = f.text;
+    var lines = [DATA.vocab]; for (var name in f.arrays) { lines.push(name + ' = ' + JSON.stringify(f.arrays[name])); }
     arrays.textContent = lines.join('\\n');
-    scrub.value = i; stepEl.textContent = '__STEPWORD__ ' + i + ' / ' + (frames.length - 1);
+    scrub.value = i; stepEl.textContent = W.step + ' ' + i + ' / ' + (frames.length - 1);
     document.body.setAttribute('data-step', i);
   }
-  function stop() { if (timer) { clearInterval(timer); timer = null; } play.textContent = '__PLAY__'; }
+  function stop() { if (timer) { clearInterval(timer); timer = null; } play.textContent = W.play; }
   function start() {
     if (i >= frames.length - 1) { show(0); }
-    var speed = parseFloat(document.getElementById('speed').value) || 1;
+    var speed = parseFloat(el('speed').value) || 1;
     timer = setInterval(function () { if (i >= frames.length - 1) { stop(); } else { show(i + 1); } }, 1000 / speed);
-    play.textContent = '__PAUSE__';
+    play.textContent = W.pause;
   }
   play.onclick = function () { if (timer) { stop(); } else { start(); } };
-  document.getElementById('first').onclick = function () { stop(); show(0); };
-  document.getElementById('last').onclick = function () { stop(); show(frames.length - 1); };
-  document.getElementById('prev').onclick = function () { stop(); show(i - 1); };
-  document.getElementById('next').onclick = function () { stop(); show(i + 1); };
+  el('first').onclick = function () { stop(); show(0); };
+  el('last').onclick = function () { stop(); show(frames.length - 1); };
+  el('prev').onclick = function () { stop(); show(i - 1); };
+  el('next').onclick = function () { stop(); show(i + 1); };
   scrub.oninput = function () { stop(); show(parseInt(scrub.value, 10)); };
   document.addEventListener('keydown', function (e) {
     if (e.key === 'ArrowRight') { stop(); show(i + 1); } else if (e.key === 'ArrowLeft') { stop(); show(i - 1); }
@@ -498,22 +624,25 @@ _HTML = """<!DOCTYPE html>
 
 
 def animation_html(s: Scenario, lang: str = "en") -> str:
-    """The whole accept walk as one HTML file: inline SVG per frame, inline JS controls, no network.
+    """The whole accept walk as one HTML file: SVG frames as data, inline JS controls, no network.
 
-    Open it in any browser, offline (arrow keys step, space plays); ``#play`` in the URL starts playing."""
+    Open it in any browser, offline (arrow keys step, space plays); ``#play`` in the URL starts playing.
+    Every user-controlled string (title, description, labels, vocabulary) travels only inside the
+    JSON data and reaches the page as text."""
     frames = animation_frames(s, lang)
     zh = lang == "zh"
     legend_items = [("accepted", "已接受" if zh else "accepted"), ("rejected", "已拒绝" if zh else "rejected"),
                     ("compared", "比较中" if zh else "being compared"), ("current", "当前" if zh else "current"),
                     ("bonus", "bonus"), ("discarded", "丢弃" if zh else "discarded"), ("pending", "待定" if zh else "pending")]
-    legend = "".join(f'<span style="background:{state_color(k)};color:{text_on(state_color(k))}">{html.escape(t)}</span>'
-                     for k, t in legend_items)
-    data = json.dumps(frames, ensure_ascii=False).replace("</", "<\\/")
-    title = f"specviz · {s.title or s.name}"
-    return (_HTML.replace("__FRAMES__", data).replace("__TITLE__", html.escape(title))
-            .replace("__DESC__", html.escape(s.describe(lang))).replace("__LEGEND__", legend)
-            .replace("__VOCAB__", html.escape(("# 词表 token id: " if zh else "# vocab token ids: ")
-                                              + "  ".join(f"{i}={t}" for i, t in enumerate(s.vocab[:40]))))
-            .replace("__FONT__", FONT_FAMILY).replace("__LANG__", "zh-CN" if zh else "en")
-            .replace("__PLAY__", "▷ 播放" if zh else "▷ play").replace("__PAUSE__", "❚❚ 暂停" if zh else "❚❚ pause")
-            .replace("__SPEED__", "速度" if zh else "speed").replace("__STEPWORD__", "步骤" if zh else "step"))
+    data = {
+        "lang": "zh-CN" if zh else "en",
+        "title": f"specviz · {s.title or s.name}",
+        "desc": s.describe(lang),
+        "vocab": ("# 词表 token id: " if zh else "# vocab token ids: ") + "  ".join(f"{i}={t}" for i, t in enumerate(s.vocab[:40])),
+        "legend": [[state_color(k), text_on(state_color(k)), t] for k, t in legend_items],
+        "words": {"play": "▷ 播放" if zh else "▷ play", "pause": "❚❚ 暂停" if zh else "❚❚ pause",
+                  "speed": "速度" if zh else "speed", "step": "步骤" if zh else "step"},
+        "frames": frames,
+    }
+    head, tail = _HTML.split("__DATA__")
+    return head + json_for_script(data) + tail

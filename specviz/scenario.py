@@ -17,20 +17,30 @@ tables (``target_predict``, ``target_probs``) have one entry per node / chain sl
 """
 from __future__ import annotations
 
+import functools
 import json
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import SpecvizError
+from .safety import loads_json, read_text_file
 from .model import MAX_TREE_NODES, DrawnTree, chain_tree
 from .validate import PROB_SUM_ATOL
 
 FORMAT = "specviz.scenario"
 VERSION = 1
-MAX_VOCAB = 4096  # a table wider than this cannot be drawn or edited; real-size data goes through the API
+# What the pages can draw within the budget (<= 5 s and <= 1 GB extra per page and click, measured by
+# benchmarks/bench_worst_scenario.py; a page's cost grows with the vocabulary width: 4,096 took 15 s).
+# Real-size data goes through the API and the CLI, not the app.
+MAX_VOCAB = 1024
 MAX_BATCH = 16
+MAX_TABLE_CELLS = 16_384  # requests x rows x vocabulary: e.g. 16 x 64 x 16, or 1 x 16 x 1,024
+MAX_LABEL_CHARS = 32  # a token label is drawn inside a node box
+MAX_TITLE_CHARS = 200
+MAX_DESCRIPTION_CHARS = 4000
+MAX_SCENARIO_CHARS = 2_000_000  # bytes of JSON text, refused before parsing: two full-precision tables at the cell limit, saved with indent 2, fit
 ALGORITHMS = ("greedy", "target_only", "chain_rejection", "dspark_greedy", "dspark_sampling")
 TREE_ALGORITHMS = ("greedy", "target_only")
 CHAIN_ALGORITHMS = ("chain_rejection", "dspark_greedy", "dspark_sampling")
@@ -41,45 +51,48 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+Label = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS)]
+
+
 class TreeSpec(_Strict):
     parents: list[int] = Field(min_length=1, max_length=MAX_TREE_NODES)
-    tokens: list[str] = Field(min_length=1, max_length=MAX_TREE_NODES)
+    tokens: list[Label] = Field(min_length=1, max_length=MAX_TREE_NODES)
 
 
 class RequestSpec(_Strict):
     tree: TreeSpec | None = None
-    chain: list[str] | None = Field(default=None, min_length=1, max_length=MAX_TREE_NODES)
+    chain: list[Label] | None = Field(default=None, min_length=1, max_length=MAX_TREE_NODES)
     seq_len: int = Field(default=0, ge=0, le=10**9)
-    target_predict: list[str] | None = None
-    target_probs: list[list[float]] | None = None
+    target_predict: list[Label] | None = Field(default=None, max_length=MAX_TREE_NODES)
+    target_probs: list[list[float]] | None = Field(default=None, max_length=MAX_TREE_NODES)
     # Instead of target_probs (or target_predict): raw target logits per row, turned into p by
     # softmax(logits / temperature), then top-k, then top-p (ties kept), as eagle_sample does.
-    target_logits: list[list[float]] | None = None
+    target_logits: list[list[float]] | None = Field(default=None, max_length=MAX_TREE_NODES)
     temperature: float = Field(default=1.0, ge=0.0, le=100.0)  # 0 = greedy (SGLang: top_k 1 at T 1)
-    top_k: int | None = Field(default=None, ge=1)
+    top_k: int | None = Field(default=None, ge=1, le=10**9)
     top_p: float | None = Field(default=None, gt=0.0, le=1.0)
-    draft_probs: list[list[float]] | None = None
-    coins: list[float] | None = None
+    draft_probs: list[list[float]] | None = Field(default=None, max_length=MAX_TREE_NODES)
+    coins: list[float] | None = Field(default=None, max_length=MAX_TREE_NODES)
     coin_final: float | None = Field(default=None, ge=0.0, lt=1.0)
-    verify_len: int | None = Field(default=None, ge=1)
+    verify_len: int | None = Field(default=None, ge=1, le=10**9)
 
 
 class Scenario(_Strict):
     format: Literal["specviz.scenario"] = FORMAT
     version: Literal[1] = VERSION
     name: str = Field(min_length=1, max_length=80)
-    title: str = ""
-    description: str = ""
-    description_zh: str = ""  # the same in 简体中文, for the app's Chinese mode
+    title: str = Field(default="", max_length=MAX_TITLE_CHARS)
+    description: str = Field(default="", max_length=MAX_DESCRIPTION_CHARS)
+    description_zh: str = Field(default="", max_length=MAX_DESCRIPTION_CHARS)  # the same in 简体中文, for the app's Chinese mode
     algorithm: Literal["greedy", "target_only", "chain_rejection", "dspark_greedy", "dspark_sampling"]
-    vocab: list[str] = Field(min_length=1, max_length=MAX_VOCAB)
+    vocab: list[Label] = Field(min_length=1, max_length=MAX_VOCAB)
     requests: list[RequestSpec] = Field(min_length=1, max_length=MAX_BATCH)
-    num_speculative_tokens: int | None = Field(default=None, ge=1)
+    num_speculative_tokens: int | None = Field(default=None, ge=1, le=MAX_TREE_NODES)
     threshold_single: float = Field(default=1.0, ge=0.0, le=1.0)
     threshold_acc: float = Field(default=1.0, ge=0.0, le=1.0)
     semantics: Literal["0.5.23", "earlier"] = "0.5.23"
     tree_mask_mode: Literal["full_mask", "qlen_only", "qlen_only_bitpacking"] = "full_mask"
-    predicts_init: int = 0
+    predicts_init: int = Field(default=0, ge=-(2**31), lt=2**31)
 
     @model_validator(mode="after")
     def _consistent(self) -> "Scenario":
@@ -150,8 +163,16 @@ class Scenario(_Strict):
 
     def to_json(self, indent: int | None = 2) -> str:
         # Defaults are left out (the file says only what was chosen); format and version always lead.
+        if indent is None:
+            return self.compact_json
         body = self.model_dump(mode="json", exclude_defaults=True)
         return json.dumps({"format": FORMAT, "version": VERSION, **body}, indent=indent, ensure_ascii=False)
+
+    @functools.cached_property
+    def compact_json(self) -> str:
+        """The one-line JSON, computed once per value: pages use it as a cache key on every rerun."""
+        body = self.model_dump(mode="json", exclude_defaults=True)
+        return json.dumps({"format": FORMAT, "version": VERSION, **body}, indent=None, ensure_ascii=False)
 
     # -- Jupyter rich display: escaped HTML tables and the tree as an outline --------------------
     def _repr_html_(self) -> str:
@@ -177,6 +198,10 @@ def check_scenario(s: Scenario) -> None:
         raise SpecvizError("vocab", f"lists {dup!r} twice: labels must be unique")
     labels = set(s.vocab)
     V = len(s.vocab)
+    rows = sum(len(r.tree.parents) if r.tree is not None else len(r.chain or ()) for r in s.requests)
+    if rows * V > MAX_TABLE_CELLS:
+        raise SpecvizError("vocab", f"has {V} tokens for {rows} rows in all requests: {rows} x {V} = {rows * V:,} table cells; "
+                                    f"the app draws at most {MAX_TABLE_CELLS:,} (fewer tokens, nodes or requests)")
     n0 = None
     for b, r in enumerate(s.requests):
         if s.is_tree:
@@ -299,21 +324,15 @@ def scenario_from_dict(data) -> Scenario:
         raise SpecvizError(loc, msg) from None
 
 
-def scenario_from_json(text: str) -> Scenario:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SpecvizError("scenario", f"is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
-    return scenario_from_dict(data)
+def scenario_from_json(text) -> Scenario:
+    """Parse and validate scenario JSON text (str or UTF-8 bytes); size, nesting and number
+    length are checked before parsing (``specviz.safety.loads_json``)."""
+    return scenario_from_dict(loads_json(text, "scenario", MAX_SCENARIO_CHARS))
 
 
 def load_scenario(path) -> Scenario:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except OSError as exc:
-        raise SpecvizError("file", f"{path} cannot be read ({exc.strerror})") from None
-    return scenario_from_json(text)
+    """A scenario file: a regular file of at most MAX_SCENARIO_CHARS bytes of UTF-8 JSON."""
+    return scenario_from_json(read_text_file(path, "file", MAX_SCENARIO_CHARS))
 
 
 def tree_request(tree: DrawnTree, vocab: list[str], **fields) -> dict:

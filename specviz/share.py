@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from .errors import SpecvizError
+from .safety import loads_json
 from .scenario import Scenario, scenario_from_dict
 
 QUERY_KEY = "s"
@@ -28,6 +29,43 @@ MAX_TOKEN_CHARS = 16 * 1024  # encoded length limit (browsers and proxies cut lo
 MAX_JSON_BYTES = 256 * 1024  # inflated length limit
 LANGS = ("en", "zh")
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
+MAX_STEP = 100_000
+
+# Page extras a link may carry: name -> (type, bound). A page reads only these, already checked;
+# a new extra is added here (an unknown one refuses the link, naming it).
+EXTRA_FIELDS = {
+    "req": (int, 64),       # greedy / tree builder: the request shown (0 <= req < 64)
+    "sel": (int, 64),       # tree builder: the selected node
+    "stop": (int, 64),      # guided tour: the stop
+    "wrong": (bool, None),  # batch page: show the wrong (gather -1) variant
+    "pitfall": (str, 40),   # pitfall gallery: the pitfall's key (a name)
+    "text": (str, 4000),    # audit: the pasted outputs
+}
+
+
+def check_extra(extra) -> dict:
+    """Validate a link's page extras against EXTRA_FIELDS. Raises SpecvizError naming the field."""
+    if not isinstance(extra, dict):
+        raise SpecvizError("link.extra", f"is a {type(extra).__name__}: it must be an object of page values")
+    out = {}
+    for key, value in extra.items():
+        if key not in EXTRA_FIELDS:
+            raise SpecvizError(f"link.extra.{str(key)[:40]}", f"is not a page value a link carries (known: {', '.join(EXTRA_FIELDS)})")
+        kind, bound = EXTRA_FIELDS[key]
+        field_name = f"link.extra.{key}"
+        if kind is bool:
+            if not isinstance(value, bool):
+                raise SpecvizError(field_name, f"is a {type(value).__name__}: it must be true or false")
+        elif kind is int:
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < bound:
+                raise SpecvizError(field_name, f"is {str(value)[:40]!r}: it must be a whole number from 0 to {bound - 1}")
+        elif kind is str:
+            if not isinstance(value, str) or len(value) > bound:
+                raise SpecvizError(field_name, f"must be a text of at most {bound} characters")
+            if key == "pitfall" and not _NAME_RE.match(value):
+                raise SpecvizError(field_name, f"is {value[:40]!r}: a pitfall key is lower-case letters, digits and _")
+        out[key] = value
+    return out
 
 
 @dataclass(frozen=True)
@@ -93,9 +131,13 @@ def decode_state(token) -> ShareState:
     if not inflater.eof:
         raise SpecvizError("link", "is cut short: its compressed data ends early (copy the whole link again)")
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise SpecvizError("link", "is damaged: its content is not JSON") from None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SpecvizError("link", "is damaged: its content is not JSON (not UTF-8 text)") from None
+    try:
+        data = loads_json(text, "link", MAX_JSON_BYTES)
+    except SpecvizError as exc:
+        raise SpecvizError("link", f"is damaged: its content {exc.detail.replace('is not valid JSON', 'is not JSON')}") from None
     return state_from_dict(data)
 
 
@@ -117,14 +159,12 @@ def state_from_dict(data) -> ShareState:
     if not isinstance(slot, str) or not _NAME_RE.match(slot):
         raise SpecvizError("link.slot", f"is {slot!r}: a slot name is lower-case letters, digits and _")
     step = data.get("step", 0)
-    if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= 100_000:
+    if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= MAX_STEP:
         raise SpecvizError("link.step", f"is {step!r}: the animation step is a whole number >= 0")
     step_key = data.get("step_key")
     if step_key is not None and (not isinstance(step_key, str) or not _NAME_RE.match(step_key)):
         raise SpecvizError("link.step_key", f"is {step_key!r}: a step key is lower-case letters, digits and _")
-    extra = data.get("extra", {})
-    if not isinstance(extra, dict):
-        raise SpecvizError("link.extra", "must be an object")
+    extra = check_extra(data.get("extra", {}))
     scenario = None
     if "scenario" in data:
         try:

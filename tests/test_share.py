@@ -64,7 +64,7 @@ def test_oversized_state_cannot_be_encoded():
     import random
 
     rng = random.Random(0)
-    vocab = [f"t{rng.getrandbits(64):x}" for _ in range(4000)]
+    vocab = [f"{rng.getrandbits(128):032x}" for _ in range(1000)]  # random 32-character labels: incompressible
     data = json.loads(preset("running_example").to_json())
     data["vocab"] = vocab + data["vocab"]
     big = scenario_from_json(json.dumps(data))

@@ -14,6 +14,7 @@ from typing import Sequence
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ..safety import dot_quote
 from .palette import BLUE, FONT_FAMILY, GREY, ORANGE, PALE_GREY, PALETTE, PLOT_FONT_SIZE, SKY_BLUE, state_color, text_on
 
 P_COLOR = BLUE  # the target's p
@@ -56,17 +57,18 @@ def chain_dot(tokens: Sequence[str], states: Sequence[str], *, bonus: str | None
     for i, (tok, st) in enumerate(zip(tokens, states)):
         fill = state_color(st)
         name = slot_names[i] if slot_names else ("root" if i == 0 else f"slot {i}")
-        tip = (hovers[i] if hovers else f"{name}: {tok}").replace('"', "'")
-        label = f"{tok}\\n{name}"
-        lines.append(f'  s{i} [label="{label}", fillcolor="{fill}", fontcolor="{text_on(fill)}", tooltip="{tip}"];')
+        tip = hovers[i] if hovers else f"{name}: {tok}"
+        lines.append(f"  s{i} [label={dot_quote(f'{tok}' + chr(10) + f'{name}')}, fillcolor={dot_quote(fill)}, "
+                     f"fontcolor={dot_quote(text_on(fill))}, tooltip={dot_quote(tip)}];")
         if i > 0:
             lines.append(f"  s{i - 1} -> s{i};")
         if st == "accepted":
             last_accepted = i
     if bonus is not None:
         fill = state_color("bonus")
-        lines.append(f'  bonus [label="{bonus}\\n{bonus_caption}", fillcolor="{fill}", fontcolor="{text_on(fill)}", '
-                     f'shape=box, style="rounded,filled,bold", tooltip="{bonus_caption}: {bonus}"];')
+        lines.append(f"  bonus [label={dot_quote(f'{bonus}' + chr(10) + f'{bonus_caption}')}, fillcolor={dot_quote(fill)}, "
+                     f"fontcolor={dot_quote(text_on(fill))}, shape=box, style=\"rounded,filled,bold\", "
+                     f"tooltip={dot_quote(f'{bonus_caption}: {bonus}')}];")
         lines.append(f'  s{last_accepted} -> bonus [style=dashed, color="{fill}", penwidth=3];')
     lines.append("}")
     return "\n".join(lines)
@@ -333,10 +335,10 @@ def sampling_tree_dot(parents: Sequence[int], labels: Sequence[str], states: Seq
         if i not in shown:
             continue
         fill = state_color(st)
-        cap = f"\\n{captions[i]}" if captions and captions[i] else ""
-        tip = (hovers[i] if hovers else f"node {i}: {lab}").replace('"', "'")
-        extra = ', fontcolor="#777777", color="#BBBBBB"' if st == "discarded" else f', fontcolor="{text_on(fill)}"'
-        lines.append(f'  n{i} [label="{i}: {lab}{cap}", fillcolor="{fill}", tooltip="{tip}"{extra}];')
+        cap = f"\n{captions[i]}" if captions and captions[i] else ""
+        tip = hovers[i] if hovers else f"node {i}: {lab}"
+        extra = ', fontcolor="#777777", color="#BBBBBB"' if st == "discarded" else f", fontcolor={dot_quote(text_on(fill))}"
+        lines.append(f"  n{i} [label={dot_quote(f'{i}: {lab}{cap}')}, fillcolor={dot_quote(fill)}, tooltip={dot_quote(tip)}{extra}];")
     folded: dict = {}
     for i, par in enumerate(parents):
         if par < 0:
@@ -346,13 +348,14 @@ def sampling_tree_dot(parents: Sequence[int], labels: Sequence[str], states: Seq
         elif par in shown:
             folded[par] = folded.get(par, 0) + 1 + _descendants(parents, i)
     for par, k in folded.items():
-        lines.append(f'  more{par} [label="+{k} {more_caption}", shape=plaintext, style="", fontsize=16, fontcolor="#777777"];')
+        lines.append(f'  more{par} [label={dot_quote(f"+{k} {more_caption}")}, shape=plaintext, style="", fontsize=16, fontcolor="#777777"];')
         lines.append(f'  n{par} -> more{par} [style=dotted, color="#BBBBBB"];')
     if bonus is not None:
         node, tok = bonus
         fill = state_color("bonus")
-        lines.append(f'  bonus [label="{tok}\\n{bonus_caption}", fillcolor="{fill}", fontcolor="{text_on(fill)}", '
-                     f'style="rounded,filled,bold", tooltip="{bonus_caption}: {tok}"];')
+        lines.append(f"  bonus [label={dot_quote(f'{tok}' + chr(10) + f'{bonus_caption}')}, fillcolor={dot_quote(fill)}, "
+                     f"fontcolor={dot_quote(text_on(fill))}, style=\"rounded,filled,bold\", "
+                     f"tooltip={dot_quote(f'{bonus_caption}: {tok}')}];")
         lines.append(f'  n{node} -> bonus [style=dashed, color="{fill}", penwidth=3];')
     lines.append("}")
     return "\n".join(lines)

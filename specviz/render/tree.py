@@ -7,18 +7,17 @@ written in the node (a mark), never colour alone.
 """
 from __future__ import annotations
 
+from ..safety import dot_quote
 from .palette import FONT_FAMILY, GRAPH_FONT_SIZE, PALETTE, state_color, text_on
 
 STATE_MARK = {"accepted": "✓", "rejected": "✗", "bonus": "★", "current": "●", "compared": "?", "discarded": "", "pending": ""}
 
 
-def _q(s) -> str:
-    """A DOT double-quoted string."""
-    return '"' + str(s).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+_q = dot_quote  # every attribute value is a quoted string: never an HTML-like <...> label, never unquoted
 
 
 def _attrs(**kw) -> str:
-    return "[" + ", ".join(f"{k}={_q(v) if not str(v).startswith('<') else v}" for k, v in kw.items() if v is not None) + "]"
+    return "[" + ", ".join(f"{k}={_q(v)}" for k, v in kw.items() if v is not None) + "]"
 
 
 def _header(name: str = "tree", rankdir: str = "TB", size: str | None = None) -> list[str]:

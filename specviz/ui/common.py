@@ -184,7 +184,9 @@ def load_preset(name: str) -> Scenario:
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def _parse(text: str) -> Scenario:
-    return scenario_from_json(text)
+    s = scenario_from_json(text)
+    s.compact_json  # computed once here and cached with the value: reruns never re-serialise the scenario
+    return s
 
 
 def scenario(slot: str = "tree", default: str | None = None) -> Scenario:
@@ -236,7 +238,7 @@ def scenario_io(slot: str = "tree", presets: list[str] | None = None) -> None:
             digest = hashlib.sha1(data).hexdigest()
             if st.session_state.get(f"sv_upload::{slot}") != digest:
                 try:
-                    new = scenario_from_json(data.decode("utf-8", errors="replace"))
+                    new = scenario_from_json(data)  # bytes: size checked before decoding, strict UTF-8
                 except SpecvizError as exc:
                     show_error(exc)
                 else:
@@ -622,7 +624,9 @@ def route_through_app() -> None:
 def page_setup(page: str, slot: str | None = "tree") -> None:
     """Per page: CSS, and the sidebar with the language toggle, backend selector and scenario I/O."""
     route_through_app()
-    st.markdown(CSS, unsafe_allow_html=True)
+    from specviz.ui import markup
+
+    markup.fixed_markup(CSS)
     st.session_state["sv_page"] = page
     st.session_state["sv_playing_keys"] = set()
     widget(st.sidebar.radio, "Language / 语言", "sv_lang", "en", options=list(LANGS), format_func=LANGS.get, horizontal=True)
@@ -641,15 +645,17 @@ def page_setup(page: str, slot: str | None = "tree") -> None:
 # -------------------------------------------------------------------------------------------
 
 def chip(text, state: str = "pending", title: str = "") -> str:
-    from specviz.render.palette import state_color, text_on
+    """A chip's HTML (text and title escaped): see specviz.ui.markup."""
+    from specviz.ui import markup
 
-    fill = state_color(state)
-    t = f' title="{title}"' if title else ""
-    return f'<span class="sv-chip"{t} style="background:{fill};color:{text_on(fill)}">{text}</span>'
+    return markup.chip(text, state, title)
 
 
 def chip_row(label: str, chips: list[str]) -> None:
-    st.markdown(f'<div class="sv-row"><span class="sv-label">{label}</span>{"".join(chips)}</div>', unsafe_allow_html=True)
+    """A labelled row of chips (label and any non-chip item escaped): see specviz.ui.markup."""
+    from specviz.ui import markup
+
+    markup.row(label, chips)
 
 
 STYLED_ROWS_LIMIT = 40  # beyond this a Styler costs more than a rerun may (~0.4 ms a cell); text marks carry the state

@@ -205,14 +205,15 @@ def tree_from_rollout(s: Scenario, topk, depth, num_draft_tokens, parent_list, s
 def parse_ints(field: str, text: str) -> list[int]:
     """"0, 1, 2" or "[0 1 2]" -> [0, 1, 2]; a SpecvizError naming ``field`` otherwise."""
     from specviz.errors import SpecvizError
+    from specviz.safety import bounded_int
 
     parts = [p for p in str(text).replace("[", " ").replace("]", " ").replace(",", " ").split() if p]
     out = []
     for k, p in enumerate(parts):
         try:
-            out.append(int(p))
-        except ValueError:
-            raise SpecvizError(field, f"entry {k} is {p!r}: give whole numbers separated by commas") from None
+            out.append(bounded_int(p, f"{field}[{k}]"))
+        except SpecvizError:
+            raise SpecvizError(field, f"entry {k} is {p[:20]!r}: give whole numbers (at most 20 digits) separated by commas") from None
     return out
 
 

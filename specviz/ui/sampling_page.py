@@ -1,6 +1,6 @@
 """The opening every sampling page shares (chain rejection, target-only, DSpark).
 
-    from specviz.ui import sampling_page
+    from specviz.ui import markup, sampling_page
     s = sampling_page.start(KEY, SLOT, PRESETS, step_version_key="sv_chain_step_ver")
     fig = sampling_page.figure(sc, "residual_figure", ...)
 """
@@ -12,7 +12,7 @@ from types import ModuleType
 import streamlit as st
 
 from specviz.ui import common as ui
-from specviz.ui import share_ui
+from specviz.ui import markup, share_ui
 
 # The key numbers (correct_len, TV distance, ...) must read from the back of a room.
 METRIC_CSS = ("<style>[data-testid='stMetricValue'], [data-testid='stMetricValue'] * {font-size: 2.4rem !important; "
@@ -38,7 +38,7 @@ def start(key: str, slot: str, presets: list, step_version_key: str):
     ui.page_setup(key, slot=None)
     if share_ui.link_arrived(key) is not None:  # keep the link's step (new inputs otherwise jump to the last step)
         st.session_state[step_version_key] = ui.scenario_version(slot)
-    st.markdown(METRIC_CSS, unsafe_allow_html=True)
+    markup.fixed_markup(METRIC_CSS)
     ui.scenario_io(slot, presets=presets)
     return ui.scenario(slot)
 

@@ -19,6 +19,8 @@ st.download_button), never on a rerun.
 """
 from __future__ import annotations
 
+import hashlib
+
 import streamlit as st
 
 from specviz.errors import SpecvizError
@@ -26,7 +28,28 @@ from specviz.share import QUERY_KEY, ShareState, decode_state, encode_state
 from specviz.ui import common as ui
 
 APPLIED = "sv_share_applied"  # the last query value applied (or written) in this session
+SEEN = "sv_share_seen"  # digests of every query value this session applied or wrote: never applied again
+SEEN_LIMIT = 512
 ERROR = "sv_share_error"
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8", "replace")).hexdigest()[:24]
+
+
+def _seen(token: str) -> bool:
+    return _digest(token) in st.session_state.get(SEEN, ())
+
+
+def _remember(token: str) -> None:
+    """Mark a query value as this session's own (applied or written), so that a later rerun still
+    carrying it (a click racing the address-bar update, the browser's Back button) never re-applies it."""
+    seen = list(st.session_state.get(SEEN, ()))
+    d = _digest(token)
+    if d in seen:
+        return
+    seen.append(d)
+    st.session_state[SEEN] = tuple(seen[-SEEN_LIMIT:])
 
 
 def _query_token() -> str | None:
@@ -56,15 +79,19 @@ def apply_state(state: ShareState) -> None:
 
 
 def load_shared_state() -> ShareState | None:
-    """Apply the link in the URL once per distinct value. Returns the applied state, else None.
+    """Apply the link in the URL once, when it arrives. Returns the applied state, else None.
 
+    A query value this session has already applied or written itself (``SEEN``) is never applied
+    again: a rerun that still carries an older ``?s=`` (the click raced the address-bar update, or
+    the browser went Back) keeps the session's current state instead of jumping back.
     Call it at the top of a page, before any widget: then the widgets start from the shared values.
     A bad link shows st.error (field "link") and leaves the session as it was.
     """
     token = _query_token()
-    if token is None or st.session_state.get(APPLIED) == token:
+    if token is None or st.session_state.get(APPLIED) == token or _seen(token):
         return None
     st.session_state[APPLIED] = token
+    _remember(token)
     try:
         state = decode_state(token)
     except SpecvizError as exc:
@@ -129,6 +156,7 @@ def share_controls(page: str, slot: str | None = None, step_key: str | None = No
         st.warning(ui.tr("No link for this view: {d}", "此视图无法生成链接：{d}", d=exc.detail))
         return None
     url = f"{_base_url()}/{page}?{QUERY_KEY}={token}"
+    _remember(token)
     if _query_token() != token:
         st.session_state[APPLIED] = token
         try:

@@ -1,0 +1,272 @@
+"""Decoding loop: a tiny Target and Draft decode for real with build_tree's mask and positions and a KV commit by accept_index."""
+from dataclasses import replace
+
+import pandas as pd
+import streamlit as st
+
+from specviz.ui import common as ui
+
+KEY = "decoding_loop"
+ui.page_setup(KEY, slot=None)
+
+from specviz.errors import SpecvizError  # noqa: E402
+from specviz.loop import metrics as M  # noqa: E402
+from specviz.loop import view  # noqa: E402
+from specviz.loop.decode import LoopSettings, run_loop  # noqa: E402
+from specviz.loop.proofs import PROOF_FOR_MISTAKE, TREE_TOL, greedy_lossless, sampling_lossless, tree_pass_exact  # noqa: E402
+from specviz.loop.train import load_models  # noqa: E402
+from specviz.render.mask import mask_heatmap  # noqa: E402
+
+DEFAULT_PROMPT = "The target model verifies the draft tree. "
+ALGOS = {"greedy": ("Greedy verify", "贪心验证"), "target_only": ("Target-only tree sampling", "仅目标模型的树采样"),
+         "chain": ("Chain rejection sampling (topk 1)", "链式拒绝采样（topk 1）")}
+MISTAKE_TEXT = {
+    "kv_by_outputs": ("Commit KV by output tokens (the accepted drafts' rows) instead of the input rows",
+                      "按输出 token（被接受草稿的行）而不是输入行提交 KV"),
+    "no_shift": ("Skip the one-position shift: emit candidates[accept_index] instead of predicts[accept_index]",
+                 "跳过一位错位：输出 candidates[accept_index] 而不是 predicts[accept_index]"),
+    "q_as_buffer": ("Hand the target-only sampler the Draft's q as its work buffer (instead of zeros)",
+                    "把 Draft 的 q 当作仅目标采样器的工作缓冲（而不是零）"),
+    "mask_drop_ancestor": ("A tree mask missing an ancestor (depth >= 2 nodes lose their parent's column)",
+                           "树掩码缺少一个祖先（深度 ≥ 2 的节点看不到父节点）"),
+}
+PROOF_NAMES = {"tree": ("1. Tree pass exact", "1. 树前向精确"), "greedy": ("2. Greedy lossless", "2. 贪心无损"),
+               "sampling": ("3. Sampling lossless", "3. 采样无损")}
+
+
+@st.cache_resource(show_spinner=False)
+def models():
+    return load_models()
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def cached_run(prompt: str, settings: LoopSettings):
+    return run_loop(prompt, settings, models())
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def cached_tree_proof(prompt: str, settings: LoopSettings):
+    return tree_pass_exact(cached_run(prompt, settings), models())
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def cached_greedy_proof(prompt: str, settings: LoopSettings):
+    return greedy_lossless(cached_run(prompt, settings), models())
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def cached_sampling_proof(prompt: str, settings: LoopSettings, trials: int):
+    return sampling_lossless(prompt, settings, num_tokens=2, trials=trials, models=models())
+
+
+st.title(ui.tr("Decoding loop", "解码循环"))
+st.caption(ui.tr(
+    "A real (tiny) Target and a tinier Draft, character-level transformers trained on this project's own text, decode "
+    "your prompt. Each round: the Draft grows a tree → build_tree gives the mask and positions → ONE Target forward "
+    "over the whole tree → Accept on the chosen backend → the KV rows named by accept_index are kept (the rest "
+    "dropped) → the bonus token is the next root.",
+    "一个真实（很小）的 Target 和一个更小的 Draft（在本项目自身文本上训练的字符级 transformer）续写你的提示。每一轮："
+    "Draft 生成一棵树 → build_tree 给出掩码和位置 → 对整棵树只做一次 Target 前向 → 在所选后端上 Accept → "
+    "保留 accept_index 指定行的 KV（其余丢弃）→ bonus token 成为下一轮的根。"))
+
+# -- inputs ------------------------------------------------------------------------------------------
+c = st.columns([3, 2])
+with c[0]:
+    prompt = ui.widget(st.text_input, ui.tr("Prompt (plain ASCII)", "提示（纯 ASCII）"), "sv_loop::prompt", DEFAULT_PROMPT,
+                       max_chars=400)
+with c[1]:
+    algorithm = ui.widget(st.selectbox, ui.tr("Accept algorithm", "接受算法"), "sv_loop::algorithm", "greedy",
+                          options=list(ALGOS), format_func=lambda a: ui.tr(*ALGOS[a]))
+c = st.columns(6)
+chain = algorithm == "chain"
+with c[0]:
+    topk = 1 if chain else ui.widget(st.slider, "topk", "sv_loop::topk", 2, min_value=1, max_value=4)
+    if chain:
+        st.metric("topk", 1)
+with c[1]:
+    depth = ui.widget(st.slider, ui.tr("depth (draft steps)", "深度（草稿步数）"), "sv_loop::depth", 4, min_value=1, max_value=6)
+most = topk + (depth - 1) * topk ** 2 + 1
+with c[2]:
+    if topk == 1:
+        n = depth + 1
+        st.metric("num_draft_tokens", n, help=ui.tr("topk 1 forces n = depth + 1", "topk 为 1 时 n = depth + 1"))
+    else:
+        if int(st.session_state.get("sv_loop::n", 8)) > most:     # a smaller tree shape: keep the slider in range
+            ui.set_value("sv_loop::n", most)
+        n = ui.widget(st.slider, "num_draft_tokens", "sv_loop::n", min(8, most), min_value=2, max_value=most)
+with c[3]:
+    temperature = ui.widget(st.slider, ui.tr("temperature", "温度"), "sv_loop::temperature", 0.8, min_value=0.1, max_value=2.0,
+                            step=0.1, disabled=algorithm == "greedy")
+with c[4]:
+    seed = ui.widget(st.number_input, ui.tr("seed", "随机种子"), "sv_loop::seed", 0, min_value=0, max_value=2**31 - 1, step=1)
+with c[5]:
+    rounds = ui.widget(st.slider, ui.tr("rounds", "轮数"), "sv_loop::rounds", 16, min_value=1, max_value=64)
+
+with st.expander(ui.tr("Classic mistakes (each breaks a proof)", "经典错误（每个都会打破一个证明）"), expanded=False):
+    mistakes = tuple(m for m in MISTAKE_TEXT if ui.widget(st.checkbox, ui.tr(*MISTAKE_TEXT[m]), f"sv_loop::m::{m}", False))
+    t_acc = ui.widget(st.slider, ui.tr("threshold_acc (below 1 biases sampling)", "threshold_acc（小于 1 会使采样有偏）"),
+                      "sv_loop::t_acc", 1.0, min_value=0.05, max_value=1.0, step=0.05, disabled=algorithm != "target_only")
+
+settings = LoopSettings(algorithm=algorithm, topk=int(topk), depth=int(depth), num_draft_tokens=int(n),
+                        temperature=float(temperature), seed=int(seed), rounds=int(rounds), backend=ui.backend(),
+                        threshold_acc=float(t_acc) if algorithm == "target_only" else 1.0, mistakes=mistakes)
+try:
+    settings = settings.checked()
+    with st.spinner(ui.tr("Decoding…", "解码中…")):
+        run = cached_run(prompt, settings)
+except SpecvizError as exc:
+    ui.show_error(exc)
+    ui.end_page()
+    st.stop()
+
+_, _, tok = models()
+show = tok.show
+
+# -- timeline and text -----------------------------------------------------------------------------------
+st.subheader(ui.tr("Rounds", "各轮"))
+sel = ui.step_controls(KEY, len(run.rounds))
+rnd = run.rounds[sel]
+words = {"accepted": ui.tr("accepted drafts", "被接受的草稿"), "bonus": ui.term("bonus"), "round": ui.tr("round", "轮"),
+         "tokens": ui.tr("tokens per Target pass", "每次 Target 前向的 token 数"), "node": ui.tr("node", "节点"),
+         "score": ui.tr("score", "分数"), "position": ui.tr("position", "位置"), "row": ui.tr("row", "行"),
+         "token": "token", "status": ui.tr("status", "状态"), "prefix": ui.tr("prefix (kept)", "前缀（保留）"),
+         "kept": ui.tr("kept", "保留"), "dropped": ui.tr("dropped", "丢弃"), "slot_after": ui.tr("slot after commit", "提交后的槽位")}
+st.plotly_chart(view.timeline_figure(run, sel, words), key="loop_timeline", config={"displayModeBar": False})
+st.markdown(ui.tr("**Text** (grey: prompt; green: accepted drafts; orange: bonus; bold: round {r})",
+                  "**文本**（灰：提示；绿：被接受的草稿；橙：bonus；粗体：第 {r} 轮）", r=sel))
+st.markdown(view.text_markdown(view.text_spans(run, sel)))
+
+# -- the selected round ---------------------------------------------------------------------------------
+st.subheader(ui.tr("Round {r}", "第 {r} 轮", r=sel))
+k = rnd.accept_len - 1
+st.markdown(ui.tr(
+    "Root `{root}` at position {pos} (its KV does not exist yet). The Target's KV held {L} rows. "
+    "Accepted drafts k = {k}; emitted {m} token(s); bonus `{b}` is the next root.",
+    "根 `{root}` 位于位置 {pos}（它的 KV 尚不存在）。Target 的 KV 有 {L} 行。被接受草稿 k = {k}；输出 {m} 个 token；"
+    "bonus `{b}` 成为下一轮的根。", root=show(rnd.root).replace("`", "'"), pos=rnd.seq_len, L=rnd.seq_len, k=k,
+    m=len(rnd.emitted), b=show(rnd.bonus).replace("`", "'")))
+c = st.columns([1, 1])
+with c[0]:
+    st.markdown(ui.tr("**Draft tree and the walk**", "**草稿树与遍历**"))
+    st.graphviz_chart(view.round_tree_dot(rnd, show, words))
+    ui.legend()
+with c[1]:
+    labels = [show(t) for t in rnd.tree.candidates]
+    st.markdown(ui.tr("**Tree mask used in the verify forward** (every row also sees the {L} prefix rows)",
+                      "**验证前向使用的树掩码**（每一行还能看到 {L} 个前缀行）", L=rnd.seq_len))
+    st.plotly_chart(mask_heatmap(rnd.mask_used, labels, words=(ui.tr("attends to", "可见"), ui.tr("masked", "屏蔽"),
+                                                                ui.tr("row", "行"), ui.tr("col", "列"))),
+                    key="loop_mask", config={"displayModeBar": False})
+acc_df = pd.DataFrame({"accept_index": rnd.accept_index,
+                       ui.tr("input row token", "输入行 token"): [show(rnd.tree.candidates[i]) if i >= 0 else "" for i in rnd.accept_index],
+                       ui.tr("predicts (emitted)", "predicts（输出）"): [show(rnd.predicts[i]) if i >= 0 else "" for i in rnd.accept_index]})
+c = st.columns([1, 2])
+with c[0]:
+    st.markdown(ui.tr("**accept_index**: the same rows feed two gathers", "**accept_index**：同一组行用于两次 gather"))
+    st.dataframe(acc_df, hide_index=True, width="stretch")
+with c[1]:
+    st.markdown(ui.tr("**Target KV cache around the commit**", "**提交前后的 Target KV 缓存**"))
+    st.dataframe(view.kv_table(rnd, show, words), hide_index=True, width="stretch")
+
+import numpy as np  # noqa: E402  (arrays for the raw-tensor listing only)
+
+ui.raw_tensors({
+    "parent_list": (np.array([rnd.tree.parent_list]), "[bs, topk*(depth-1)+1]"),
+    "selected_index": (np.array([rnd.tree.selected_index]), "[bs, n-1]"),
+    "candidates": (np.array([rnd.tree.candidates]), "[bs, n]"),
+    "positions": (np.array(rnd.positions), "[bs*n]"),
+    "uniform_samples": (np.array([rnd.coins], dtype=np.float32), "[bs, n]"),
+    "uniform_samples_for_final_sampling": (np.array([rnd.coin_final], dtype=np.float32), "[bs]"),
+    "draft_coins": (np.array(rnd.draft_coins, dtype=np.float32), "[depth] (chain Draft only)"),
+    "predicts": (np.array(rnd.predicts, dtype=np.int32), "[bs*n]"),
+    "accept_index": (np.array([rnd.accept_index], dtype=np.int32), "[bs, W]"),
+})
+
+# -- proofs ------------------------------------------------------------------------------------------
+st.subheader(ui.tr("Proofs, live", "证明（实时）"))
+greedy_settings = replace(settings, algorithm="greedy", threshold_acc=1.0,
+                          mistakes=tuple(m for m in settings.mistakes if m != "q_as_buffer"))
+tp = cached_tree_proof(prompt, settings)
+gp = cached_greedy_proof(prompt, greedy_settings)
+ok_word, fail_word = ui.tr("✅ holds", "✅ 成立"), ui.tr("❌ fails", "❌ 不成立")
+rows = [{ui.tr("proof", "证明"): ui.tr(*PROOF_NAMES["tree"]), ui.tr("result", "结果"): ok_word if tp.ok else fail_word,
+         ui.tr("detail", "细节"): ui.tr("max |tree logits − sequential logits| = {d:.2e} (tolerance {t:g}); worst: round {r}, node {i}",
+                                        "max |树前向 logits − 逐个前向 logits| = {d:.2e}（容差 {t:g}）；最大处：第 {r} 轮，节点 {i}",
+                                        d=tp.max_abs_diff, t=TREE_TOL, r=tp.worst[0], i=tp.worst[1])},
+        {ui.tr("proof", "证明"): ui.tr(*PROOF_NAMES["greedy"]), ui.tr("result", "结果"): ok_word if gp.ok else fail_word,
+         ui.tr("detail", "细节"): ui.tr("{m} speculative greedy tokens vs the Target's own greedy decoding; first difference: {f}",
+                                        "{m} 个投机贪心 token 对比 Target 自身贪心解码；首个不同：{f}",
+                                        m=len(gp.speculative), f="—" if gp.ok else gp.first_divergence)}]
+st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+if not gp.ok:
+    f = gp.first_divergence
+    st.markdown(ui.tr("Where the text diverges (greedy, token {f}):", "文本分叉处（贪心，第 {f} 个 token）：", f=f))
+    st.code(ui.tr("speculative: ", "投机解码：") + tok.decode(gp.speculative[max(0, f - 12): f + 12]) + "\n"
+            + ui.tr("target only: ", "仅目标：  ") + tok.decode(gp.reference[max(0, f - 12): f + 12]), language=None)
+if mistakes:
+    st.caption(ui.tr("Mistakes on: ", "已开启的错误：") + "; ".join(
+        ui.tr("{m} breaks proof {p}", "{m} 打破证明 {p}", m=m, p=ui.tr(*PROOF_NAMES[PROOF_FOR_MISTAKE[m]])) for m in mistakes))
+
+with st.expander(ui.tr("3. Sampling lossless (Monte Carlo)", "3. 采样无损（蒙特卡洛）"), expanded=algorithm != "greedy"):
+    if algorithm == "greedy":
+        st.info(ui.tr("Choose a sampling algorithm to run this proof.", "选择一种采样算法来运行此证明。"))
+    else:
+        trials = ui.widget(st.select_slider, ui.tr("trials", "试验次数"), "sv_loop::trials", 200, options=[100, 200, 400, 800])
+        mc_settings = replace(settings, depth=min(settings.depth, 2),
+                              num_draft_tokens=min(settings.num_draft_tokens, 4) if topk > 1 else min(settings.depth, 2) + 1)
+        st.caption(ui.tr(
+            "The next 2 tokens after the prompt, {t} independent runs (depth {d}, n {n}), against the Target's exact "
+            "distribution. With K bins, P(L1 ≥ λ) ≤ 2^K·exp(−N·λ²/2) for a correct sampler (Bretagnolle–Huber–Carol): "
+            "the bound λ below is exceeded with probability ≤ 0.001.",
+            "提示之后的 2 个 token，{t} 次独立运行（深度 {d}，n {n}），与 Target 的精确分布比较。K 个分箱时，"
+            "正确的采样器满足 P(L1 ≥ λ) ≤ 2^K·exp(−N·λ²/2)（Bretagnolle–Huber–Carol）：下面的界 λ 被超过的概率 ≤ 0.001。",
+            t=trials, d=mc_settings.depth, n=mc_settings.num_draft_tokens))
+        if ui.widget(st.toggle, ui.tr("Run the Monte Carlo", "运行蒙特卡洛"), "sv_loop::run_mc", False):
+            with st.spinner(ui.tr("Sampling…", "采样中…")):
+                sp = cached_sampling_proof(prompt, mc_settings.checked(), int(trials))
+            st.markdown(ui.tr("{r}: L1 = {l:.3f}, bound λ = {b:.3f} ({n} trials)", "{r}：L1 = {l:.3f}，界 λ = {b:.3f}（{n} 次）",
+                              r=ok_word if sp.ok else fail_word, l=sp.l1, b=sp.bound, n=sp.trials))
+            st.dataframe(pd.DataFrame({ui.tr("next 2 tokens", "接下来 2 个 token"):
+                                       [("".join(show(t) for t in lab) if lab != "other" else ui.tr("other", "其他")) for lab in sp.labels],
+                                       ui.tr("Target exact", "Target 精确"): [round(x, 4) for x in sp.expected],
+                                       ui.tr("speculative observed", "投机解码观测"): [round(x, 4) for x in sp.observed]}),
+                         hide_index=True, width="stretch")
+
+# -- metrics --------------------------------------------------------------------------------------------
+st.subheader(ui.tr("Acceptance metrics", "接受率指标"))
+m = M.run_metrics(run)
+exp_tau = M.expected_tau(run)
+alpha = m.alpha_per_depth[0] if m.alpha_per_depth and m.alpha_per_depth[0] == m.alpha_per_depth[0] else 0.0
+c = st.columns(5)
+c[0].metric(ui.tr("τ tokens per Target pass", "τ 每次 Target 前向的 token"), f"{m.tau:.2f}",
+            help=ui.tr("Mean accept length, the bonus counted (SGLang accept_length, vLLM mean acceptance length).",
+                       "平均接受长度，计入 bonus（SGLang 的 accept_length、vLLM 的 mean acceptance length）。"))
+c[1].metric(ui.tr("tree expectation E[τ]", "树期望 E[τ]"), f"{exp_tau:.2f}",
+            help=ui.tr("1 + Σ over nodes of the product of per-node acceptance probabilities on its root path, averaged over rounds.",
+                       "1 + 对每个节点，其根路径上各节点接受概率之积的和，对各轮取平均。"))
+c[2].metric(ui.tr("chain closed form", "链式闭式"), f"{M.chain_tau(alpha, depth):.2f}",
+            help=ui.tr("(1 − α^(K+1)) / (1 − α) with α = the measured 1-α and K = depth: a chain with i.i.d. acceptance.",
+                       "(1 − α^(K+1)) / (1 − α)，α 取实测的 1-α，K = 深度：假设各步独立同分布的链。"))
+c[3].metric(ui.tr("per-token acceptance (vLLM)", "逐 token 接受率（vLLM）"), f"{m.token_acceptance_rate:.1%}",
+            help=ui.tr("Accepted drafts / drafted tokens: a wide tree drafts n − 1 tokens but can accept at most depth.",
+                       "被接受草稿 / 草稿总数：宽树起草 n − 1 个但最多接受 depth 个。"))
+c[4].metric(ui.tr("system efficiency (vLLM)", "系统效率（vLLM）"), f"{m.system_efficiency:.1%}",
+            help=ui.tr("Emitted / (rounds × (depth + 1)): emitted tokens over the most the rounds could emit; = τ / (depth + 1).",
+                       "输出 / (轮数 × (depth + 1))：实际输出与最多可能输出之比；= τ / (depth + 1)。"))
+st.dataframe(pd.DataFrame({ui.tr("depth d", "深度 d"): list(range(1, depth + 1)),
+                           ui.tr("n-α (given depth d−1 accepted)", "n-α（在 d−1 已接受的条件下）"): [round(a, 3) for a in m.alpha_per_depth],
+                           ui.tr("per-position rate (vLLM, unconditional)", "逐位置接受率（vLLM，无条件）"): [round(a, 3) for a in m.position_rate]}),
+             hide_index=True, width="stretch")
+st.caption(ui.tr(
+    "How they differ: τ counts emitted tokens per Target pass (what speed depends on); n-α is conditional on the "
+    "previous depth; vLLM's per-position rate is unconditional (the running product of n-α); the per-token rate divides "
+    "by every drafted token, so wide trees lower it; system efficiency divides by the most a round could emit.",
+    "区别：τ 数的是每次 Target 前向输出的 token（速度取决于它）；n-α 以上一深度被接受为条件；vLLM 的逐位置接受率是无条件的"
+    "（n-α 的累积乘积）；逐 token 接受率除以全部草稿 token，宽树会拉低它；系统效率除以一轮最多能输出的 token 数。"))
+ratio = ui.widget(st.slider, ui.tr("cost ratio c = Draft step cost / Target pass cost", "成本比 c = Draft 单步成本 / Target 前向成本"),
+                  "sv_loop::cost", 0.05, min_value=0.0, max_value=0.5, step=0.01)
+st.markdown(ui.tr("Estimated speed-up τ / (1 + depth·c) = {t:.2f} / (1 + {d}·{c:g}) = **{s:.2f}×**",
+                  "估计加速比 τ / (1 + depth·c) = {t:.2f} / (1 + {d}·{c:g}) = **{s:.2f}×**",
+                  t=m.tau, d=depth, c=ratio, s=M.speedup(m.tau, depth, ratio)))
+
+ui.end_page()

@@ -1,0 +1,481 @@
+"""The decoding loop: prompt -> prefill -> rounds of {Draft, build_tree, Target verify, Accept, KV commit}.
+
+    from specviz.loop.decode import LoopSettings, run_loop
+    run = run_loop("The target ", LoopSettings(algorithm="greedy", topk=2, depth=4, num_draft_tokens=8, rounds=8))
+    run.text, run.rounds[0].accept_nodes, run.rounds[0].kv_after
+
+One round, exactly as a serving engine runs it (SEMANTICS.md §2, §3, §4-§7, §5.3):
+
+1. **Draft**: the Draft model expands the root (the previous round's bonus, whose KV does not
+   exist yet) ``depth`` times: step 0 scores the root's top-``topk`` children by draft
+   probability; each later step scores ``topk`` children of each of the ``topk`` beams by the
+   *cumulative path probability* and keeps the best ``topk`` as the next beams. The top
+   ``num_draft_tokens - 1`` scores, their indices sorted ascending, are ``selected_index``; the
+   steps' parents (the last step's dropped) are ``parent_list``. Chain rejection sampling
+   (topk = 1) *samples* each draft token from the Draft's q instead, because the sampler's
+   proof needs q to be the distribution the token was drawn from.
+2. **build_tree** on the chosen backend -> ``tree_mask``, ``positions``, ``retrieve_*``.
+3. **Target verify**: one forward call over all n rows with that mask (prefix columns + tree
+   columns) and those positions.
+4. **Accept** on the chosen backend: ``verify_tree_greedy`` (argmax per row),
+   ``tree_sampling_target_only`` (target probs, zero work buffer, coins), or
+   ``chain_rejection_sampling`` (target probs and the Draft's q).
+5. **Commit**: ``accept_index`` names the *input rows* whose KV is kept (root + accepted drafts);
+   they move to the front of the round's slots, the rest are dropped. The emitted tokens are
+   ``predicts[accept_index]`` (the token *after* each kept row: the one-position shift). The
+   last one, the bonus, is the next root. The Draft catches up on the committed rows.
+
+Randomness is data: every coin comes from one ``torch.Generator`` seeded with ``settings.seed``
+and is recorded in the round.
+
+Mistakes (``settings.mistakes``), each a classic bug that breaks a proof (``proofs.py``):
+``kv_by_outputs``  keep the KV rows of the *output* tokens (the accepted drafts) instead of the
+                   input rows: the root's row is lost.
+``no_shift``       emit the accepted rows' own tokens (``candidates[accept_index]``) instead of
+                   ``predicts[accept_index]``.
+``q_as_buffer``    hand the target-only sampler the Draft's q as its work buffer instead of zeros
+                   (only its terminal draw reads the buffer; the loop redraws that token from
+                   ``relu(p - buffer)`` with the buffer starting at q, as the kernel would).
+``mask_drop_ancestor`` a tree mask missing an ancestor: every node at depth >= 2 loses its
+                   parent's column in the verify forward.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import torch
+
+from ..errors import SpecvizError
+from .model import KVCache, TinyLM, single_threaded
+from .train import load_models
+
+ALGORITHMS = ("greedy", "target_only", "chain")
+MISTAKES = ("kv_by_outputs", "no_shift", "q_as_buffer", "mask_drop_ancestor")
+MASK_MODES = ("full_mask", "qlen_only")
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    """Everything a run depends on besides the prompt (one value, so it can be cached and shared)."""
+    algorithm: str = "greedy"          # greedy | target_only | chain
+    topk: int = 2
+    depth: int = 4                     # draft steps S; accept_index width W = S + 1
+    num_draft_tokens: int = 8          # n, verify rows including the root
+    temperature: float = 1.0           # target (and, for chain, draft) sampling temperature
+    seed: int = 0
+    rounds: int = 16
+    backend: str = "torch"
+    tree_mask_mode: str = "full_mask"  # full_mask | qlen_only
+    threshold_single: float = 1.0
+    threshold_acc: float = 1.0
+    mistakes: tuple = ()
+
+    def checked(self) -> "LoopSettings":
+        """The settings with n forced as the server forces it, or a SpecvizError naming the field."""
+        if self.algorithm not in ALGORITHMS:
+            raise SpecvizError("algorithm", f"is {self.algorithm!r}: choose one of {', '.join(ALGORITHMS)}")
+        for name, lo, hi in (("topk", 1, 8), ("depth", 1, 8), ("rounds", 1, 512)):
+            v = getattr(self, name)
+            if not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
+                raise SpecvizError(name, f"is {v!r}: it must be an integer in [{lo}, {hi}]")
+        if self.tree_mask_mode not in MASK_MODES:
+            raise SpecvizError("tree_mask_mode", f"is {self.tree_mask_mode!r}: the loop reads {' or '.join(MASK_MODES)}")
+        bad = [m for m in self.mistakes if m not in MISTAKES]
+        if bad:
+            raise SpecvizError("mistakes", f"{bad} unknown: choose from {', '.join(MISTAKES)}")
+        s = self
+        if self.algorithm == "chain" and self.topk != 1:
+            raise SpecvizError("topk", f"is {self.topk}: chain rejection sampling verifies chains only; set topk = 1")
+        if self.topk == 1:
+            s = replace(s, num_draft_tokens=self.depth + 1)   # the server forces n = S + 1 for chains (§1)
+        most = s.topk + (s.depth - 1) * s.topk ** 2 + 1
+        if not 2 <= s.num_draft_tokens <= most:
+            raise SpecvizError("num_draft_tokens", f"is {s.num_draft_tokens}: with topk {s.topk} and depth {s.depth} "
+                                                   f"it must lie in [2, {most}] (root + scored candidates)")
+        if s.algorithm != "greedy" and not (0.05 <= float(s.temperature) <= 5):
+            raise SpecvizError("temperature", f"is {s.temperature}: sampling needs a temperature in [0.05, 5]")
+        for name in ("threshold_single", "threshold_acc"):
+            v = float(getattr(s, name))
+            if not 0 <= v <= 1:
+                raise SpecvizError(name, f"is {v}: thresholds lie in [0, 1] (1 = exact sampling)")
+        return s
+
+
+@dataclass
+class DraftTree:
+    """One Draft rollout (§2). Node i >= 1 is candidate ``selected_index[i-1]``."""
+    candidates: list          # [n] root + draft tokens
+    parents: list             # [n] parent node (-1 for the root)
+    parent_list: list         # [topk*(depth-1)+1]
+    selected_index: list      # [n-1] ascending
+    scores: list              # [n] cumulative path probability of each node (root 1.0)
+    node_q: np.ndarray        # [n, V] the Draft's distribution *at* each node (zeros where never computed)
+    proposal_q: np.ndarray    # [n, V] row i = the distribution node i was drawn/ranked from (row 0 unused)
+    draft_forwards: int       # Draft forward calls in this rollout
+
+
+@dataclass
+class Round:
+    """Everything one round computed, for the page and the proofs."""
+    index: int
+    root: int
+    seq_len: int                    # tokens in the Target's KV before the round (the root's position)
+    tree: DraftTree
+    positions: list                 # [n] from build_tree
+    tree_mask: np.ndarray           # [n, n] bool, as build_tree wrote it (tree columns)
+    mask_used: np.ndarray           # [n, n] bool, what the forward used (differs under mask_drop_ancestor)
+    logits: np.ndarray              # [n, V] Target logits of the one verify forward
+    target_probs: np.ndarray | None # [n, V] (sampling paths)
+    coins: list                     # [n] per-level coins (sampling paths)
+    coin_final: float | None
+    draft_coins: list               # [depth] coins the chain Draft sampled with
+    predicts: list                  # [n] token emitted after each row (0 where never written)
+    accept_index: list              # [W] rows of root + accepted nodes, -1 padded
+    accept_nodes: list              # [k+1] the valid prefix of accept_index
+    emitted: list                   # tokens this round adds to the text
+    bonus: int                      # the next root
+    kv_before: list                 # [(token, position)] last <= 4 prefix rows, then the n tree rows the verify forward wrote
+    kv_kept: list                   # tree rows kept (in commit order)
+    kv_after: list                  # [(token, position)] the same prefix rows, then the rows kept by the commit
+    buffer_final: np.ndarray | None = None   # target-only work buffer after the run
+
+    @property
+    def accept_len(self) -> int:
+        """Tokens this round emits per Target pass: accepted drafts + bonus (τ counts these)."""
+        return len(self.accept_nodes)
+
+
+@dataclass
+class LoopRun:
+    prompt: str
+    prompt_ids: list
+    settings: LoopSettings
+    rounds: list = field(default_factory=list)
+    vocab: str = ""
+
+    @property
+    def generated(self) -> list:
+        return [t for r in self.rounds for t in r.emitted]
+
+    @property
+    def text(self) -> str:
+        return "".join(self.vocab[t] for t in self.generated)
+
+
+# ---------------------------------------------------------------------------------------------
+# Small helpers
+# ---------------------------------------------------------------------------------------------
+
+def _softmax(logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    return torch.softmax(logits.to(torch.float32) / float(temperature), dim=-1)
+
+
+def _top(values: torch.Tensor, k: int) -> list:
+    """Indices of the k largest values, descending; ties go to the lower index (§2)."""
+    order = torch.sort(-values, stable=True).indices
+    return [int(i) for i in order[:k]]
+
+
+def _draw(probs: np.ndarray, coin: float) -> int:
+    """Inverse-CDF draw (first token whose running sum exceeds coin * total)."""
+    from ..reference import inverse_cdf
+
+    return inverse_cdf(np.asarray(probs, dtype=np.float32), float(coin), last_valid_fallback=True)
+
+
+def _ancestor_mask(parents: list) -> np.ndarray:
+    n = len(parents)
+    m = np.zeros((n, n), dtype=bool)
+    for i in range(n):
+        j = i
+        while j != -1:
+            m[i, j] = True
+            j = parents[j]
+    return m
+
+
+def _depths(parents: list) -> list:
+    d = []
+    for i, p in enumerate(parents):
+        d.append(0 if p == -1 else d[p] + 1)
+    return d
+
+
+# ---------------------------------------------------------------------------------------------
+# Draft rollout (§2)
+# ---------------------------------------------------------------------------------------------
+
+def draft_rollout(draft: TinyLM, dcache: KVCache, root: int, s: LoopSettings, draft_coins: list) -> DraftTree:
+    """Expand ``root`` ``s.depth`` times with the Draft; the Draft cache is left as it was."""
+    topk, S, n = s.topk, s.depth, s.num_draft_tokens
+    L = dcache.length
+    chain_sampling = s.algorithm == "chain"
+    q_temp = s.temperature if chain_sampling else 1.0
+    forwards = 0
+
+    # Scratch rows appended to the Draft cache during the rollout: cache row -> its ancestor rows.
+    anc = {L: [L]}
+    logits = draft.forward(dcache, [root], [L], torch.ones(1, L + 1, dtype=torch.bool))
+    forwards += 1
+    q_root = _softmax(logits[0], q_temp)
+
+    cand_tok, cand_score, cand_qrow, cand_row = [], [], [], []   # per flat candidate index
+    q_rows = [q_root]              # distinct draft distributions computed (index = q row id)
+    cand_parent_q = []             # q row id each candidate was drawn/ranked from
+    node_q_of_row = {L: 0}         # Draft cache row -> its q row id
+
+    # step 0
+    if chain_sampling:
+        tops = [_draw(q_root.numpy(), draft_coins[0])]
+    else:
+        tops = _top(q_root, topk)
+    for t in tops:
+        cand_tok.append(t)
+        cand_score.append(float(q_root[t]))
+        cand_parent_q.append(0)
+        cand_row.append(None)
+    parent_list = [-1] + list(range(topk))
+    beams = list(range(topk))      # flat candidate indices of the current beams, best first
+
+    for step in range(1, S):
+        # Feed the beams' tokens: each attends to the prefix, its ancestors' scratch rows and itself.
+        base = dcache.length
+        m = len(beams)
+        mask = torch.zeros(m, base + m, dtype=torch.bool)
+        mask[:, :L] = True
+        toks, poss = [], []
+        for r, c in enumerate(beams):
+            parent_row = L if step == 1 else cand_row[_parent_cand(c, topk, parent_list)]
+            rows = anc[parent_row] + [base + r]
+            anc[base + r] = rows
+            cand_row[c] = base + r
+            mask[r, rows] = True
+            toks.append(cand_tok[c])
+            poss.append(L + step)
+        logits = draft.forward(dcache, toks, poss, mask)
+        forwards += 1
+        block_scores, block_tok, block_q = [], [], []
+        for r, c in enumerate(beams):
+            q = _softmax(logits[r], q_temp)
+            q_rows.append(q)
+            node_q_of_row[base + r] = len(q_rows) - 1
+            kids = [_draw(q.numpy(), draft_coins[step])] if chain_sampling else _top(q, topk)
+            for t in kids:
+                block_scores.append(cand_score[c] * float(q[t]))
+                block_tok.append(t)
+                block_q.append(len(q_rows) - 1)
+        offset = topk + topk * topk * (step - 1)
+        for j in range(len(block_tok)):
+            cand_tok.append(block_tok[j])
+            cand_score.append(np.float32(block_scores[j]).item())
+            cand_parent_q.append(block_q[j])
+            cand_row.append(None)
+        new_beams = _top(torch.tensor(block_scores, dtype=torch.float32), topk)
+        beams = [offset + j for j in new_beams]
+        if step < S - 1:
+            parent_list.extend(beams)
+
+    dcache.truncate(L)
+    scores = torch.tensor(cand_score, dtype=torch.float32)
+    selected = sorted(_top(scores, n - 1))
+    parents = [-1]
+    where = {c: i + 1 for i, c in enumerate(selected)}
+    for c in selected:
+        slot = c // topk
+        parents.append(0 if slot == 0 else where[parent_list[slot]])
+    V = q_root.shape[0]
+    node_q = np.zeros((n, V), dtype=np.float32)
+    node_q[0] = q_root.numpy()
+    for i, c in enumerate(selected):
+        row = cand_row[c]
+        if row is not None:
+            node_q[i + 1] = q_rows[node_q_of_row[row]].numpy()
+    proposal_q = np.zeros((n, V), dtype=np.float32)
+    for i, c in enumerate(selected):
+        proposal_q[i + 1] = q_rows[cand_parent_q[c]].numpy()
+    return DraftTree(candidates=[root] + [cand_tok[c] for c in selected], parents=parents,
+                     parent_list=parent_list[: topk * (S - 1) + 1], selected_index=selected,
+                     scores=[1.0] + [cand_score[c] for c in selected], node_q=node_q, proposal_q=proposal_q,
+                     draft_forwards=forwards)
+
+
+def _parent_cand(c: int, topk: int, parent_list: list) -> int:
+    """Flat candidate index of candidate c's parent (c at step >= 1)."""
+    return parent_list[c // topk]
+
+
+# ---------------------------------------------------------------------------------------------
+# The loop
+# ---------------------------------------------------------------------------------------------
+
+class Decoder:
+    """Holds the two models and their KV caches; ``step()`` runs one round."""
+
+    def __init__(self, prompt: str, settings: LoopSettings, models=None):
+        self.settings = settings.checked()
+        self.target, self.draft, self.tok = models or load_models()
+        if not isinstance(prompt, str) or len(prompt) < 1:
+            raise SpecvizError("prompt", "is empty: type at least one character")
+        if len(prompt) > 2000:
+            raise SpecvizError("prompt", f"has {len(prompt)} characters: keep it under 2000")
+        self.prompt = prompt
+        self.prompt_ids = self.tok.encode(prompt)
+        from ..backends import get_backend
+
+        self.ops = get_backend(self.settings.backend)
+        self.gen = torch.Generator().manual_seed(int(self.settings.seed))
+        # Prefill: everything but the last prompt token enters KV; the last token is the first
+        # root (in steady state the root is the previous round's bonus, which has no KV yet).
+        cap = len(self.prompt_ids) + (self.settings.depth + 2) * (self.settings.rounds + 2) + 8
+        self.tcache = self.target.new_cache(cap)
+        self.dcache = self.draft.new_cache(cap)
+        ctx = self.prompt_ids[:-1]
+        if ctx:
+            causal = torch.ones(len(ctx), len(ctx), dtype=torch.bool).tril()
+            self.target.forward(self.tcache, ctx, torch.arange(len(ctx)), causal)
+            self.draft.forward(self.dcache, ctx, torch.arange(len(ctx)), causal)
+        self.root = self.prompt_ids[-1]
+        self.history = list(self.prompt_ids)   # the text so far (prompt + emitted), root last
+        self.rounds: list[Round] = []
+
+    def clone(self, seed: int) -> "Decoder":
+        """A copy of the current state with a fresh coin stream (for Monte Carlo trials)."""
+        other = object.__new__(Decoder)
+        other.__dict__.update(self.__dict__)
+        other.tcache, other.dcache = self.tcache.clone(), self.dcache.clone()
+        other.gen = torch.Generator().manual_seed(int(seed))
+        other.history, other.rounds = list(self.history), []
+        return other
+
+    @single_threaded
+    def step(self) -> Round:
+        s, ops = self.settings, self.ops
+        n, S, W = s.num_draft_tokens, s.depth, s.depth + 1
+        mistakes = set(s.mistakes)
+        # Coins first, the same number every round whatever the algorithm (randomness as data).
+        draft_coins = torch.rand(S, generator=self.gen).tolist()
+        coins = torch.rand(n, generator=self.gen)
+        coin_final = torch.rand(1, generator=self.gen)
+
+        L = self.tcache.length
+        tree = draft_rollout(self.draft, self.dcache, self.root, s, draft_coins)
+        cand = torch.tensor([tree.candidates], dtype=torch.int64)              # [1, n]
+
+        # build_tree on the chosen backend
+        pl = torch.tensor([tree.parent_list], dtype=torch.int64)               # [1, topk*(S-1)+1]
+        si = torch.tensor([tree.selected_index], dtype=torch.int64)            # [1, n-1]
+        build = ops.build_tree(pl, si, torch.tensor([L], dtype=torch.int64), topk=s.topk, depth=S,
+                               num_draft_tokens=n, tree_mask_mode=s.tree_mask_mode)
+        positions = build.positions.to(torch.int64)                            # [n]
+        flat = build.tree_mask.to(torch.bool)
+        if s.tree_mask_mode == "full_mask":
+            full = flat.reshape(n, L + n)                                      # prefix cells, then tree cells
+        else:
+            full = torch.cat([torch.ones(n, L, dtype=torch.bool), flat.reshape(n, n)], dim=1)
+        tree_mask = full[:, L:].numpy().copy()
+        if "mask_drop_ancestor" in mistakes:
+            full = full.clone()
+            for i, p in enumerate(tree.parents):
+                if p > 0:                       # a non-root parent: drop its column
+                    full[i, L + p] = False
+        mask_used = full[:, L:].numpy().copy()
+
+        # One Target forward over the whole tree.
+        tail = max(0, L - 4)
+        prefix_tail = list(zip(self.tcache.tokens[tail:L], self.tcache.positions[tail:L]))
+        logits = self.target.forward(self.tcache, tree.candidates, positions, full)   # [n, V]
+
+        ri, nt, ns = build.retrieve_index, build.retrieve_next_token, build.retrieve_next_sibling
+        target_probs, buffer_final = None, None
+        if s.algorithm == "greedy":
+            target_predict = torch.argmax(logits, dim=-1).reshape(1, n).to(torch.int64)
+            res = ops.verify_tree_greedy(cand, ri, nt, ns, target_predict, num_speculative_tokens=W)
+        else:
+            target_probs = ops.target_probs_from_logits(logits, temperature=float(s.temperature)).reshape(1, n, -1)
+            if s.algorithm == "target_only":
+                res = ops.tree_sampling_target_only(cand, ri, nt, ns, coins.reshape(1, n), coin_final, target_probs,
+                                                    num_speculative_tokens=W, threshold_single=s.threshold_single,
+                                                    threshold_acc=s.threshold_acc)
+                buffer_final = res.draft_probs[0].numpy().copy()
+            else:
+                draft_probs = torch.from_numpy(tree.proposal_q[1:]).reshape(1, n - 1, -1)
+                res = ops.chain_rejection_sampling(cand, ri, coins.reshape(1, n), coin_final, target_probs, draft_probs,
+                                                   num_speculative_tokens=W)
+        predicts = [int(x) for x in res.predicts]
+        accept_index = [int(x) for x in res.accept_index[0]]
+        k = int(res.accept_token_num[0])
+        nodes = accept_index[: k + 1]                  # bs = 1: global row == node
+        if "q_as_buffer" in mistakes and s.algorithm == "target_only" and k < W - 1:
+            predicts[nodes[-1]] = self._terminal_with_q(tree, nodes[-1], target_probs[0], buffer_final, float(coin_final))
+
+        # Outputs: the token after each kept row (the shift), or the mistake's rows' own tokens.
+        if "no_shift" in mistakes:
+            emitted = [tree.candidates[i] for i in nodes]
+        else:
+            emitted = [predicts[i] for i in nodes]
+        bonus = predicts[nodes[-1]]
+
+        # KV commit: keep the input rows of accept_index, compacted to the front.
+        kept = nodes[1:] if "kv_by_outputs" in mistakes else nodes
+        self.tcache.keep_rows(L, kept)
+        kv_after = list(zip(self.tcache.tokens[tail:], self.tcache.positions[tail:]))
+        # The Draft catches up on exactly the rows the Target committed.
+        new = self.tcache.tokens[L:]
+        if new:
+            m = len(new)
+            dl = self.dcache.length
+            mask = torch.cat([torch.ones(m, dl, dtype=torch.bool), torch.ones(m, m, dtype=torch.bool).tril()], dim=1)
+            self.draft.forward(self.dcache, new, self.tcache.positions[L:], mask)
+
+        rnd = Round(index=len(self.rounds), root=self.root, seq_len=L, tree=tree, positions=positions.tolist(),
+                    tree_mask=tree_mask, mask_used=mask_used, logits=logits.numpy().copy(),
+                    target_probs=None if target_probs is None else target_probs[0].numpy().copy(),
+                    coins=coins.tolist(), coin_final=float(coin_final), draft_coins=draft_coins,
+                    predicts=predicts, accept_index=accept_index, accept_nodes=nodes, emitted=emitted, bonus=bonus,
+                    kv_before=prefix_tail + list(zip(tree.candidates, positions.tolist())),
+                    kv_kept=kept, kv_after=kv_after, buffer_final=buffer_final)
+        self.rounds.append(rnd)
+        self.history.extend(emitted)
+        self.root = bonus
+        return rnd
+
+    @staticmethod
+    def _terminal_with_q(tree: DraftTree, node: int, p_rows: torch.Tensor, buf_out: np.ndarray, coin: float) -> int:
+        """The terminal draw had the work buffer started from q: relu(p - buffer) with rejected children overwritten."""
+        buf = tree.node_q[node].copy()
+        kids = [i for i, par in enumerate(tree.parents) if par == node]
+        for i in kids:
+            buf[tree.candidates[i]] = buf_out[node, tree.candidates[i]]
+        dist = np.maximum(p_rows[node].numpy() - buf, 0).astype(np.float32)
+        return _draw(dist, coin)
+
+
+@single_threaded
+def run_loop(prompt: str, settings: LoopSettings, models=None, max_tokens: int | None = None) -> LoopRun:
+    """Run ``settings.rounds`` rounds (or until ``max_tokens`` tokens are emitted)."""
+    dec = Decoder(prompt, settings, models)
+    run = LoopRun(prompt=prompt, prompt_ids=dec.prompt_ids, settings=dec.settings, vocab=dec.tok.vocab)
+    for _ in range(dec.settings.rounds):
+        dec.step()
+        if max_tokens is not None and len(dec.history) - len(dec.prompt_ids) >= max_tokens:
+            break
+    run.rounds = dec.rounds
+    return run
+
+
+@single_threaded
+def target_greedy(prompt_ids: list, num_tokens: int, models=None) -> list:
+    """The Target's own greedy decoding, one token per forward (the reference proof 2 compares against)."""
+    target, _, _ = models or load_models()
+    cache = target.new_cache(len(prompt_ids) + num_tokens + 1)
+    ids = list(prompt_ids)
+    causal = torch.ones(len(ids), len(ids), dtype=torch.bool).tril()
+    logits = target.forward(cache, ids, torch.arange(len(ids)), causal)[-1]
+    out = []
+    for _ in range(num_tokens):
+        t = int(torch.argmax(logits))
+        out.append(t)
+        L = cache.length
+        logits = target.forward(cache, [t], [L], torch.ones(1, L + 1, dtype=torch.bool))[0]
+    return out

@@ -1,0 +1,145 @@
+"""Pictures of a decoding-loop run (pure functions: figures, DOT, tables and safe markdown; no streamlit).
+
+``words`` arguments carry the page's translated labels, so the same function serves both languages.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from ..render.palette import FONT_FAMILY, PALETTE, PLOT_FONT_SIZE
+from ..render.tree import tree_dot
+
+# CommonMark lets a backslash escape any ASCII punctuation character; the prompt is checked to be
+# printable ASCII (the tokenizer's vocabulary), so escaping every punctuation character leaves
+# nothing that markdown could read as markup.
+_PUNCT = set("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+
+
+def md_escape(text: str) -> str:
+    out = []
+    for c in text:
+        if c in _PUNCT:
+            out.append("\\" + c)
+        elif c == "\n":
+            out.append("⏎")
+        elif c == " ":
+            out.append("\u00a0")      # keep runs of spaces visible
+        elif c.isprintable():
+            out.append(c)
+        else:
+            out.append("\ufffd")
+    return "".join(out)
+
+
+def text_spans(run, selected: int | None = None) -> list[dict]:
+    """The text as spans: the prompt, then per round its accepted drafts and its bonus."""
+    vocab = run.vocab
+    spans = [{"text": run.prompt, "kind": "prompt", "round": None}]
+    for r in run.rounds:
+        drafts, bonus = r.emitted[:-1], r.emitted[-1:]
+        if drafts:
+            spans.append({"text": "".join(vocab[t] for t in drafts), "kind": "accepted", "round": r.index})
+        spans.append({"text": "".join(vocab[t] for t in bonus), "kind": "bonus", "round": r.index})
+    for s in spans:
+        s["selected"] = selected is not None and s["round"] == selected
+    return spans
+
+
+def text_markdown(spans: list[dict]) -> str:
+    """Markdown with Streamlit colour directives: accepted drafts green, bonus orange, the selected round bold."""
+    parts = []
+    for s in spans:
+        body = md_escape(s["text"])
+        if not body:
+            continue
+        if s["kind"] == "accepted":
+            body = f":green-background[{body}]"
+        elif s["kind"] == "bonus":
+            body = f":orange-background[{body}]"
+        else:
+            body = f":gray[{body}]"
+        if s["selected"]:
+            body = f"**{body}**"
+        parts.append(body)
+    return "".join(parts)
+
+
+def timeline_figure(run, selected: int | None, words: dict) -> go.Figure:
+    """Accept length per round: accepted drafts (green) + the bonus (orange); the mean tau as a line."""
+    xs = [r.index for r in run.rounds]
+    acc = [r.accept_len - 1 for r in run.rounds]
+    fig = go.Figure()
+    fig.add_bar(x=xs, y=acc, name=words["accepted"], marker_color=PALETTE["accepted"],
+                hovertemplate=words["round"] + " %{x}: %{y} " + words["accepted"] + "<extra></extra>")
+    fig.add_bar(x=xs, y=[1] * len(xs), name=words["bonus"], marker_color=PALETTE["bonus"],
+                hovertemplate=words["round"] + " %{x}: 1 " + words["bonus"] + "<extra></extra>")
+    if xs:
+        tau = float(np.mean([a + 1 for a in acc]))
+        fig.add_hline(y=tau, line_dash="dash", line_color=PALETTE["edge"],
+                      annotation_text=f"τ = {tau:.2f}", annotation_position="top left")
+    if selected is not None and 0 <= selected < len(xs):
+        fig.add_vrect(x0=selected - 0.5, x1=selected + 0.5, fillcolor=PALETTE["selected"], opacity=0.18, line_width=0)
+    fig.update_layout(barmode="stack", height=300, margin={"l": 10, "r": 10, "t": 30, "b": 10},
+                      font={"family": FONT_FAMILY, "size": PLOT_FONT_SIZE},
+                      xaxis={"title": words["round"], "dtick": 1 if len(xs) <= 32 else None},
+                      yaxis={"title": words["tokens"], "dtick": 1, "range": [0, run.settings.depth + 1.5]},
+                      legend={"orientation": "h", "y": 1.12}, plot_bgcolor="white")
+    return fig
+
+
+def walk_states(rnd) -> dict:
+    """Node -> accepted / rejected (visited by the sibling scan and refused) / discarded (never visited).
+
+    The scan visits an accepted node's children in sibling order (increasing node index) up to the
+    one it accepts; below the last accepted node it visits every child unless the depth limit
+    W - 1 was reached.
+    """
+    t, nodes = rnd.tree, rnd.accept_nodes
+    W = len(rnd.accept_index)
+    states = {i: "discarded" for i in range(len(t.parents))}
+    for j, a in enumerate(nodes):
+        states[a] = "accepted"
+        kids = [i for i, p in enumerate(t.parents) if p == a]
+        if j + 1 < len(nodes):
+            for c in kids:
+                if c < nodes[j + 1]:
+                    states[c] = "rejected"
+        elif len(nodes) - 1 < W - 1:
+            for c in kids:
+                states[c] = "rejected"
+    return states
+
+
+def round_tree_dot(rnd, show, words: dict) -> str:
+    """The round's draft tree: accepted path green, visited-and-rejected siblings red, the bonus hanging off the last node."""
+    t = rnd.tree
+    n = len(t.parents)
+    states = walk_states(rnd)
+    tips = {i: f"{words['node']} {i}: {show(t.candidates[i])!r}, {words['score']} {t.scores[i]:.3g}, "
+               f"{words['position']} {rnd.positions[i]}" for i in range(n)}
+    return tree_dot(t.parents, [show(c) for c in t.candidates], states=states, tooltips=tips,
+                    bonus=(rnd.accept_nodes[-1], show(rnd.bonus)), bonus_label=words["bonus"], row_word=words["row"])
+
+
+def kv_table(rnd, show, words: dict) -> pd.DataFrame:
+    """The Target's KV rows of this round: the last prefix rows, then the n tree rows; kept or dropped by the commit."""
+    n = len(rnd.tree.parents)
+    prefix = rnd.kv_before[: len(rnd.kv_before) - n]
+    kept = list(rnd.kv_kept)
+    rows = []
+    for tok, pos in prefix:
+        rows.append({words["row"]: "·", words["token"]: show(tok), words["position"]: pos, words["status"]: words["prefix"],
+                     words["slot_after"]: ""})
+    for i, (tok, pos) in enumerate(rnd.kv_before[len(prefix):]):
+        is_kept = i in kept
+        rows.append({words["row"]: str(i), words["token"]: show(tok), words["position"]: pos,
+                     words["status"]: words["kept"] if is_kept else words["dropped"],
+                     words["slot_after"]: str(rnd.seq_len + kept.index(i)) if is_kept else "—"})
+    return pd.DataFrame(rows)
+
+
+def proof_rows(results: dict, words: dict) -> pd.DataFrame:
+    """One row per proof: name, pass/fail, the figure behind it."""
+    return pd.DataFrame([{words["proof"]: k, words["result"]: v[0], words["detail"]: v[1]} for k, v in results.items()])

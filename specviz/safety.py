@@ -1,0 +1,202 @@
+"""Untrusted text stays data: the one place each escaping and bounding rule lives.
+
+Everything that comes from outside (share links, uploaded or CLI files, pasted arrays, token
+labels, titles, descriptions) passes through one of these before it reaches markup, DOT, a
+script, generated Python, ``int()`` or ``json.loads``:
+
+    html_text(x)            text for HTML (element content or a quoted attribute; markdown-inert too)
+    md_text(x) / md_prose(x)  a label / a title or description inside Streamlit markdown
+    dot_quote(x)            a DOT double-quoted string (never an HTML-like <...> label)
+    json_for_script(obj)    JSON that is safe inside <script> (no </script>, <!--, U+2028/9)
+    bounded_int(text, ...)  int() that refuses too many digits before converting
+    loads_json(text, ...)   json.loads with a size, nesting-depth and integer-digit limit checked first (linear scan)
+    read_text_file(path, ...)  a regular file's UTF-8 text, at most max_bytes, read once
+
+No streamlit, numpy or torch here. Every refusal is a SpecvizError naming the field.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+
+from .errors import SpecvizError
+
+MAX_JSON_DEPTH = 16  # a scenario nests 5 deep (requests[b].target_probs[i][j]); an audit paste 4
+MAX_INT_DIGITS = 20  # token ids, lengths and seq_len fit in far fewer; Python's own limit (4300) raises a traceback
+
+
+# --------------------------------------------------------------------------------------------
+# Markup
+# --------------------------------------------------------------------------------------------
+
+# One pass: the HTML specials, and the characters a markdown renderer would read inside HTML
+# that Streamlit hands to it (links, images, emphasis, code) as numeric character references.
+_HTML_TABLE = {ord("&"): "&amp;", ord("<"): "&lt;", ord(">"): "&gt;", ord('"'): "&quot;", ord("'"): "&#x27;",
+               **{ord(c): f"&#{ord(c)};" for c in "[]()!*_`~\\#|$:"}}
+
+
+def html_text(value) -> str:
+    """``value`` as text in HTML (content or a quoted attribute): ``& < > " '`` escaped, and the
+    markdown-active characters too (Streamlit's markdown reads inside its HTML), so the browser
+    shows the text exactly and nothing in it becomes a tag, link, image or emphasis."""
+    return str(value).translate(_HTML_TABLE)
+
+
+_DOT_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def dot_quote(value) -> str:
+    """``value`` as one DOT double-quoted string, shown literally by Graphviz.
+
+    Backslashes are doubled (so ``\\N``, ``\\G``, ``\\l`` escapes cannot be spelt), quotes
+    escaped, a newline becomes Graphviz's centred line break, other control characters are
+    dropped. The result always starts with a quote, so Graphviz never reads it as an HTML-like
+    ``<...>`` label, and no attribute or statement can be closed from inside it.
+    """
+    text = _DOT_CONTROL.sub("", str(value).replace("\r\n", "\n").replace("\r", "\n"))
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+_SCRIPT_UNSAFE = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def json_for_script(obj) -> str:
+    """JSON text that can sit inside ``<script>...</script>`` (any type) unchanged in meaning.
+
+    ``<``, ``>``, ``&`` and the line separators U+2028 / U+2029 become ``\\uXXXX`` escapes,
+    so no ``</script>``, ``<!--`` or HTML entity can appear; JSON.parse reads the same value.
+    """
+    text = json.dumps(obj, ensure_ascii=False, allow_nan=False)
+    return re.sub("[<>&\u2028\u2029]", lambda m: _SCRIPT_UNSAFE[m.group(0)], text)
+
+
+# Markdown characters that start emphasis, links, images, code, headings, lists, tables, HTML.
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&])")
+
+
+def md_text(value) -> str:
+    """``value`` as literal text inside Streamlit markdown (st.markdown, st.caption, labels).
+
+    Every markdown-active character is backslash-escaped, so a label cannot become a link, an
+    image, emphasis, a heading or (where HTML were allowed) a tag. Newlines become spaces.
+    """
+    return _MD_SPECIAL.sub(r"\\\1", str(value).replace("\r", " ").replace("\n", " "))
+
+
+_PROSE_SPECIAL = re.compile(r"([\\\[\]<>!&])")
+
+
+def md_prose(value) -> str:
+    """User prose (a scenario title or description) for Streamlit markdown: emphasis and code
+    spans keep working, but no link, image, autolink or tag can form (``[ ] ! < > &`` escaped)."""
+    return _PROSE_SPECIAL.sub(r"\\\1", str(value))
+
+
+# --------------------------------------------------------------------------------------------
+# Numbers and JSON
+# --------------------------------------------------------------------------------------------
+
+_INT_RE = re.compile(r"\s*[-+]?\d+\s*")
+
+
+def bounded_int(text, field: str, max_digits: int = MAX_INT_DIGITS) -> int:
+    """``int(text)`` for untrusted text, refusing more than ``max_digits`` digits *before* converting."""
+    s = str(text)
+    digits = sum(ch.isdigit() for ch in s[: max_digits + 64])
+    if len(s) > max_digits + 64 or digits > max_digits:
+        raise SpecvizError(field, f"has more than {max_digits} digits: a whole number this large is never valid here")
+    if not _INT_RE.fullmatch(s):
+        raise SpecvizError(field, f"is {s.strip()[:20]!r}: expected a whole number")
+    return int(s)
+
+
+_STRING_RE = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_LONG_INT_TEMPLATE = r"(?<![\d.eE+\-])-?\d{%d,}"
+
+
+def check_json_shape(text: str, field: str, max_depth: int = MAX_JSON_DEPTH, max_int_digits: int = MAX_INT_DIGITS) -> None:
+    """Refuse JSON text nested deeper than ``max_depth`` or holding an integer of more digits
+    than ``max_int_digits``, in one linear pass and without parsing (so json.loads can neither
+    recurse too deep nor convert a 5,000-digit integer). Strings are skipped."""
+    bare = _STRING_RE.sub('""', text)
+    depth = 0
+    for m in re.finditer(r"[\[\]{}]", bare):
+        if m.group(0) in "[{":
+            depth += 1
+            if depth > max_depth:
+                raise SpecvizError(field, f"nests brackets more than {max_depth} deep: refused (no specviz value is nested that deep)")
+        else:
+            depth -= 1
+    m = re.search(_LONG_INT_TEMPLATE % (max_int_digits + 1), bare)
+    if m:
+        raise SpecvizError(field, f"holds a number of {len(m.group(0).lstrip('-'))} digits: at most {max_int_digits} "
+                                  "digits are accepted")
+
+
+def loads_json(text, field: str, max_chars: int, max_depth: int = MAX_JSON_DEPTH,
+               max_int_digits: int = MAX_INT_DIGITS):
+    """``json.loads`` for untrusted text: size, depth and integer digits checked first; any
+    failure is a SpecvizError naming ``field`` (never RecursionError / ValueError)."""
+    if isinstance(text, (bytes, bytearray)):
+        if len(text) > max_chars:  # refuse before decoding
+            raise SpecvizError(field, f"is {len(text):,} bytes long; at most {max_chars:,} are accepted")
+        text = decode_utf8(text, field)
+    if len(text) > max_chars:
+        raise SpecvizError(field, f"is {len(text):,} characters long; at most {max_chars:,} are accepted")
+    check_json_shape(text, field, max_depth, max_int_digits)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SpecvizError(field, f"is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    except (ValueError, RecursionError) as exc:  # belt and braces: the shape check should have caught these
+        raise SpecvizError(field, f"cannot be read as JSON ({type(exc).__name__})") from None
+
+
+def decode_utf8(data: bytes, field: str) -> str:
+    try:
+        return bytes(data).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecvizError(field, f"is not UTF-8 text (bad byte at position {exc.start}; a file still being written, "
+                                  "or a binary file): save it as UTF-8 and try again") from None
+
+
+# --------------------------------------------------------------------------------------------
+# Files
+# --------------------------------------------------------------------------------------------
+
+def read_text_file(path, field: str, max_bytes: int) -> str:
+    """The UTF-8 text of a regular file of at most ``max_bytes`` bytes.
+
+    Refuses a directory, a device (/dev/zero, /dev/urandom), a pipe or socket, a missing file and
+    anything larger, without reading more than ``max_bytes + 1`` bytes; invalid UTF-8 (e.g. a
+    multi-byte character cut by a writer) is a SpecvizError, not a UnicodeDecodeError.
+    """
+    name = str(path)
+    try:
+        fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise SpecvizError(field, f"{name} cannot be read ({exc.strerror})") from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise SpecvizError(field, f"{name} is a directory: give a JSON file")
+        if not stat.S_ISREG(info.st_mode):
+            raise SpecvizError(field, f"{name} is not a regular file (a device, pipe or socket): give a JSON file")
+        if info.st_size > max_bytes:
+            raise SpecvizError(field, f"{name} is {info.st_size:,} bytes; at most {max_bytes:,} are accepted")
+        chunks, total = [], 0
+        while total <= max_bytes:
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        if total > max_bytes:  # it grew while we read it
+            raise SpecvizError(field, f"{name} is larger than {max_bytes:,} bytes (still being written?): refused")
+    except OSError as exc:
+        raise SpecvizError(field, f"{name} cannot be read ({exc.strerror})") from None
+    finally:
+        os.close(fd)
+    return decode_utf8(b"".join(chunks), field)

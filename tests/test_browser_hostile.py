@@ -1,0 +1,70 @@
+"""The live app in chromium with hostile input (issue 8, findings 1 and 10).
+
+- A share link whose labels, title and description hold script-bearing HTML: on the greedy, chain
+  and DSpark pages no dialog fires, no navigation happens and no iframe / img / meta from the data
+  enters the page.
+- Clicking ▶ and then the browser's Back button never takes the step back.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from playwright.sync_api import expect
+
+from conftest import wait_for_app
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_hostile_inputs import IFRAME, LABELS, LONG_PAYLOADS, _relabel  # noqa: E402
+
+from specviz.pitfalls import preset  # noqa: E402
+from specviz.share import ShareState, encode_state  # noqa: E402
+
+
+def _watch(page):
+    dialogs, navigations = [], []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.on("framenavigated", lambda f: navigations.append(f.url) if f == page.main_frame else None)
+    return dialogs, navigations
+
+
+def test_hostile_link_runs_no_script_in_the_live_app(page, app_server):
+    dialogs, navigations = _watch(page)
+    for path, slot, name in (("greedy", "tree", "running_example"), ("chain_sampling", "chain", "pq_example"),
+                             ("dspark", "dspark", "dspark_chain")):
+        s = _relabel(preset(name), labels=LABELS, title=IFRAME, description=LONG_PAYLOADS[2] + LONG_PAYLOADS[1])
+        token = encode_state(ShareState(page=path, slot=slot, scenario=s))
+        page.goto(f"{app_server}/{path}?s={token}", wait_until="domcontentloaded")
+        wait_for_app(page)
+        page.wait_for_timeout(1500)  # a 0 s meta refresh or an onerror would have fired by now
+        assert page.locator('[data-testid="stException"]').count() == 0
+        main = page.locator('[data-testid="stMain"], [data-testid="stAppViewContainer"]').first
+        assert main.locator("iframe[srcdoc], img[src='x'], meta[http-equiv]").count() == 0, path
+        assert page.url.startswith(f"{app_server}/{path}")
+    assert dialogs == [], dialogs
+    assert all(u.startswith(app_server) for u in navigations), navigations
+
+
+def _step(page) -> int:
+    text = page.get_by_text(re.compile(r"Step \d+/\d+")).first.inner_text()
+    return int(re.search(r"Step (\d+)/", text).group(1))
+
+
+def test_back_button_never_undoes_a_click(page, app_server):
+    s = preset("running_example")
+    token = encode_state(ShareState(page="greedy", slot="tree", scenario=s, step_key="greedy", step=1))
+    page.goto(f"{app_server}/greedy?s={token}", wait_until="domcontentloaded")
+    wait_for_app(page)
+    expect(page.get_by_text(re.compile(r"Step 1/"))).to_have_count(1, timeout=30_000)
+    for want in (2, 3):
+        page.get_by_role("button", name="▶", exact=True).first.click()
+        wait_for_app(page)
+        assert _step(page) == want
+    page.go_back(wait_until="commit")
+    wait_for_app(page)
+    page.wait_for_timeout(1000)
+    assert _step(page) == 3  # the older ?s= in the address bar is not applied again
+    page.get_by_role("button", name="▶", exact=True).first.click()
+    wait_for_app(page)
+    assert _step(page) == 4

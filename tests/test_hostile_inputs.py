@@ -1,0 +1,677 @@
+"""Hostile inputs: links, files, pastes and labels stay data (never code, markup or a traceback).
+
+Issue 8's findings, one regression test (or parametrised family) each; every case here failed on
+the code before the fix (see the commit that added this file). Kinds are counted in KINDS below.
+Runs in well under a minute on 2 cores (no browser here except one exported-file check).
+"""
+from __future__ import annotations
+
+import base64
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import zlib
+from pathlib import Path
+
+import pytest
+
+from specviz import safety
+from specviz.audit import MAX_PASTE_CHARS, parse_array, parse_claimed_text
+from specviz.errors import SpecvizError
+from specviz.export import animation_html, check_pytest_source, pytest_file
+from specviz.pitfalls import preset
+from specviz.render.sampling_charts import chain_dot, sampling_tree_dot
+from specviz.render.tree import forest_dot, tree_dot
+from specviz.scenario import MAX_SCENARIO_CHARS, load_scenario, scenario_from_dict
+from specviz.share import MAX_TOKEN_CHARS, ShareState, decode_state, encode_state
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# ---------------------------------------------------------------------------------------------
+# Payloads (labels are at most 32 characters: specviz.scenario.MAX_LABEL_CHARS)
+# ---------------------------------------------------------------------------------------------
+
+IFRAME = ("<iframe srcdoc=\"<script>parent.alert(parent.document.querySelector('h1').innerText)</script>\">"
+          "</iframe>")
+LONG_PAYLOADS = [
+    IFRAME,
+    "<img src=x onerror=alert(document.domain)>",
+    "<meta http-equiv=refresh content='0;url=https://evil.example/'>",
+    'x"""; __import__("os").system("touch MARKER"); """',
+    "</script><script>alert(1)</script>",
+    "__DESC__ __TITLE__ __VOCAB__ __FRAMES__",
+    '<svg onload=alert(1)> {{7*7}} ${7*7} \\" \' \u2028 \u2029',
+]
+LABELS = [
+    "<img src=x onerror=alert(1)>",
+    "<iframe srcdoc=x></iframe>",
+    "<meta http-equiv=refresh c=0>",
+    "</script><script>alert(1)//",
+    'x"""; import os #',
+    "__DESC__",
+    'Z"]; pwned [label="PWNED"]; x [',
+    'A"',
+    "<b",
+    "<<TABLE>>",
+    "back\\slash\\",
+    "new\nline",
+    "![i](https://e.x/p.png)",
+    "'''",
+]
+MARKERS = ("<img", "<iframe", "<meta", "<script", "</script", "<svg")
+
+
+def _relabel(s, labels=LABELS, title=None, description=None):
+    """The preset with its vocabulary relabelled by hostile strings (every node / table follows)."""
+    data = json.loads(s.to_json())
+    old = data["vocab"]
+    new = [labels[i % len(labels)] + ("" if i < len(labels) else f"~{i}") for i in range(len(old))]
+    mapping = dict(zip(old, new))
+
+    def sub(v):
+        if isinstance(v, str) and v in mapping:
+            return mapping[v]
+        if isinstance(v, list):
+            return [sub(x) for x in v]
+        if isinstance(v, dict):
+            return {k: sub(x) for k, x in v.items()}
+        return v
+    for key in ("requests",):
+        data[key] = sub(data[key])
+    data["vocab"] = new
+    data["title"] = title if title is not None else LONG_PAYLOADS[0]
+    data["description"] = description if description is not None else " ".join(LONG_PAYLOADS)
+    data["description_zh"] = LONG_PAYLOADS[2]
+    return scenario_from_dict(data)
+
+
+PRESETS = ["running_example", "batch_two_requests", "pq_example", "target_only_sampling", "dspark_chain", "dspark_sampling"]
+
+
+def _pack(obj) -> str:
+    raw = obj if isinstance(obj, bytes) else json.dumps(obj).encode()
+    return base64.urlsafe_b64encode(zlib.compress(raw, 9)).decode().rstrip("=")
+
+
+# ---------------------------------------------------------------------------------------------
+# Links (findings 4, 9, 11)
+# ---------------------------------------------------------------------------------------------
+
+_BASE = {"v": 1, "page": "greedy"}
+_GOOD = json.loads(preset("running_example").to_json())
+
+
+def _with_scenario(**changes):
+    d = dict(_GOOD)
+    d.update(changes)
+    return {**_BASE, "scenario": d}
+
+
+LINKS = {
+    "nested_50000": (_pack(b'{"v":1,"page":"greedy","extra":' + b"[" * 50_000 + b"]" * 50_000 + b"}"), "nests brackets"),
+    "int_5001_digits": (_pack(b'{"v":1,"page":"greedy","step":' + b"9" * 5001 + b"}"), "digits"),
+    "int_5001_in_scenario": (_pack(json.dumps(_with_scenario()).replace('"seq_len": 10', '"seq_len": ' + "7" * 5001).encode()),
+                             "digits"),
+    "pitfall_extra_object": (_pack({"v": 1, "page": "pitfalls", "extra": {"pitfall": {"a": 1}}}), "link.extra.pitfall"),
+    "pitfall_extra_list": (_pack({"v": 1, "page": "pitfalls", "extra": {"pitfall": [1, 2]}}), "link.extra.pitfall"),
+    "req_extra_string": (_pack({**_BASE, "extra": {"req": "0"}}), "link.extra.req"),
+    "req_extra_huge": (_pack({**_BASE, "extra": {"req": 10 ** 15}}), "link.extra.req"),
+    "req_extra_bool": (_pack({**_BASE, "extra": {"req": True}}), "link.extra.req"),
+    "wrong_extra_int": (_pack({"v": 1, "page": "batch_kv", "extra": {"wrong": 1}}), "link.extra.wrong"),
+    "text_extra_too_long": (_pack({"v": 1, "page": "audit", "extra": {"text": "a" * 5000}}), "link.extra.text"),
+    "unknown_extra": (_pack({**_BASE, "extra": {"__proto__": 1}}), "link.extra"),
+    "extra_not_object": (_pack({**_BASE, "extra": [1]}), "link.extra"),
+    "title_too_long": (_pack(_with_scenario(title="t" * 5000)), "title"),
+    "label_too_long": (_pack(_with_scenario(vocab=_GOOD["vocab"] + ["L" * 100])), "vocab"),
+    "oversized_token": ("A" * (MAX_TOKEN_CHARS + 1), "too large"),
+    "zip_bomb": (_pack(b" " * 5_000_000), "more than"),
+    "truncated": (_pack(_with_scenario())[:-8], "cut short|compressed|base64"),
+    "not_base64": ("%3Cscript%3E", "never contains"),
+    "not_json": (_pack(b"<script>alert(1)</script>"), "not JSON"),
+    "path_page": (_pack({"v": 1, "page": "../../etc/passwd"}), "link.page"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LINKS))
+def test_hostile_link_is_refused_with_a_named_error(name):
+    token, match = LINKS[name]
+    with pytest.raises(SpecvizError, match=match) as info:
+        decode_state(token)
+    assert info.value.field.startswith("link")
+
+
+def test_scenario_beyond_the_drawing_limits_is_refused():
+    """More table cells (requests x rows x vocabulary) than the pages can draw: refused, naming the rule."""
+    from specviz.scenario import MAX_TABLE_CELLS
+
+    rows = 20  # a greedy tree of 20 nodes and 1,000 tokens: 20,000 cells
+    vocab = [f"t{i}" for i in range(1000)]
+    assert rows * len(vocab) > MAX_TABLE_CELLS
+    data = dict(_GOOD, vocab=vocab, requests=[{"tree": {"parents": [-1] + list(range(rows - 1)), "tokens": ["t1"] * rows},
+                                               "target_predict": ["t1"] * rows}])
+    with pytest.raises(SpecvizError, match="cells"):
+        scenario_from_dict(data)
+
+
+def test_hostile_labels_travel_in_a_link_as_data():
+    s = _relabel(preset("running_example"))
+    back = decode_state(encode_state(ShareState(page="greedy", scenario=s))).scenario
+    assert back == s and back.vocab[: len(LABELS)] == LABELS[: len(back.vocab)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Files and the CLI (findings 6, 7, 9)
+# ---------------------------------------------------------------------------------------------
+
+def _write(tmp_path, name, data: bytes) -> str:
+    p = tmp_path / name
+    p.write_bytes(data)
+    return str(p)
+
+
+GOOD_BYTES = preset("running_example").to_json().encode()
+FILES = {
+    "dev_zero": lambda tmp: "/dev/zero",
+    "dev_urandom": lambda tmp: "/dev/urandom",
+    "directory": lambda tmp: str(tmp),
+    "missing": lambda tmp: str(tmp / "nope.json"),
+    "invalid_utf8": lambda tmp: _write(tmp, "bad.json", b'{"name": "\xff\xfe"}'),
+    "cut_multibyte": lambda tmp: _write(tmp, "cut.json", GOOD_BYTES[:40] + "语".encode()[:2]),
+    "truncated_json": lambda tmp: _write(tmp, "trunc.json", GOOD_BYTES[: len(GOOD_BYTES) // 2]),
+    "nested_json": lambda tmp: _write(tmp, "deep.json", b"[" * 100_000 + b"]" * 100_000),
+    "int_5000_digits": lambda tmp: _write(tmp, "int.json", GOOD_BYTES.replace(b'"seq_len": 10', b'"seq_len": ' + b"1" * 5000)),
+    "too_large": lambda tmp: _write(tmp, "big.json", b" " * (MAX_SCENARIO_CHARS + 10)),
+    "fifo": lambda tmp: (os.mkfifo(tmp / "fifo"), str(tmp / "fifo"))[1],
+}
+
+
+@pytest.mark.parametrize("name", sorted(FILES))
+def test_hostile_scenario_file_is_refused(name, tmp_path):
+    path = FILES[name](tmp_path)
+    t0 = time.perf_counter()
+    with pytest.raises(SpecvizError):
+        load_scenario(path)
+    assert time.perf_counter() - t0 < 2.0
+
+
+@pytest.mark.parametrize("name", ["dev_zero", "dev_urandom", "directory", "invalid_utf8", "cut_multibyte", "nested_json",
+                                  "int_5000_digits"])
+def test_cli_one_line_and_exit_2(name, tmp_path, capsys):
+    from specviz.cli import main
+
+    path = FILES[name](tmp_path)
+    for cmd in ("run", "audit"):
+        assert main([cmd, path]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("error:") and "\n" not in err and "Traceback" not in err, err
+
+
+def test_cli_audit_scenario_file_pointing_at_a_device(tmp_path, capsys):
+    from specviz.cli import main
+
+    f = tmp_path / "audit.json"
+    f.write_text(json.dumps({"scenario_file": "/dev/zero", "claimed": {"accept_index": [[0, 1, 3]]}}))
+    assert main(["audit", str(f)]) == 2
+    assert "not a regular file" in capsys.readouterr().err
+
+
+def test_cli_file_written_concurrently_never_tracebacks(tmp_path):
+    """A writer rewrites the file byte by byte (cutting multi-byte characters) while the CLI reads it."""
+    text = preset("running_example").to_json().replace('"title": "', '"title": "语语语语语语语语').encode()
+    path = tmp_path / "live.json"
+    path.write_bytes(text)
+    stop = threading.Event()
+
+    def writer():
+        while not stop.is_set():
+            for cut in range(1, len(text), 7):
+                with open(path, "wb") as fh:
+                    fh.write(text[:cut])
+                if stop.is_set():
+                    return
+    th = threading.Thread(target=writer, daemon=True)
+    th.start()
+    from specviz.cli import main
+    import contextlib
+    import io
+    try:
+        for _ in range(40):
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                code = main(["run", str(path)])
+            assert code in (0, 2)
+            assert "Traceback" not in err.getvalue() and err.getvalue().count("\n") <= 1
+    finally:
+        stop.set()
+        th.join()
+
+
+def test_cli_subprocess_invalid_utf8_has_no_traceback(tmp_path):
+    path = _write(tmp_path, "bad.json", b"\xff\xfe\xfd")
+    out = subprocess.run([sys.executable, "-m", "specviz", "run", path], capture_output=True, text=True, cwd=ROOT,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert out.returncode == 2 and "Traceback" not in out.stderr and out.stderr.count("\n") == 1, out.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# Pastes (findings 5, 9, 11)
+# ---------------------------------------------------------------------------------------------
+
+def test_paste_16000_lines_is_linear():
+    text = "predicts = [" + ",\n".join(str(i % 7) for i in range(16_000)) + "]"
+    t0 = time.perf_counter()
+    value = parse_claimed_text(text)
+    assert time.perf_counter() - t0 < 1.0
+    assert len(value["predicts"]) == 16_000
+
+
+def test_paste_time_scales_linearly():
+    def cost(k):
+        text = "accept_index = [\n" + "\n".join(f"[{i}, 1, 3]," for i in range(k)) + "]"
+        t0 = time.perf_counter()
+        parse_claimed_text(text)
+        return time.perf_counter() - t0
+    small, big = min(cost(1000) for _ in range(3)), min(cost(6000) for _ in range(3))
+    assert big < 6 * small * 3 + 0.05  # linear (x6 data) with slack; the old parser was x36
+
+
+PASTES = {
+    "nested_3000": ("a = " + "[" * 3000 + "]" * 3000, "nests brackets"),
+    "nested_3000_bare": ("[" * 3000, "field name|nests"),
+    "nested_json_3000": ('{"a": ' + "[" * 3000 + "]" * 3000 + "}", "nests brackets"),
+    "int_5000_digits": ("predicts = [" + "9" * 5000 + "]", "digits"),
+    "oversized": ("predicts = [" + "1," * (MAX_PASTE_CHARS // 2) + "1]", "at most"),
+    "python_code": ('accept_index = __import__("os").system("touch MARKER")', "cannot be read|unexpected|where"),
+    "lambda": ("accept_index = (lambda: 1)()", "cannot be read|unexpected|where"),
+    "unclosed": ("accept_index = [[0, 1, 3]", "not closed|ends too early"),
+    "mismatched": ("accept_index = [0, 1)", "do not match"),
+    "nul_bytes": ("accept_index = [0\x00, 1]", "cannot be read|where"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PASTES))
+def test_hostile_paste_is_refused_clearly(name, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    text, match = PASTES[name]
+    t0 = time.perf_counter()
+    with pytest.raises(SpecvizError, match=match):
+        parse_claimed_text(text)
+    assert time.perf_counter() - t0 < 1.0
+    assert not (tmp_path / "MARKER").exists()
+
+
+def test_parse_array_never_evaluates(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for text in ('[__import__("os").system("touch MARKER")]', "tensor([open('MARKER','w')])", "[1, 2][0]"):
+        with pytest.raises(SpecvizError):
+            parse_array(text)
+    assert not (tmp_path / "MARKER").exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# Labels in figures: DOT (finding 8)
+# ---------------------------------------------------------------------------------------------
+
+needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot binary is not installed")
+
+
+def _dot_nodes(dot: str) -> list[str]:
+    out = subprocess.run(["dot", "-Tplain"], input=dot.encode(), capture_output=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    return [line.split()[1] for line in out.stdout.decode().splitlines() if line.startswith("node ")]
+
+
+@needs_dot
+@pytest.mark.parametrize("label", LABELS)
+def test_dot_builders_keep_a_hostile_label_in_its_node(label):
+    labels = [label, "B", label + "x"]
+    states = ["accepted", "rejected", "pending"]
+    figures = {
+        "tree_dot": (tree_dot([-1, 0, 0], labels, states={0: "accepted"}, bonus=(1, label)), 4),
+        "forest_dot": (forest_dot([dict(parents=[-1, 0], labels=labels[:2], cluster=label)]), 2),
+        "chain_dot": (chain_dot(labels, states, bonus=label, slot_names=[label] * 3), 4),
+        "sampling_tree_dot": (sampling_tree_dot([-1, 0, 0], labels, states, captions=[label] * 3, bonus=(1, label),
+                                                hovers=[label] * 3), 4),
+    }
+    for name, (dot, n) in figures.items():
+        nodes = _dot_nodes(dot)
+        assert len(nodes) == n and "pwned" not in nodes, (name, nodes)
+
+
+@pytest.mark.parametrize("label", LABELS)
+def test_dot_quote_is_one_closed_string(label):
+    q = safety.dot_quote(label)
+    assert q.startswith('"') and q.endswith('"') and "\n" not in q
+    inner = q[1:-1]
+    assert not re.search(r'(?<!\\)(?:\\\\)*"', inner)  # every quote inside is escaped
+
+
+@needs_dot
+def test_exported_svg_has_no_script_links():
+    from specviz.export import dot_to_svg
+
+    svg = dot_to_svg(tree_dot([-1, 0], ['x" URL="javascript:alert(1)', "<b"])).decode()
+    assert not re.search(r"href\s*=\s*[\"']\s*javascript", svg, re.I)  # (the text may show in a title: it is text)
+    with pytest.raises(SpecvizError, match="script"):
+        dot_to_svg('digraph { a [URL="javascript:alert(1)"]; }')
+
+
+# ---------------------------------------------------------------------------------------------
+# Exports: pytest file (finding 2) and animation HTML (finding 3)
+# ---------------------------------------------------------------------------------------------
+
+def _hostile_scenarios():
+    out = [_relabel(preset(name)) for name in PRESETS]
+    for k, payload in enumerate(LONG_PAYLOADS):
+        out.append(_relabel(preset("running_example"), title=payload, description=payload).replace(name=f"n{k}{payload[:60]}"))
+    return out
+
+
+def test_exported_pytest_files_run_as_data(tmp_path):
+    """Hostile titles, descriptions, labels, vocabularies and names: every generated file parses to
+    the expected shape, runs under pytest in a subprocess, passes, and creates no marker file."""
+    for k, s in enumerate(_hostile_scenarios()):
+        (tmp_path / f"test_export_{k}.py").write_text(pytest_file(s), encoding="utf-8")
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(ROOT), "TRITON_INTERPRET": "1"})
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    assert f"{len(_hostile_scenarios())} passed" in out.stdout
+    assert not list(tmp_path.glob("MARKER*")) and not (ROOT / "MARKER").exists()
+
+
+@pytest.mark.parametrize("source", [
+    "'doc'\nimport numpy as np\nfrom specviz import reference as ref\nimport os\ndef test_x():\n    pass\n",
+    "'doc'\nimport numpy as np\nfrom specviz import reference as ref\nVOCAB = __import__('os').system('x')\ndef test_x():\n    pass\n",
+    "'doc'\nimport numpy as np\nfrom specviz import reference as ref\nVOCAB = ['a']\n@x\ndef test_x():\n    pass\n",
+    "'doc'\nimport numpy as np\nfrom specviz import reference as ref\nVOCAB = ['a']\ndef test_x():\n    open('evil')\n",
+    "'doc'\nimport numpy as np\nfrom specviz import reference as ref\nEVIL = ['a']\ndef test_x():\n    pass\n",
+    "x = '''\n",
+])
+def test_pytest_shape_check_refuses_anything_else(source):
+    with pytest.raises(SpecvizError, match="refused"):
+        check_pytest_source(source)
+
+
+def _script_data(page: str) -> dict:
+    m = re.search(r'<script id="data" type="application/json">(.*?)</script>', page, re.S)
+    assert m
+    return json.loads(m.group(1))
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_animation_html_keeps_every_user_string_as_data(lang):
+    benign = animation_html(preset("running_example"), lang)
+    for s in _hostile_scenarios()[:3] + _hostile_scenarios()[-3:]:
+        page = animation_html(s, lang)
+        for marker in MARKERS:
+            assert page.count(marker) == benign.count(marker), marker  # the template's own tags only
+        assert page.count("</script>") == 2 and "\u2028" not in page and "\u2029" not in page
+        data = _script_data(page)
+        assert data["title"] == f"specviz · {s.title or s.name}" and data["desc"] == s.describe(lang)
+        assert data["vocab"].count("__DESC__") == ("__DESC__" in s.vocab[:40])  # a placeholder-named label stays itself
+        flat = json.dumps(data["frames"], ensure_ascii=False)
+        for label in s.vocab[:6]:
+            assert json.dumps(label, ensure_ascii=False)[1:-1] in flat or label not in str(s.requests)
+        assert "innerHTML" not in page and "insertAdjacentHTML" not in page and "document.write" not in page
+
+
+def test_exported_animation_runs_no_script_in_chromium(tmp_path, browser):
+    """The exported file with hostile strings in every slot: no dialog, no navigation, the player steps."""
+    s = _relabel(preset("running_example"), title=LONG_PAYLOADS[1], description=IFRAME + LONG_PAYLOADS[2])
+    path = tmp_path / "walk.html"
+    path.write_text(animation_html(s), encoding="utf-8")
+    dialogs, navigations = [], []
+    context = browser.new_context()
+    page = context.new_page()
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.on("framenavigated", lambda f: navigations.append(f.url))
+    page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file://") else r.abort())
+    page.goto(path.as_uri())
+    page.click("#next")
+    page.click("#next")
+    page.wait_for_timeout(1500)  # a meta refresh of 0 s or an onerror would have fired by now
+    assert page.locator("body").get_attribute("data-step") == "2"
+    assert page.locator("h1").inner_text() == f"specviz · {LONG_PAYLOADS[1]}"
+    assert page.locator("#stage iframe, #stage img, #desc iframe, #desc meta, h1 img").count() == 0
+    assert page.locator("g.node text").first.text_content().startswith(s.label(s.tree(0).tokens[0]))
+    context.close()
+    assert dialogs == [] and all(u == path.as_uri() for u in navigations), (dialogs, navigations)
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers (one place each)
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value", LABELS + LONG_PAYLOADS)
+def test_json_for_script_round_trips_and_cannot_close_a_script(value):
+    text = safety.json_for_script({"v": value, "list": [value]})
+    assert not re.search(r"[<>&\u2028\u2029]", text)
+    assert json.loads(text) == {"v": value, "list": [value]}
+
+
+@pytest.mark.parametrize("value", LABELS + LONG_PAYLOADS)
+def test_markup_chips_escape_every_value(value):
+    from specviz.ui import markup
+
+    piece = markup.row_html(value, [markup.chip(value, "accepted", title=value), value])
+    for marker in MARKERS:
+        assert marker not in piece
+    assert html.unescape(re.sub(r"<[^>]+>", "", piece)).count(value) == 3
+
+
+@pytest.mark.parametrize("text, ok", [("12", 12), (" -7 ", -7), ("9" * 21, None), ("1" * 5000, None), ("1e5", None),
+                                      ("0x10", None), ("", None)])
+def test_bounded_int(text, ok):
+    if ok is None:
+        with pytest.raises(SpecvizError):
+            safety.bounded_int(text, "n")
+    else:
+        assert safety.bounded_int(text, "n") == ok
+
+
+@pytest.mark.parametrize("text", ["9" * 5000, "1e5", "0x1f", "--1"])
+def test_tree_builder_integer_fields_refuse_hostile_numbers(text):
+    from specviz.ui.edits import parse_ints
+
+    with pytest.raises(SpecvizError, match="whole numbers"):
+        parse_ints("parent_list", f"-1, 0, {text}")
+
+
+def test_markup_is_built_in_one_module():
+    """unsafe_allow_html appears in specviz/ui/markup.py only (fixed markup; values escaped there)."""
+    hits = [str(p.relative_to(ROOT)) for p in list((ROOT / "pages").glob("*.py")) + list((ROOT / "specviz").rglob("*.py"))
+            if "unsafe_allow_html" in p.read_text(encoding="utf-8") and p.name != "markup.py"]
+    assert hits == []
+
+
+# ---------------------------------------------------------------------------------------------
+# The live app: hostile labels / title / description in every page (finding 1), links (4, 9, 10)
+# ---------------------------------------------------------------------------------------------
+
+APP_PAGES = {"overview": ("tree", "running_example"), "tree_builder": ("tree", "running_example"),
+             "greedy": ("tree", "running_example"), "batch_kv": ("batch", "batch_two_requests"),
+             "chain_sampling": ("chain", "pq_example"), "target_only": ("target_only", "target_only_sampling"),
+             "dspark": ("dspark", "dspark_chain"), "audit": ("audit", "running_example"), "tour": ("tree", "running_example"),
+             "quiz": ("quiz", "running_example")}
+_RAW_TAG = re.compile(r"(?<!\\)<(?:img|iframe|meta|script|/script|svg)\b", re.I)
+
+
+def _elements(at):
+    def walk(node):
+        for child in (node.children.values() if hasattr(node, "children") else ()):
+            yield child
+            yield from walk(child)
+    yield from walk(at._tree)
+
+
+def _check_markup(at):
+    """No hostile tag reaches an HTML-enabled markdown element; in any markdown element or widget
+    label no raw tag and no markdown image / link built from a label."""
+    seen_html = 0
+    for el in _elements(at):
+        proto = getattr(el, "proto", None)
+        label = getattr(proto, "label", None) if proto is not None else None
+        if isinstance(label, str):  # widget labels render markdown too (links and images included)
+            assert "![i](https" not in label and not _RAW_TAG.search(label), (el.type, label)
+        body = getattr(proto, "body", None) if proto is not None else None
+        if not isinstance(body, str) or el.type == "metric":
+            continue
+        if getattr(proto, "allow_html", False):
+            seen_html += 1
+            assert not re.search(r"<(?:img|iframe|meta|script|/script|svg)\b", body, re.I), body[:300]
+        assert not _RAW_TAG.search(body), (el.type, body[:300])
+        assert "![i](https" not in body, (el.type, body[:300])
+    return seen_html
+
+
+@pytest.mark.parametrize("rotate", [0, 10])
+@pytest.mark.parametrize("page", sorted(APP_PAGES))
+def test_pages_render_hostile_strings_as_text(page, rotate):
+    from streamlit.testing.v1 import AppTest
+
+    slot, name = APP_PAGES[page]
+    at = AppTest.from_file(str(ROOT / "pages" / f"{page}.py"), default_timeout=120)
+    at.session_state[f"sv_scn::{slot}"] = _relabel(preset(name), labels=LABELS[rotate:] + LABELS[:rotate]).to_json()
+    if page == "audit":  # a wrong answer: the verdict and its rule name hostile tokens
+        at.session_state["sv_audit_text"] = "accept_index = [[0, 2, 3]]\npredicts = [0, 0, 0, 0, 0]"
+    at.run()
+    assert not at.exception, at.exception
+    _check_markup(at)
+    nxt = [b for b in at.button if b.key and b.key.startswith("w_next::")]
+    if nxt:  # one step further: the walk's sentences name the tokens
+        nxt[0].click().run()
+        assert not at.exception, at.exception
+        _check_markup(at)
+
+
+def test_bad_pitfall_link_leaves_the_page_working():
+    """A pitfall link whose extra is an object: a named error (no traceback), and the page keeps working."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "pages" / "pitfalls.py"), default_timeout=120)
+    at.query_params["s"] = _pack({"v": 1, "page": "pitfalls", "extra": {"pitfall": {"a": 1}}})
+    at.run()
+    assert not at.exception, at.exception
+    assert any("This link could not be loaded" in e.value and "link.extra.pitfall" in e.value for e in at.error)
+    at.run()
+    assert not at.exception and not at.error
+
+
+@pytest.mark.parametrize("name", ["nested_50000", "int_5001_digits", "int_5001_in_scenario", "req_extra_string"])
+def test_bad_link_in_the_app_is_a_named_error(name):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "pages" / "greedy.py"), default_timeout=120)
+    at.query_params["s"] = LINKS[name][0]
+    at.run()
+    assert not at.exception, at.exception
+    assert any("This link could not be loaded" in e.value for e in at.error)
+
+
+def test_older_link_in_the_url_never_undoes_a_click():
+    """Finding 10: step 2, then ▶ while the URL still holds an older ?s= (the click raced the address-bar
+    update, or the browser went Back): the page shows step 3, not the older link's step."""
+    from streamlit.testing.v1 import AppTest
+
+    s = preset("running_example")
+    at = AppTest.from_file(str(ROOT / "pages" / "greedy.py"), default_timeout=120)
+    at.query_params["s"] = encode_state(ShareState(page="greedy", scenario=s, step_key="greedy", step=0))
+    at.run()
+    assert at.session_state["sv_step::greedy"] == 0
+    tokens = []
+    for want in (1, 2):
+        at.button(key="w_next::greedy").click().run()
+        assert at.session_state["sv_step::greedy"] == want
+        tok = at.query_params["s"]
+        tokens.append(tok[0] if isinstance(tok, list) else tok)
+    at.query_params["s"] = tokens[0]  # the older URL (step 1) comes back with the next click
+    at.button(key="w_next::greedy").click().run()
+    assert not at.exception
+    assert at.session_state["sv_step::greedy"] == 3
+    at.query_params["s"] = encode_state(ShareState(page="greedy", scenario=s, step_key="greedy", step=0))  # the first link again
+    at.run()
+    assert at.session_state["sv_step::greedy"] == 3
+
+
+# ---------------------------------------------------------------------------------------------
+# Abuse limits: trials per click, heavy work per tab, server-wide slots, paste size on the page
+# ---------------------------------------------------------------------------------------------
+
+def test_monte_carlo_trials_are_capped_per_click():
+    from specviz.ui.heavy import MAX_TRIAL_CELLS, cap_trials
+
+    assert cap_trials(40_000, 5, 6) == 40_000  # the presets run in full
+    n = cap_trials(40_000, 16, 1024)
+    assert 1 <= n < 40_000 and n * 16 * 1024 <= MAX_TRIAL_CELLS
+
+
+def _fake_session(monkeypatch):
+    from types import SimpleNamespace
+
+    from specviz.ui import heavy
+
+    monkeypatch.setattr(heavy, "st", SimpleNamespace(session_state={}))
+    return heavy
+
+
+def test_one_tab_cannot_exceed_its_heavy_work_budget(monkeypatch):
+    heavy = _fake_session(monkeypatch)
+    monkeypatch.setattr(heavy, "SESSION_BUDGET_S", 0.05)
+    with heavy.heavy("Monte Carlo"):
+        time.sleep(0.06)
+    with pytest.raises(SpecvizError, match=r"Monte Carlo.*wait \d+ s"):
+        with heavy.heavy("Monte Carlo"):
+            pass
+
+
+def test_heavy_work_waits_for_a_free_slot_then_is_refused(monkeypatch):
+    heavy = _fake_session(monkeypatch)
+    monkeypatch.setattr(heavy, "_SLOTS", threading.BoundedSemaphore(1))
+    monkeypatch.setattr(heavy, "WAIT_S", 0.1)
+    heavy._SLOTS.acquire()  # another tab's computation holds the only slot
+    try:
+        with pytest.raises(SpecvizError, match="busy"):
+            with heavy.heavy("Your outputs"):
+                pass
+    finally:
+        heavy._SLOTS.release()
+    with heavy.heavy("Your outputs"):  # free again
+        pass
+
+
+def test_audit_page_refuses_an_oversized_paste_clearly():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "pages" / "audit.py"), default_timeout=120)
+    at.session_state["sv_audit_text"] = "predicts = [" + "1, " * (MAX_PASTE_CHARS // 3 + 10) + "1]"
+    at.run()
+    assert not at.exception, at.exception
+    assert any("at most 100,000" in e.value for e in at.error), [e.value for e in at.error]
+
+
+def test_largest_scenario_the_limits_admit_saves_and_loads_back(tmp_path):
+    """The widest admitted scenario with full-precision tables, saved as the app saves it (indent 2),
+    stays under the file cap and loads back equal (the cap refuses only what no valid scenario needs)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_worst_scenario import worst
+
+    from specviz.scenario import MAX_TABLE_CELLS, MAX_VOCAB
+
+    data = worst("chain_rejection", 1, MAX_TABLE_CELLS // MAX_VOCAB, MAX_VOCAB)
+    rng = __import__("random").Random(1)
+    for r in data["requests"]:
+        for key in ("target_probs", "draft_probs"):
+            rows = [[rng.random() + 1e-3 for _ in row] for row in r[key]]
+            r[key] = [[x / sum(row) for x in row] for row in rows]
+    s = scenario_from_dict(data)
+    path = tmp_path / "widest.json"
+    path.write_text(s.to_json(), encoding="utf-8")
+    assert path.stat().st_size <= MAX_SCENARIO_CHARS
+    assert load_scenario(path) == s

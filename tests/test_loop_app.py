@@ -1,0 +1,81 @@
+"""AppTest: the Decoding loop page runs in both languages and shows the library's numbers."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from specviz.loop import metrics as M  # noqa: E402
+from specviz.loop.decode import LoopSettings, run_loop  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = str(ROOT / "pages/decoding_loop.py")
+DEFAULT = dict(prompt="The target model verifies the draft tree. ")
+
+
+def _run(lang="en", **state) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=180)
+    at.session_state["sv_lang"] = lang
+    at.session_state["sv_backend"] = "torch"
+    for k, v in state.items():
+        at.session_state[k] = v
+    at.run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    return at
+
+
+def _metric(at, starts: str) -> str:
+    return next(m.value for m in at.metric if m.label.startswith(starts))
+
+
+@pytest.mark.parametrize("lang,title,tau_label", [("en", "Decoding loop", "τ tokens"), ("zh", "解码循环", "τ 每次")])
+def test_page_runs_in_both_languages_and_shows_the_librarys_tau(lang, title, tau_label):
+    at = _run(lang, **{"sv_loop::rounds": 8})
+    assert at.title[0].value == title
+    run = run_loop(DEFAULT["prompt"], LoopSettings(rounds=8, backend="torch", temperature=0.8))
+    m = M.run_metrics(run)
+    assert _metric(at, tau_label) == f"{m.tau:.2f}"
+    assert any(f"{m.system_efficiency:.1%}" == x.value for x in at.metric)
+    # The selected round (0) text names its root and the library's accept length.
+    r0 = run.rounds[0]
+    text = "\n".join(str(x.value) for x in at.markdown)
+    assert f"k = {r0.accept_len - 1}" in text
+    # Proofs hold on the default run.
+    proofs = at.dataframe[2].value if len(at.dataframe) > 2 else None
+    assert proofs is not None and all("✅" in v for v in proofs.iloc[:, 1])
+
+
+def test_a_mistake_shows_a_failing_proof_and_where_the_text_diverges():
+    at = _run("en", **{"sv_loop::rounds": 6, "sv_loop::m::kv_by_outputs": True})
+    proofs = at.dataframe[2].value
+    assert any("❌" in v for v in proofs.iloc[:, 1])
+    assert any("diverges" in str(x.value) for x in at.markdown)
+    assert at.code, "the two texts side by side"
+
+
+def test_bad_prompt_is_an_error_naming_the_field():
+    at = AppTest.from_file(PAGE, default_timeout=180)
+    at.session_state["sv_loop::prompt"] = "接受"
+    at.run()
+    assert not at.exception
+    assert at.error and "prompt" in at.error[0].value
+
+
+def test_shrinking_the_tree_keeps_num_draft_tokens_in_range():
+    at = _run("en", **{"sv_loop::rounds": 2, "sv_loop::topk": 3, "sv_loop::depth": 5, "sv_loop::n": 30})
+    at.session_state["sv_loop::topk"] = 2
+    at.session_state["w_sv_loop::topk"] = 2
+    at.run()
+    assert not at.exception and not at.error
+    assert at.session_state["sv_loop::n"] <= 2 + 4 * 4 + 1
+
+
+def test_sampling_page_runs_the_monte_carlo():
+    at = _run("en", **{"sv_loop::rounds": 2, "sv_loop::algorithm": "target_only", "sv_loop::run_mc": True,
+                       "sv_loop::trials": 100, "sv_loop::prompt": "Each round the "})
+    text = "\n".join(str(x.value) for x in at.markdown)
+    assert "L1 =" in text and "bound" in text

@@ -1,0 +1,33 @@
+"""Browser test: the Decoding loop page in chromium, English and 简体中文, screenshots at 1280x720 and 1920x1080."""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("playwright")
+from playwright.sync_api import expect  # noqa: E402
+
+from tests.conftest import wait_for_app  # noqa: E402
+
+
+@pytest.mark.parametrize("width,height", [(1280, 720), (1920, 1080)])
+def test_decoding_loop_page_screenshots(page, open_page, screenshot_dir, width, height):
+    page.set_viewport_size({"width": width, "height": height})
+    open_page(page, "")                 # the router first (a fresh server's first deep link skips app.py)
+    open_page(page, "decoding_loop")
+    expect(page.get_by_role("heading", name="Decoding loop").first).to_be_visible(timeout=60_000)
+    assert page.locator('[data-testid="stException"]').count() == 0
+    page.locator('[data-testid="stGraphVizChart"] svg').first.wait_for(timeout=60_000)
+    page.screenshot(path=str(screenshot_dir / f"decoding_loop_{width}x{height}.png"))
+    page.get_by_role("button", name="▶", exact=True).first.click()     # next round
+    wait_for_app(page)
+    page.locator('[data-testid="stGraphVizChart"]').first.scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshot_dir / f"decoding_loop_round1_{width}x{height}.png"))
+    page.get_by_role("heading", name="Acceptance metrics").first.scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshot_dir / f"decoding_loop_metrics_{width}x{height}.png"))
+    page.get_by_text("简体中文").click()
+    wait_for_app(page)
+    expect(page.get_by_role("heading", name="解码循环").first).to_be_visible()
+    page.screenshot(path=str(screenshot_dir / f"decoding_loop_zh_{width}x{height}.png"))
+    # Scrolled down: the proofs and the metrics.
+    page.get_by_text("证明（实时）").first.scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshot_dir / f"decoding_loop_zh_proofs_{width}x{height}.png"))
