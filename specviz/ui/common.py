@@ -634,7 +634,7 @@ def page_setup(page: str, slot: str | None = "tree") -> None:
            help=tr("Large text, editing controls folded away, ← → and space step the walk.",
                    "大字号，收起编辑控件，← → 和空格键单步或播放。"))
     if presenting():
-        st.markdown(PRESENT_CSS, unsafe_allow_html=True)
+        markup.fixed_markup(PRESENT_CSS)
     backend_selector()
     if slot is not None:
         scenario_io(slot)
