@@ -157,11 +157,11 @@ first = None
 if result is not None:
     ok, checked, findings, notes = result
     if ok:
-        st.success(ui.tr("✅ Correct: {f} match the reference (SGLang {v} semantics).", "✅ 正确：{f} 与参考实现一致（SGLang {v} 语义）。",
+        st.success(ui.tr("Correct: {f} match the reference (SGLang {v} semantics).", "正确：{f} 与参考实现一致（SGLang {v} 语义）。",
                          f=", ".join(checked), v=s.semantics))
     else:
         first = findings[0]
-        st.error(ui.tr("❌ First wrong value: **{w}** is {g}, expected {e}.", "❌ 第一个错误值：**{w}** 是 {g}，应为 {e}。",
+        st.error(ui.tr("First wrong value: **{w}** is {g}, expected {e}.", "第一个错误值：**{w}** 是 {g}，应为 {e}。",
                        w=first["where"], g=json.dumps(first["got"], ensure_ascii=False), e=json.dumps(first["expected"], ensure_ascii=False)))
         st.markdown(f"#### {ui.tr('Rule', '规则')}: {md(first['rule'])}")
         if len(findings) > 1:

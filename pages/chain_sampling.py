@@ -124,7 +124,7 @@ with col_chain:
         for j, sl in enumerate(range(start, min(N, start + PER_ROW))):
             if sl == 0:
                 with ccols[0]:
-                    markup.big_cell("root", req.chain[0])
+                    markup.big_cell(tr("root", "根节点"), req.chain[0])
                 continue
             k = _synced(f"w_chain_tok{sl}", req.chain[sl])
             new_chain[sl] = ccols[j].selectbox(tr("slot {s}", "位置 {s}", s=sl), vocab, key=k)
@@ -149,12 +149,12 @@ with col_coins:
                    "**随机数** u ∈ [0, 1)：每个 Draft 位置一个，另有终止采样用的 u_final"))
     for i in range(N - 1):
         k = _synced(f"w_chain_coin{i}", float(req.coins[i]))
-        st.slider(f"u[{i}]  (slot {i + 1})", 0.0, 0.999, step=0.001, key=k, on_change=_on_coin(i), format="%.3f")
+        st.slider(tr("u[{i}]  (slot {s})", "u[{i}]  （位置 {s}）", i=i, s=i + 1), 0.0, 0.999, step=0.001, key=k, on_change=_on_coin(i), format="%.3f")
     k = _synced("w_chain_coin_final", float(req.coin_final))
     st.slider("u_final", 0.0, 0.999, step=0.001, key=k, on_change=_on_coin(-1), format="%.3f")
     r1, r2 = st.columns([1, 1])
     r1.number_input(tr("seed", "种子"), 0, 10**6, 0, key="w_chain_seed")
-    r2.button(tr("🎲 randomise coins", "🎲 随机生成"), key="w_chain_rand", on_click=_randomise, width="stretch")
+    r2.button(tr("randomise coins", "随机生成"), key="w_chain_rand", on_click=_randomise, width="stretch", icon=":material/casino:")
     st.caption(tr("Try u[0]:", "试试 u[0]："))
     qc = st.columns(3)
     qc[0].button(tr(".4 accept", ".4 接受"), key="w_chain_q1", on_click=_set_coin0(0.4), width="stretch",
@@ -165,7 +165,7 @@ with col_coins:
                  help=tr(".7 × .6 = .42 ≥ .3", ".7 × .6 = .42 ≥ .3"))
     if "sv_chain_err" in st.session_state:
         f, d = st.session_state.pop("sv_chain_err")
-        st.error(f"**{f}**: {d}", icon="⚠️")
+        st.error(f"**{f}**: {d}", icon=":material/warning:")
 
 # p / q tables
 def _table(name: str, rows, row_labels):
@@ -286,7 +286,8 @@ with right:
         step_fig = _fig("residual_figure", vocab, p_rows[k], None if full else req.draft_probs[k],
                         coin_final=req.coin_final if ev.kind != "residual" else None,
                         chosen=term_ev.data["token"] if ev.kind != "residual" else None, bonus_from_p=full,
-                        text={"norm": tr("normalised", "归一化"), "cdf": tr("terminal draw", "终止采样")})
+                        text={"norm": tr("normalised", "归一化"), "cdf": tr("terminal draw", "终止采样"),
+                              "p": tr("p (target)", "p（Target）"), "q": tr("q (draft)", "q（Draft）")})
         step_fig_what = tr("The terminal draw at row {k} (step {c})", "第 {k} 行的终止采样（第 {c} 步）", k=k, c=cur)
         st.plotly_chart(step_fig, width="stretch", key="chain_residual_step")
     elif focus_slot is not None:
@@ -390,7 +391,7 @@ if mc_args is not None:
         with hc:
             st.plotly_chart(_fig("monte_carlo_figure", vocab, mc.empirical, mc.target, expected=None if from_q else mc.expected, counts=mc.counts,
                                                   text={"emp": tr("Monte Carlo (first emitted token)", "Monte Carlo（首个输出 token）"),
-                                                        "p": "p (Target, row 0)", "exp": tr("exact for a fixed draft token", "固定 Draft token 时的精确分布")}),
+                                                        "p": tr("p (Target, row 0)", "p（Target，第 0 行）"), "exp": tr("exact for a fixed draft token", "固定 Draft token 时的精确分布")}),
                             width="stretch", key="chain_mc")
         with mcol:
             st.metric(tr("TV distance to p", "与 p 的 TV 距离"), f"{mc.tv_to_target:.4f}")

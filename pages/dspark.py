@@ -84,7 +84,7 @@ def _mode():
 st.header(tr("1. Inputs", "1. 输入"))
 if "sv_ds_err" in st.session_state:
     f, d = st.session_state.pop("sv_ds_err")
-    st.error(f"**{f}**: {d}", icon="⚠️")
+    st.error(f"**{f}**: {d}", icon=":material/warning:")
 k = _synced("w_ds_mode", "greedy" if greedy else "sampling")
 st.radio(tr("Accept rule", "接受规则"), ["greedy", "sampling"], key=k, horizontal=True, on_change=_mode,
          # option texts do not depend on the language (a widget's options stay stable when it switches)

@@ -5,12 +5,12 @@ tables come from the chosen backend's result (engine.run_scenario).
 """
 import streamlit as st
 
-from specviz import captions, steps
+from specviz import captions, edits, steps
 from specviz.frames import replay
 from specviz.render.tables import path_states, shift_table
 from specviz.render.tree import tree_dot
 from specviz.ui import common as ui
-from specviz import edits
+from specviz.ui import player
 from specviz.ui import share_ui
 from specviz.safety import md_text as md
 
@@ -51,6 +51,7 @@ n = tree.n
 labels = [s.label(t) for t in tree.tokens]
 tp_labels = list(s.requests[b].target_predict)
 
+walk_box = st.container()  # the key picture first (filled once the run is known); editing below it
 ui.backend_badge(s)
 W = s.width
 deepest = max(tree.depths()) + 1
@@ -67,96 +68,92 @@ if W < deepest:
                      w=W, d=deepest, k=W - 1))
 
 # -- target predictions -------------------------------------------------------------------------
-st.subheader(ui.tr("Target prediction at each node", "每个节点处目标模型的预测"))
+edit_box = ui.editing_area(ui.tr("Target prediction at each node", "每个节点处目标模型的预测"))
+with edit_box:
+    st.subheader(ui.tr("Target prediction at each node", "每个节点处目标模型的预测"))
 
 
-def set_tp(new_labels):
-    def cb():
-        ui.try_update(SLOT, lambda: edits.set_target_predict(s, new_labels, b))
-        ui.set_step(KEY, 0)
-    return cb
+    def set_tp(new_labels):
+        def cb():
+            ui.try_update(SLOT, lambda: edits.set_target_predict(s, new_labels, b))
+            ui.set_step(KEY, 0)
+        return cb
 
 
-def on_tp(i, key):
-    def cb():
-        new = list(tp_labels)
-        new[i] = st.session_state[key]
-        ui.try_update(SLOT, lambda: edits.set_target_predict(s, new, b))
-    return cb
+    def on_tp(i, key):
+        def cb():
+            new = list(tp_labels)
+            new[i] = st.session_state[key]
+            ui.try_update(SLOT, lambda: edits.set_target_predict(s, new, b))
+        return cb
 
 
-q = st.columns(3)
-first_path = edits.branch_text(s, "first", b)
-last_path = edits.branch_text(s, "last", b)
-q[0].button(ui.tr("Target agrees along {p}", "目标模型沿 {p} 一致", p=md(first_path)), key="w_q_first",
-            on_click=set_tp(edits.agree_along(s, "first", b)), width="stretch")
-if last_path != first_path:
-    q[1].button(ui.tr("Target agrees along {p}", "目标模型沿 {p} 一致", p=md(last_path)), key="w_q_last",
-                on_click=set_tp(edits.agree_along(s, "last", b)), width="stretch")
-q[2].button(ui.tr("Root mismatch", "根处不一致"), key="w_q_root", on_click=set_tp(edits.root_mismatch(s, b)), width="stretch")
+    q = st.columns(3)
+    first_path = edits.branch_text(s, "first", b)
+    last_path = edits.branch_text(s, "last", b)
+    q[0].button(ui.tr("Target agrees along {p}", "目标模型沿 {p} 一致", p=md(first_path)), key="w_q_first",
+                on_click=set_tp(edits.agree_along(s, "first", b)), width="stretch")
+    if last_path != first_path:
+        q[1].button(ui.tr("Target agrees along {p}", "目标模型沿 {p} 一致", p=md(last_path)), key="w_q_last",
+                    on_click=set_tp(edits.agree_along(s, "last", b)), width="stretch")
+    q[2].button(ui.tr("Root mismatch", "根处不一致"), key="w_q_root", on_click=set_tp(edits.root_mismatch(s, b)), width="stretch")
 
-if n <= 16:
-    per_row = 8 if n > 5 else n
-    for start in range(0, n, per_row):
-        cols = st.columns(per_row)
-        for i in range(start, min(n, start + per_row)):
-            key = f"w_tp::{ver}::{b}::{i}"
-            cols[i - start].selectbox(f"Target({md(labels[i])}) · {ui.term('row')} {b * n + i}", s.vocab,
-                                      index=s.vocab.index(tp_labels[i]), key=key, on_change=on_tp(i, key),
-                                      help=ui.tr("target_predict[{r}]: the target's greedy token after row {r}",
-                                                 "target_predict[{r}]：目标模型在第 {r} 行之后的贪心 token", r=b * n + i))
-else:
-    import pandas as pd
+    if n <= 16:
+        per_row = 8 if n > 5 else n
+        for start in range(0, n, per_row):
+            cols = st.columns(per_row)
+            for i in range(start, min(n, start + per_row)):
+                key = f"w_tp::{ver}::{b}::{i}"
+                cols[i - start].selectbox(f"Target({md(labels[i])}) · {ui.term('row')} {b * n + i}", s.vocab,
+                                          index=s.vocab.index(tp_labels[i]), key=key, on_change=on_tp(i, key),
+                                          help=ui.tr("target_predict[{r}]: the target's greedy token after row {r}",
+                                                     "target_predict[{r}]：目标模型在第 {r} 行之后的贪心 token", r=b * n + i))
+    else:
+        import pandas as pd
 
-    df = pd.DataFrame({"node": list(range(n)), "token": labels, "target_predict": tp_labels})
-    edited = st.data_editor(df, key=f"w_tp_table::{ver}::{b}", hide_index=True, width="stretch", num_rows="fixed", height=300,
-                            column_config={"node": st.column_config.NumberColumn(disabled=True),
-                                           "token": st.column_config.TextColumn(disabled=True),
-                                           "target_predict": st.column_config.SelectboxColumn(options=s.vocab, required=True)})
-    if list(edited["target_predict"]) != tp_labels:
-        if ui.try_update(SLOT, lambda: edits.set_target_predict(s, list(edited["target_predict"]), b)):
-            st.rerun()
+        df = pd.DataFrame({"node": list(range(n)), "token": labels, "target_predict": tp_labels})
+        edited = st.data_editor(df, key=f"w_tp_table::{ver}::{b}", hide_index=True, width="stretch", num_rows="fixed", height=300,
+                                column_config={"node": st.column_config.NumberColumn(disabled=True),
+                                               "token": st.column_config.TextColumn(disabled=True),
+                                               "target_predict": st.column_config.SelectboxColumn(options=s.vocab, required=True)})
+        if list(edited["target_predict"]) != tp_labels:
+            if ui.try_update(SLOT, lambda: edits.set_target_predict(s, list(edited["target_predict"]), b)):
+                st.rerun()
 
 run = ui.run(s)
 if run is None:
     share_ui.sidebar_controls(KEY, s, slot=SLOT, step_key=KEY)
     st.stop()
 
-# -- the walk, step by step ---------------------------------------------------------------------
-st.subheader(ui.tr("The walk", "遍历过程"))
+# -- the walk, step by step (in the browser: every frame is sent at once) ---------------------------
 all_events = run.trace.events
 events = [e for e in all_events if e.request == b]
 typed = steps.typed_events(events)  # the one typed form; captions and node states read it
 global_idx = [0] + [k + 1 for k, e in enumerate(all_events) if e.request == b]
 frames = replay(run.trace)
-step = ui.step_controls(KEY, len(events) + 1)
-frame = frames[global_idx[step]]
-event = events[step - 1] if step > 0 else None
-walk = steps.walk_after(typed, step, n, b)
+step = min(ui.step(KEY), len(events))
+ui.mark_last(KEY, len(events) + 1)
+link_words = (ui.tr("first child", "第一个子节点"), ui.tr("next sibling", "下一个兄弟"))
 
-st.info(f"**{ui.tr('Step', '步骤')} {step}/{len(events)}** · " + captions.caption(typed[step - 1] if step else None, s, ui.lang(), esc=md))
 
-g_col, live_col = st.columns([1.1, 1], gap="large")
-with g_col:
-    tips = {i: (f"node {i}: {labels[i]}, row {b * n + i}\ntarget_predict[{b * n + i}] = {tp_labels[i]}\n"
-                f"state: {walk.states.get(i, 'pending')}") for i in range(n)}
+def frame_view(k: int):
+    """The tree (DOT) and the value rows after ``k`` events of this request."""
+    frame = frames[global_idx[k]]
+    event = events[k - 1] if k > 0 else None
+    walk = steps.walk_after(typed, k, n, b)
     bonus = (walk.bonus[0], s.label(walk.bonus[1])) if walk.bonus else None
-    dot = tree_dot(tree.parents, labels, rows=[b * n + i for i in range(n)], states=walk.states, links=True, tooltips=tips,
-                   bonus=bonus, bonus_label=ui.term("bonus"), row_word=ui.term("row"),
-                   link_words=(ui.tr("first child", "第一个子节点"), ui.tr("next sibling", "下一个兄弟")))
-    st.graphviz_chart(dot, width="stretch")
-    ui.legend()
-
-with live_col:
+    dot = tree_dot(tree.parents, labels, rows=[b * n + i for i in range(n)], states=walk.states, links=True,
+                   bonus=bonus, bonus_label=ui.term("bonus"), row_word=ui.term("row"), link_words=link_words)
     ai = frame.arrays["accept_index"].reshape(-1, W)[b]
-    written = {k for e in events[:step] for a, k, _ in e.writes if a == "predicts"}
-    last_writes = {(a, k) for a, k, _ in (event.writes if event else ())}
+    written = {i for e in events[:k] for a, i, _ in e.writes if a == "predicts"}
+    last_writes = {(a, i) for a, i, _ in (event.writes if event else ())}
+    rows = []
     chips = []
     for j, r in enumerate(ai):
         state = "pending" if r < 0 else ("current" if ("accept_index", b * W + j) in last_writes else "accepted")
-        chips.append(ui.chip(int(r), state, title=f"accept_index[{b}][{j}] = {int(r)}"))
-    ui.chip_row("accept_index", chips)
-    st.markdown(f"`accept_index[{b}] = {[int(x) for x in ai]}`")
+        chips.append((int(r), state, f"accept_index[{b}][{j}] = {int(r)}"))
+    rows.append(player.Row("accept_index", chips))
+    rows.append(player.Row("", code=f"accept_index[{b}] = {[int(x) for x in ai]}"))
     pr = frame.arrays["predicts"]
     # Up to 16 rows every row is shown; beyond that only the rows the walk has touched.
     touched = set(range(n)) if n <= 16 else ({r - b * n for r in written} | {i for i, st_ in walk.states.items() if st_ not in ("pending", "discarded")}
@@ -166,68 +163,78 @@ with live_col:
         r = b * n + i
         if r in written:
             is_bonus = walk.bonus is not None and event is not None and any(
-                e.kind == "terminal" and e.data["row"] == r for e in events[:step])
+                e.kind == "terminal" and e.data["row"] == r for e in events[:k])
             state = "current" if ("predicts", r) in last_writes else ("bonus" if is_bonus else "accepted")
             text = s.label(int(pr[r]))
         else:
             state, text = "pending", f"{int(pr[r])}"
-        chips.append(ui.chip(f"{r}:{text}", state, title=f"predicts[{r}] = {int(pr[r])}" + ("" if r in written else " (predicts_init, never written)")))
+        chips.append((f"{r}:{text}", state, f"predicts[{r}] = {int(pr[r])}" + ("" if r in written else " (predicts_init, never written)")))
     if len(touched) < n:
         chips.append(ui.tr("… {k} more rows untouched", "… 另有 {k} 行未触及", k=n - len(touched)))
-    ui.chip_row("predicts", chips)
-    chips = [ui.chip(f"{b * n + i}:{tp_labels[i]}", "compared" if walk.target_row == b * n + i and not walk.done else "pending",
-                     title=f"target_predict[{b * n + i}] = {tp_labels[i]}") for i in sorted(touched)]
-    ui.chip_row("target_predict", chips)
+    rows.append(player.Row("predicts", chips))
+    rows.append(player.Row("target_predict", [(f"{b * n + i}:{tp_labels[i]}", "compared" if walk.target_row == b * n + i and not walk.done
+                                                else "pending", f"target_predict[{b * n + i}] = {tp_labels[i]}") for i in sorted(touched)]))
     atn = int(frame.arrays["accept_token_num"].reshape(-1)[b])
-    ui.chip_row("num_correct_drafts", [ui.chip(walk.num_accepted, "accepted" if walk.num_accepted else "pending",
-                                              title=ui.tr("drafts accepted so far", "目前已接受的草稿数"))])
-    ui.chip_row("accept_lens", [ui.chip(walk.num_accepted + 1, "accepted", title="num_correct_drafts + 1 (the bonus)")])
-    ui.chip_row("accept_token_num", [ui.chip(atn if walk.done else "—", "accepted" if walk.done else "pending",
-                                            title=ui.tr("written when the request commits", "在请求提交时写入"))])
+    rows.append(player.Row("num_correct_drafts", [(walk.num_accepted, "accepted" if walk.num_accepted else "pending",
+                                                   ui.tr("drafts accepted so far", "目前已接受的草稿数"))]))
+    rows.append(player.Row("accept_lens", [(walk.num_accepted + 1, "accepted", "num_correct_drafts + 1 (the bonus)")]))
+    rows.append(player.Row("accept_token_num", [(atn if walk.done else "—", "accepted" if walk.done else "pending",
+                                                 ui.tr("written when the request commits", "在请求提交时写入"))]))
+    caption = captions.plain(captions.caption(typed[k - 1] if k else None, s, ui.lang()))
+    return dot, caption, rows
+
+
+with walk_box:
+    st.subheader(ui.tr("The walk", "遍历过程"))
+    views = [frame_view(k) for k in range(len(events) + 1)]
+    player.show([player.Frame(dot=d, caption=c, rows=r, alt=ui.tr("verify tree at step {k}", "第 {k} 步的验证树", k=k))
+                 for k, (d, c, r) in enumerate(views)], key=KEY, start=step,
+                links=player.step_links(KEY, SLOT, KEY, len(views), extra={"req": b} if b else None))
+    ui.legend()
+dot = views[step][0]
+frame = frames[global_idx[step]]
 
 # -- after the walk -------------------------------------------------------------------------------
 commit = run.commits[b]
 st.subheader(ui.tr("After the walk: one decision, three consumers", "遍历之后：一个决定，三处使用"))
-if step < len(events):  # the end state is revealed with the animation, not before
-    st.caption(ui.tr("The end state appears when the walk reaches its last step (⏭): which rows keep KV, the outputs "
-                     "and the next root.", "遍历走到最后一步（⏭）时显示最终结果：哪些行保留 KV、输出与下一轮的根。"))
-else:
-    words = {"row": ui.tr("verify row", "验证行"), "input": ui.tr("input", "输入"),
-             "output": ui.tr("prediction = output", "预测 = 输出"), "kv": ui.tr("KV this round", "本轮 KV"),
-             "pos": ui.tr("position", "位置"), "discarded": ui.term("discarded")}
-    positions = [commit.seq_len + d for d in tree.depths()]
-    table = shift_table(n, labels, [b * n + i for i in range(n)], run.result["predicts"].reshape(-1), commit.accept_nodes, positions,
-                        words, label_of=s.label)
-    t_col, g_col2 = st.columns([1.1, 1], gap="large")
-    with t_col:
-        ui.state_table(table, path_states(n, commit.accept_nodes))
-        st.caption(captions.shift_sentence(s, commit, ui.lang(), esc=md))
-    with g_col2:
-        ai_final = [int(x) for x in run.result["accept_index"].reshape(-1, W)[b]]
-        ui.chip_row("accept_index", [ui.chip(r, "accepted" if r >= 0 else "pending", title=f"slot {j}") for j, r in enumerate(ai_final)])
-        outs = commit.output_tokens
-        ui.chip_row("predicts[accept_index] →",
-                    [ui.chip(s.label(t), "bonus" if k == len(outs) - 1 else "accepted", title=f"predicts[{commit.accept_rows[k]}] = {t}")
-                     for k, t in enumerate(outs)])
-        ui.chip_row(ui.tr("rows[accept_index] →", "rows[accept_index] →"),
-                    [ui.chip(s.label(t), "accepted", title=f"candidates row {commit.accept_rows[k]} = {t}")
-                     for k, t in enumerate(commit.committed_tokens)])
-        ui.chip_row(ui.tr("output tokens", "输出 token"), [ui.chip(s.label(t), "bonus" if k == len(outs) - 1 else "accepted")
-                                                         for k, t in enumerate(outs)])
-        ui.chip_row(ui.tr("KV kept for", "保留 KV 的"), [ui.chip(f"{s.label(t)}@{p}", "accepted", title=f"position {p}")
-                                                      for t, p in zip(commit.committed_tokens, commit.committed_positions)])
-        ui.chip_row(ui.term("next_root"), [ui.chip(s.label(commit.next_root), "bonus",
-                                                   title=ui.tr("no KV yet: it is the next round's root", "还没有 KV：它是下一轮的根"))])
-        ui.chip_row(ui.tr("discarded", "被丢弃"), [ui.chip(f"{labels[i]} ({ui.term('row')} {b * n + i})", "discarded")
-                                                 for i in commit.discarded_nodes] or ["—"])
-        if commit.pad_slots:
-            st.warning(ui.tr("accept_index slots {slots} hold -1 (padding). A raw gather predicts[accept_index] would read "
-                             "predicts[-1] there ({raw}): never a token. SGLang uses only the first accept_lens entries.",
-                             "accept_index 的第 {slots} 个位置是 -1（填充）。直接 gather predicts[accept_index] 会在那里读到 "
-                             "predicts[-1]（{raw}）：那不是 token。SGLang 只使用前 accept_lens 个。",
-                             slots=commit.pad_slots, raw=commit.raw_gather))
-        st.markdown(f"`num_correct_drafts = {commit.num_correct_drafts}` · `accept_lens = {commit.accept_len}` · "
-                    f"`new_seq_len = {commit.seq_len} + {commit.accept_len} = {commit.new_seq_len}`")
+st.caption(ui.tr("The end state, after the walk's last step: which rows keep KV, the outputs and the next root.",
+                 "这是遍历最后一步之后的最终结果：哪些行保留 KV、输出以及下一轮的根。"))
+words = {"row": ui.tr("verify row", "验证行"), "input": ui.tr("input", "输入"),
+         "output": ui.tr("prediction = output", "预测 = 输出"), "kv": ui.tr("KV this round", "本轮 KV"),
+         "pos": ui.tr("position", "位置"), "discarded": ui.term("discarded")}
+positions = [commit.seq_len + d for d in tree.depths()]
+table = shift_table(n, labels, [b * n + i for i in range(n)], run.result["predicts"].reshape(-1), commit.accept_nodes, positions,
+                    words, label_of=s.label)
+t_col, g_col2 = st.columns([1.1, 1], gap="large")
+with t_col:
+    ui.state_table(table, path_states(n, commit.accept_nodes))
+    st.caption(captions.shift_sentence(s, commit, ui.lang(), esc=md))
+with g_col2:
+    ai_final = [int(x) for x in run.result["accept_index"].reshape(-1, W)[b]]
+    ui.chip_row("accept_index", [ui.chip(r, "accepted" if r >= 0 else "pending", title=f"slot {j}") for j, r in enumerate(ai_final)])
+    outs = commit.output_tokens
+    ui.chip_row("predicts[accept_index] →",
+                [ui.chip(s.label(t), "bonus" if k == len(outs) - 1 else "accepted", title=f"predicts[{commit.accept_rows[k]}] = {t}")
+                 for k, t in enumerate(outs)])
+    ui.chip_row(ui.tr("rows[accept_index] →", "rows[accept_index] →"),
+                [ui.chip(s.label(t), "accepted", title=f"candidates row {commit.accept_rows[k]} = {t}")
+                 for k, t in enumerate(commit.committed_tokens)])
+    ui.chip_row(ui.tr("output tokens", "输出 token"), [ui.chip(s.label(t), "bonus" if k == len(outs) - 1 else "accepted")
+                                                     for k, t in enumerate(outs)])
+    ui.chip_row(ui.tr("KV kept for", "保留 KV 的"), [ui.chip(f"{s.label(t)}@{p}", "accepted", title=f"position {p}")
+                                                  for t, p in zip(commit.committed_tokens, commit.committed_positions)])
+    ui.chip_row(ui.term("next_root"), [ui.chip(s.label(commit.next_root), "bonus",
+                                               title=ui.tr("no KV yet: it is the next round's root", "还没有 KV：它是下一轮的根"))])
+    ui.chip_row(ui.tr("discarded", "被丢弃"), [ui.chip(f"{labels[i]} ({ui.term('row')} {b * n + i})", "discarded")
+                                             for i in commit.discarded_nodes] or ["—"])
+    if commit.pad_slots:
+        st.warning(ui.tr("accept_index slots {slots} hold -1 (padding). A raw gather predicts[accept_index] would read "
+                         "predicts[-1] there ({raw}): never a token. SGLang uses only the first accept_lens entries.",
+                         "accept_index 的第 {slots} 个位置是 -1（填充）。直接 gather predicts[accept_index] 会在那里读到 "
+                         "predicts[-1]（{raw}）：那不是 token。SGLang 只使用前 accept_lens 个。",
+                         slots=commit.pad_slots, raw=commit.raw_gather))
+    st.markdown(f"`num_correct_drafts = {commit.num_correct_drafts}` · `accept_lens = {commit.accept_len}` · "
+                f"`new_seq_len = {commit.seq_len} + {commit.accept_len} = {commit.new_seq_len}`")
 
 arrays = {k: v for k, v in run.inputs.items()}
 ui.raw_tensors({**ui.shaped(arrays),

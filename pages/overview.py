@@ -24,6 +24,29 @@ st.markdown(ui.tr(
 
 run = ui.run(s)
 commit = run.commits[0] if run is not None else None
+
+# -- why: a minute for someone who has never heard of speculative decoding -----------------------
+with st.container(border=True):
+    st.markdown(ui.tr(
+        "**Why bother?** A big model writes one token per forward pass, and each pass is slow (it reads all of "
+        "its weights). A **cheap Draft** model guesses the next few tokens; **one expensive Target pass** then "
+        "checks all the guesses at once (one row each). **Accept** decides how many guesses survive, so it decides "
+        "the speed-up: **tokens per Target pass**. Without a draft that number is 1.",
+        "**为什么要这样做？** 大模型每次前向只生成一个 token，而每次前向都很慢（要读取全部权重）。"
+        "**便宜的 Draft** 模型先猜接下来的几个 token；**昂贵的 Target 只前向一次**，同时检查所有猜测（每个一行）。"
+        "**Accept** 决定有多少猜测保留下来，也就决定了加速比：**每次 Target 前向产生的 token 数**。"
+        "没有 Draft 时这个数是 1。"))
+    if commit is not None:
+        drafted = s.tree(0).n - 1
+        n_out = len(commit.output_tokens)
+        c1, c2, c3 = st.columns(3)
+        c1.metric(ui.tr("Draft guesses (one cheap model)", "Draft 猜测数（便宜模型）"), drafted)
+        c2.metric(ui.tr("Target passes this round", "本轮 Target 前向次数"), 1)
+        c3.metric(ui.tr("Tokens this round per Target pass", "本轮每次 Target 前向产生的 token"), n_out,
+                  delta=ui.tr("+{k} vs. no draft", "比不用 Draft 多 {k}", k=n_out - 1), delta_color="normal")
+        st.caption(ui.tr("Live for the example below: {k} accepted drafts + 1 bonus token = {n} tokens from one Target pass.",
+                         "下方示例（实时）：{k} 个被接受的草稿 + 1 个 bonus token = 一次 Target 前向得到 {n} 个 token。",
+                         k=commit.num_correct_drafts, n=n_out))
 outs = " ".join(s.label(t) for t in commit.output_tokens) if commit else "…"
 kv = " ".join(s.label(t) for t in commit.committed_tokens) if commit else "…"
 nxt = s.label(commit.next_root) if commit else "…"

@@ -79,19 +79,20 @@ with main_col:
     st.subheader(f"{keys.index(key) + 1}. {p.title[lang]}")
     if s.description and lang == "en":
         st.caption(md_prose(s.title))
-    st.warning(f"**{ui.tr('Symptom', '症状')}** · {md(p.symptom[lang])}", icon="🐞")
-    st.success(f"**{ui.tr('Fix', '修正')}** · {md(p.fix[lang])}", icon="🔧")
+    st.warning(f"**{ui.tr('Symptom', '症状')}** · {md(p.symptom[lang])}", icon=":material/bug_report:")
+    st.success(f"**{ui.tr('Fix', '修正')}** · {md(p.fix[lang])}", icon=":material/build:")
 
     # Side by side: the values ...
     left, right = st.columns(2, gap="large")
     for col, side, label, is_bug in ((left, bug_view, p.buggy_label[lang], True), (right, ok_view, p.correct_label[lang], False)):
         with col:
-            st.markdown(f"### {'❌' if is_bug else '✅'} {label}")
+            st.markdown(f"### {':material/cancel:' if is_bug else ':material/check_circle:'} {label}")
             chips_html = []
             for r in rows:
                 value = r.buggy if is_bug else r.correct
                 state = ("rejected" if r.differs else "accepted") if is_bug else "accepted"
-                chips_html.append(markup.row_html(r.field, [ui.chip(value, state, title=f"{r.field} = {value}")]))
+                name = ui.tr("outputs", "输出 token（outputs）") if r.field == "outputs" else r.field
+                chips_html.append(markup.row_html(name, [ui.chip(value, state, title=f"{r.field} = {value}")]))
             markup.show(chips_html)
 
     # ... and the trees they imply.
@@ -147,7 +148,7 @@ with main_col:
 
     if diagnosis:
         st.info(f"**{ui.tr('What the audit engine says about the buggy side', '审计引擎对错误一侧的判断')}** · {md(diagnosis[lang])}",
-                icon="🔎")
+                icon=":material/search:")
 
     c1, c2 = st.columns(2)
     page_file, slot = PAGE_SLOTS.get(p.page, (None, None))

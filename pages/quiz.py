@@ -80,7 +80,7 @@ q1.selectbox(ui.tr("Question", "题目"), QUIZ_PRESETS, index=QUIZ_PRESETS.index
              key=f"w_quiz_preset::{ver}::{lang}", on_change=pick_preset, format_func=question_label,
              placeholder=ui.tr("a random question", "随机题目"))
 q2.markdown("&nbsp;")
-q2.button(ui.tr("🎲 Random question", "🎲 随机题目"), key="w_quiz_random", on_click=random_question, width="stretch")
+q2.button(ui.tr("Random question", "随机题目"), key="w_quiz_random", on_click=random_question, width="stretch", icon=":material/casino:")
 score = st.session_state.get("sv_quiz_score", [0, 0])
 q3.metric(ui.tr("Correct this session", "本次答对"), f"{score[0]} / {score[1]}")
 
@@ -134,7 +134,7 @@ for b in range(len(s.requests)):
 st.subheader(ui.tr("Your prediction", "你的预测"))
 fields = quiz_fields(s)
 field = ui.widget(st.radio, ui.tr("What do you predict?", "你要预测什么？"), "sv_quiz_field", fields[0], options=list(fields),
-                  horizontal=True, format_func=lambda f: f)
+                  horizontal=True, format_func=lambda f: ui.tr(f, "输出 token（outputs）") if f == "outputs" else f)
 if field not in fields:
     field = fields[0]
     ui.set_value("sv_quiz_field", field)
@@ -173,10 +173,10 @@ if sub and sub[0] == s.name:
         ui.show_error(exc)
     else:
         if rep.ok:
-            st.success(ui.tr("✅ Right: {f} = {a}.", "✅ 正确：{f} = {a}。", f=f_sub, a=a_sub))
+            st.success(ui.tr("Right: {f} = {a}.", "正确：{f} = {a}。", f=f_sub, a=a_sub), icon=":material/check_circle:")
         else:
             e = rep.first_error
-            st.error(ui.tr("❌ Not quite: {w} is {g}, the reference says {x}.", "❌ 还不对：{w} 是 {g}，参考答案为 {x}。",
+            st.error(ui.tr("Not quite: {w} is {g}, the reference says {x}.", "还不对：{w} 是 {g}，参考答案为 {x}。",
                            w=e.where, g=json.dumps(e.got, ensure_ascii=False), x=json.dumps(e.expected, ensure_ascii=False)))
             st.markdown(f"**{ui.tr('Why', '原因')}:** " + e.rule_in(lang).replace("*", "\\*"))
 

@@ -112,7 +112,7 @@ def _use_builder_tree():
 st.header(tr("1. Inputs", "1. 输入"))
 if "sv_to_err" in st.session_state:
     f, d = st.session_state.pop("sv_to_err")
-    st.error(f"**{f}**: {d}", icon="⚠️")
+    st.error(f"**{f}**: {d}", icon=":material/warning:")
 c_thr, c_coins = st.columns([1, 1], gap="large")
 with c_thr:
     st.markdown(tr("**Thresholds** (server args; 1 = exact sampling)", "**阈值**（服务器参数；1 = 精确采样）"))
@@ -138,7 +138,7 @@ with c_coins:
     st.slider("u_final", 0.0, 0.999, step=0.001, key=k, format="%.3f", on_change=_cb_set(("req", "coin_final"), k))
     r1, r2 = st.columns(2)
     r1.number_input(tr("seed", "种子"), 0, 10**6, 0, key="w_to_seed")
-    r2.button(tr("🎲 randomise coins", "🎲 随机生成"), key="w_to_rand", on_click=_randomise, width="stretch")
+    r2.button(tr("randomise coins", "随机生成"), key="w_to_rand", on_click=_randomise, width="stretch", icon=":material/casino:")
 
 st.markdown(tr("**p = target_probs** `[bs, n, V]`: row i is the Target distribution after node i",
                "**p = target_probs** `[bs, n, V]`：第 i 行是节点 i 之后的 Target 分布"))
@@ -331,7 +331,7 @@ with a:
         "- 需要 **q**：Draft 提出候选时使用的分布\n- 以 **min(1, p/q)** 接受 x：检验 u·q < p\n"
         "- 每个位置一个随机数\n- 拒绝后从 **max(p − q, 0)** 采样\n- 对任何合法的 q 都精确"))
 with b:
-    st.subheader(tr("Target-only tree sampling", "Target-only Tree Sampling"))
+    st.subheader(tr("Target-only tree sampling", "Target-only 树采样"))
     st.markdown(tr(
         "- never sees q: `draft_probs` enters as **zeros** and is a work buffer\n"
         "- accept by the **running sum of target mass**: coin < prob_acc / threshold_acc\n"

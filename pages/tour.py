@@ -95,9 +95,13 @@ def live_summary(slot) -> str:
 STOPS = [
     dict(
         title=("1 · How the target confirms a candidate prefix", "一 · Target 怎样确认候选前缀"),
-        look=("One verify pass scores every branch of the draft tree at once, but the request continues along ONE "
+        look=("Why: a cheap Draft model guesses several tokens, and one expensive Target pass checks them all, so the "
+              "number of tokens each Target pass yields (accepted drafts + 1 bonus) is the speed-up; Accept decides it. "
+              "One verify pass scores every branch of the draft tree at once, but the request continues along ONE "
               "history. In the running example the rows R, A, C produce the outputs A, C, X: inputs and outputs are "
               "shifted by one position. X, the bonus, comes from row C's prediction and becomes the next root.",
+              "为什么：便宜的 Draft 模型先猜几个 token，昂贵的 Target 只前向一次就全部检查，所以每次 Target 前向产生的 "
+              "token 数（被接受的草稿 + 1 个 bonus）就是加速比；它由 Accept 决定。"
               "一次 Target Verify 同时给 Draft 树的所有分支打分，但请求只能沿一条历史继续。在贯穿全文的例子里，"
               "输入行 R、A、C 产生输出 A、C、X：输入与输出相差一位。X 是 bonus，来自 C 行的预测，并成为下一轮的 root。"),
         tries=[(("On the Greedy page, make the root's prediction miss both children (e.g. the target predicts X after R). "
@@ -269,12 +273,13 @@ for k, (prompt, check) in enumerate(stop["tries"]):
             done = bool(check())
         except Exception:  # noqa: BLE001  a prompt check never breaks the tour
             done = False
-    mark = "✅" if done else ("⬜" if done is False else "💭")
+    mark = ":material/check_box:" if done else (":material/check_box_outline_blank:" if done is False else ":material/forum:")
     status = (ui.tr(" — done ✔", " —— 已完成 ✔") if done else (ui.tr(" — not yet", " —— 尚未完成") if done is False else ""))
     markup.fixed_markup(f"<div style='font-size:1.2rem;margin:.4em 0'>{mark} {prompt[lang_i]}<span style='color:#555'>{status}</span></div>")
 
-st.caption(ui.tr("⬜/✅ prompts are checked against the live page's current inputs; 💭 prompts are for discussion.",
-                 "⬜/✅ 的提示会根据对应页面当前的输入自动检查；💭 的提示用于讨论。"))
+st.caption(ui.tr(":material/check_box_outline_blank: / :material/check_box: prompts are checked against the live page's current inputs; "
+                 ":material/forum: prompts are for discussion.",
+                 ":material/check_box_outline_blank: / :material/check_box: 的提示会根据对应页面当前的输入自动检查；:material/forum: 的提示用于讨论。"))
 st.progress((step + 1) / len(STOPS), text=ui.tr("Stop {k} of {n}", "第 {k} 站，共 {n} 站", k=step + 1, n=len(STOPS)))
 share_ui.sidebar_controls(KEY, extra={"stop": step})
 ui.end_page()

@@ -143,7 +143,7 @@ with ui.guard():
 left, right = st.columns([1, 1.25], gap="large")
 
 with left:
-    hand_tab, eagle_tab = st.tabs([ui.tr("✏️ Draw by hand", "✏️ 手工绘制"), ui.tr("🦅 EAGLE rollout form", "🦅 EAGLE rollout 形式")])
+    hand_tab, eagle_tab = st.tabs([ui.tr(":material/edit: Draw by hand", ":material/edit: 手工绘制"), ui.tr(":material/account_tree: EAGLE rollout form", ":material/account_tree: EAGLE rollout 形式")])
     with hand_tab:
         sel = ui.widget(st.selectbox, ui.tr("Selected node", "选中的节点"), SEL, 1 if n > 1 else 0, options=list(range(n)),
                         format_func=lambda i: f"{i} · {labels[i]}" if i < n else str(i))
@@ -202,7 +202,7 @@ with left:
         with st.form(f"w_eagle::{ver}::{b}"):
             c = st.columns(3)
             topk = c[0].number_input("topk", min_value=1, max_value=16, step=1, value=int(form.topk) if form else 2)
-            depth = c[1].number_input("depth", min_value=1, max_value=16, step=1, value=int(form.depth) if form else 2)
+            depth = c[1].number_input(ui.tr("depth", "深度"), min_value=1, max_value=16, step=1, value=int(form.depth) if form else 2)
             ndt = c[2].number_input("num_draft_tokens", min_value=1, max_value=64, step=1, value=int(n))
             pl_text = st.text_input("parent_list", value=", ".join(map(str, form.parent_list)) if form else "-1, 0, 1")
             si_text = st.text_input("selected_index", value=", ".join(map(str, form.selected_index)) if form else "")

@@ -191,14 +191,14 @@ def test_tour_prompt_checks_follow_the_live_scenario():
     at.switch_page("pages/tour.py").run()
     at.button(key="w_tour_next").click().run()
     at.button(key="w_tour_next").click().run()  # stop 3: greedy
-    assert "⬜ Make the target predict D after A" in texts(at)
+    assert ":material/check_box_outline_blank: Make the target predict D after A" in texts(at)  # icons, not font glyphs
     data = json.loads(at.session_state["sv_scn::tree"]) if "sv_scn::tree" in at.session_state else None
     s = scenario_from_json(data and json.dumps(data)) if data else None
     base = json.loads((ROOT / "scenarios" / "running_example.json").read_text()) if s is None else data
     base["requests"][0]["target_predict"] = ["A", "D", "X", "X", "X"]
     at.session_state["sv_scn::tree"] = scenario_from_dict(base).to_json()
     at.run()
-    assert "✅ Make the target predict D after A" in texts(at)
+    assert ":material/check_box: Make the target predict D after A" in texts(at)
 
 
 TOUR_BUTTONS = [  # (stop, button, page file, slot, preset)

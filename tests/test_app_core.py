@@ -40,11 +40,21 @@ def _texts(at) -> str:
     return "\n".join(str(m.value) for m in at.markdown)
 
 
-def _accept_index_live(at) -> list[int]:
-    """The greedy page's live line `accept_index[0] = [...]`."""
-    m = re.search(r"accept_index\[0\] = (\[[-\d, ]*\])", _texts(at))
-    assert m, "no live accept_index line"
+def _player(at) -> dict:
+    """The step player's data (every frame of the walk), read from the iframe document."""
+    frames = at.get("iframe")
+    assert frames, "no step player on the page"
+    m = re.search(r'<script type="application/json" id="sv-data">(.*?)</script>', frames[0].proto.srcdoc, re.S)
+    assert m, "no player data"
     return json.loads(m.group(1))
+
+
+def _accept_index_at(at, k: int | None = None) -> list[int]:
+    """The player's live line `accept_index[0] = [...]` at frame k (default: the last frame)."""
+    frames = _player(at)["frames"]
+    rows = frames[len(frames) - 1 if k is None else k]["rows"]
+    code = next(r["code"] for r in rows if r.get("code", "").startswith("accept_index[0] = "))
+    return json.loads(code.split(" = ", 1)[1])
 
 
 def _press(at, key: str) -> None:
@@ -75,8 +85,7 @@ def test_router_lists_the_core_pages_and_switches():
 
 def test_greedy_running_example_final_accept_index():
     at = _page("pages/greedy.py")
-    _press(at, "w_last::greedy")
-    assert _accept_index_live(at) == [0, 1, 3]
+    assert _accept_index_at(at) == [0, 1, 3]
     text = _texts(at)
     assert "num_correct_drafts = 2" in text and "accept_lens = 3" in text
 
@@ -86,14 +95,9 @@ def test_greedy_target_of_A_set_to_D_accepts_the_sibling():
     at = _page("pages/greedy.py")
     _target_box(at, "A").select("D").run()
     assert not at.exception
-    _press(at, "w_last::greedy")
-    assert _accept_index_live(at) == [0, 1, 4]
-    # The walk shows the miss and the move along retrieve_next_sibling.
-    seen = []
-    _press(at, "w_first::greedy")
-    for _ in range(14):
-        _press(at, "w_next::greedy")
-        seen.append(at.info[0].value)
+    assert _accept_index_at(at) == [0, 1, 4]
+    # The walk shows the miss and the move along retrieve_next_sibling (the player's captions).
+    seen = [f["caption"] for f in _player(at)["frames"]]
     assert any("no match" in t for t in seen), seen
     assert any("Move to the next sibling, node 4" in t for t in seen), seen
 
@@ -101,22 +105,25 @@ def test_greedy_target_of_A_set_to_D_accepts_the_sibling():
 def test_greedy_root_mismatch_quick_button():
     at = _page("pages/greedy.py")
     _press(at, "w_q_root")
-    _press(at, "w_last::greedy")
-    assert _accept_index_live(at) == [0, -1, -1]
+    assert _accept_index_at(at) == [0, -1, -1]
     assert any("hold -1 (padding)" in str(w.value) for w in at.warning)
 
 
-def test_greedy_step_buttons_fill_accept_index_root_first():
+def test_greedy_player_frames_fill_accept_index_root_first():
     at = _page("pages/greedy.py")
-    _press(at, "w_first::greedy")
-    assert _accept_index_live(at) == [-1, -1, -1]
-    _press(at, "w_next::greedy")
-    assert _accept_index_live(at) == [0, -1, -1]
-    for _ in range(3):  # visit A, compare, accept
-        _press(at, "w_next::greedy")
-    assert _accept_index_live(at) == [0, 1, -1]
-    _press(at, "w_back::greedy")
-    assert _accept_index_live(at) == [0, -1, -1]
+    assert _player(at)["start"] == 0
+    assert _accept_index_at(at, 0) == [-1, -1, -1]
+    assert _accept_index_at(at, 1) == [0, -1, -1]  # the root row goes in first
+    assert _accept_index_at(at, 3) == [0, -1, -1]  # visit A, compare
+    assert _accept_index_at(at, 4) == [0, 1, -1]  # accept A
+
+
+def test_greedy_player_starts_at_the_session_step():
+    """A shared link's step sets sv_step::greedy: the player opens there."""
+    at = AppTest.from_file(str(ROOT / "pages/greedy.py"), default_timeout=TIMEOUT)
+    at.session_state["sv_step::greedy"] = 4
+    at.run()
+    assert _player(at)["start"] == 4
 
 
 def test_greedy_edit_survives_a_page_switch():

@@ -61,13 +61,13 @@ def _press(page, label: str) -> None:
 
 def _walk_steps(page) -> None:
     """⏮ goes to step 0, ▶ advances: the step caption changes with each press."""
-    _press(page, "⏮")
+    _press(page, "first")
     first = _step_text(page)
     assert re.search(r"\b0/\d+", first), first
-    _press(page, "▶")
+    _press(page, "next")
     second = _step_text(page)
     assert second != first and re.search(r"\b1/\d+", second), second
-    _press(page, "▶")
+    _press(page, "next")
     third = _step_text(page)
     assert re.search(r"\b2/\d+", third), third
 
@@ -80,8 +80,8 @@ def test_chain_sampling_page(page, open_page, screenshot_dir):
     page.screenshot(path=str(screenshot_dir / "chain_sampling_final.png"))
     _shot_from(page, screenshot_dir / "chain_sampling_mass_check_monte_carlo.png", "3. Why the output is distributed as p")
     _walk_steps(page)
-    _press(page, "▶")
-    _press(page, "▶")
+    _press(page, "next")
+    _press(page, "next")
     _charts_drawn(page)
     page.screenshot(path=str(screenshot_dir / "chain_sampling_step4.png"))
     _no_exception(page)
@@ -99,7 +99,7 @@ def test_target_only_page(page, open_page, screenshot_dir):
     page.screenshot(path=str(screenshot_dir / "target_only_final.png"))
     _shot_from(page, screenshot_dir / "target_only_monte_carlo.png", "3. Monte Carlo: exact at thresholds 1, biased below")
     _walk_steps(page)
-    _press(page, "▶")
+    _press(page, "next")
     _charts_drawn(page)
     page.screenshot(path=str(screenshot_dir / "target_only_step3.png"))
     _no_exception(page)

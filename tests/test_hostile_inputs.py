@@ -478,7 +478,7 @@ def test_bounded_int(text, ok):
 
 @pytest.mark.parametrize("text", ["9" * 5000, "1e5", "0x1f", "--1"])
 def test_tree_builder_integer_fields_refuse_hostile_numbers(text):
-    from specviz.ui.edits import parse_ints
+    from specviz.edits import parse_ints
 
     with pytest.raises(SpecvizError, match="whole numbers"):
         parse_ints("parent_list", f"-1, 0, {text}")
@@ -577,27 +577,28 @@ def test_bad_link_in_the_app_is_a_named_error(name):
 
 def test_older_link_in_the_url_never_undoes_a_click():
     """Finding 10: step 2, then ▶ while the URL still holds an older ?s= (the click raced the address-bar
-    update, or the browser went Back): the page shows step 3, not the older link's step."""
+    update, or the browser went Back): the page shows step 3, not the older link's step. (The greedy page
+    steps in the browser now; the chain page still steps on the server.)"""
     from streamlit.testing.v1 import AppTest
 
-    s = preset("running_example")
-    at = AppTest.from_file(str(ROOT / "pages" / "greedy.py"), default_timeout=120)
-    at.query_params["s"] = encode_state(ShareState(page="greedy", scenario=s, step_key="greedy", step=0))
+    s = preset("pq_example")
+    at = AppTest.from_file(str(ROOT / "pages" / "chain_sampling.py"), default_timeout=120)
+    at.query_params["s"] = encode_state(ShareState(page="chain_sampling", slot="chain", scenario=s, step_key="chain", step=0))
     at.run()
-    assert at.session_state["sv_step::greedy"] == 0
+    assert at.session_state["sv_step::chain"] == 0
     tokens = []
     for want in (1, 2):
-        at.button(key="w_next::greedy").click().run()
-        assert at.session_state["sv_step::greedy"] == want
+        at.button(key="w_next::chain").click().run()
+        assert at.session_state["sv_step::chain"] == want
         tok = at.query_params["s"]
         tokens.append(tok[0] if isinstance(tok, list) else tok)
     at.query_params["s"] = tokens[0]  # the older URL (step 1) comes back with the next click
-    at.button(key="w_next::greedy").click().run()
+    at.button(key="w_next::chain").click().run()
     assert not at.exception
-    assert at.session_state["sv_step::greedy"] == 3
-    at.query_params["s"] = encode_state(ShareState(page="greedy", scenario=s, step_key="greedy", step=0))  # the first link again
+    assert at.session_state["sv_step::chain"] == 3
+    at.query_params["s"] = encode_state(ShareState(page="chain_sampling", slot="chain", scenario=s, step_key="chain", step=0))  # the first link again
     at.run()
-    assert at.session_state["sv_step::greedy"] == 3
+    assert at.session_state["sv_step::chain"] == 3
 
 
 # ---------------------------------------------------------------------------------------------

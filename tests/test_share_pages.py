@@ -75,7 +75,10 @@ def _send_tree_builder():
 
 
 def _send_greedy():
-    return _click(_start("greedy", "tree", _edited_tree(), lang="zh"), "w_next::greedy", 3)
+    # Stepping happens in the browser (the step player); the session's step is what a link carries.
+    at = _start("greedy", "tree", _edited_tree(), lang="zh")
+    at.session_state["sv_step::greedy"] = 3
+    return _ok(at.run())
 
 
 def _send_batch_kv():
@@ -183,12 +186,13 @@ def test_greedy_link_shows_the_senders_accept_index():
     fresh.query_params["s"] = _token(sender)
     _ok(fresh.run())
 
-    def ai(at):
-        return [m.value for m in at.main.markdown if m.value.startswith("`accept_index[0] =")]
+    def view(at):  # the step player's frame at its start step: caption and value rows
+        src = at.get("iframe")[0].proto.srcdoc
+        data = json.loads(re.search(r'id="sv-data">(.*?)</script>', src, re.S).group(1))
+        return data["start"], data["frames"][data["start"]]
 
-    assert ai(fresh) == ai(sender) and ai(fresh)
-    assert [i.value for i in fresh.info] == [i.value for i in sender.info]
-    assert "3/" in fresh.info[0].value
+    assert view(fresh) == view(sender)
+    assert view(fresh)[0] == 3
 
 
 def _pack(obj) -> str:
@@ -233,7 +237,7 @@ def test_export_and_share_boxes_in_the_sidebar(page):
     assert [w for w in sidebar if w in want] == want, sidebar
     assert not [d for d in at.main.get("download_button") if d.label in want], "export belongs in the sidebar"
     expanders = [e.label for e in at.sidebar.get("expander")]
-    assert any(x.startswith("🔗 Share this view") for x in expanders) and any(x.startswith("⬇ Export") for x in expanders)
+    assert any(x.startswith("Share this view") for x in expanders) and any(x.startswith("Export") for x in expanders)
     assert [c.value for c in at.sidebar.code if "?s=" in c.value] == [f"http://localhost:8501/{page}?s={_token(at)}"]
 
 
@@ -245,12 +249,22 @@ def test_dspark_sampling_exports_the_chain_figure():
 
 
 @pytest.mark.skipif(not has_dot(), reason="needs Graphviz's dot: apt-get install -y graphviz")
-def test_greedy_figure_export_is_the_tree_at_the_current_step():
-    """The deferred SVG / PNG callables draw the DOT the page shows at this step."""
+def test_greedy_figure_export_is_the_tree_at_the_current_step(monkeypatch):
+    """The deferred SVG / PNG callables draw the DOT of the tree at the session's step (step 3:
+    the root accepted, node 1 being compared)."""
     from specviz.ui import share_ui
 
-    at = _send_greedy()
-    dot = at.get("graphviz_chart")[0].proto.spec
+    given = {}
+    real = share_ui.sidebar_controls
+
+    def spy(*args, **kwargs):
+        given.update(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(share_ui, "sidebar_controls", spy)
+    _send_greedy()
+    dot = given["dot"]
+    assert "n1 [" in dot and "#56B4E9" in dot  # node 1 drawn in the "compared" colour at step 3
     svg = share_ui._dot_file(dot, "svg")()
     assert b"<svg" in svg
     assert share_ui._dot_file(dot, "png")().startswith(PNG_SIGNATURE)
@@ -290,17 +304,14 @@ def test_greedy_link_in_a_fresh_browser(page, browser, open_page, screenshot_dir
 
     open_page(page, "")  # the router first (a fresh server's first deep link skips app.py)
     open_page(page, "greedy")
-    nxt = page.get_by_role("button", name="▶", exact=True)
+    player = page.frame_locator("iframe").first
     for _ in range(4):
-        nxt.click()
-        wait_for_app(page)
-    step_text = page.get_by_text(re.compile(r"^Step 4/\d+")).first.inner_text()
-    sent = _accept_index_text(page)
-    sidebar = page.locator('[data-testid="stSidebar"]')
-    sidebar.get_by_text(re.compile("Share this view")).first.click()
-    code = sidebar.locator('[data-testid="stCode"] code').first
-    code.wait_for(timeout=15_000)
-    url = code.inner_text().strip()
+        player.locator('[data-sv-btn="next"]').click()
+    expect(player.locator("[data-sv-step]")).to_have_text(re.compile(r"^Step 4/\d+"))
+    step_text = player.locator("[data-sv-step]").inner_text()
+    sent = player.locator("[data-sv-rows]").inner_text()
+    player.locator('[data-sv-btn="link"]').click()
+    url = player.locator("[data-sv-link]").input_value()
     assert "/greedy?s=" in url and decode_state(url.split("?s=", 1)[1]).step == 4
     page.screenshot(path=str(screenshot_dir / "share_greedy_sender.png"))
 
@@ -310,9 +321,9 @@ def test_greedy_link_in_a_fresh_browser(page, browser, open_page, screenshot_dir
         fresh.goto(url, wait_until="domcontentloaded")
         wait_for_app(fresh)
         assert fresh.locator('[data-testid="stException"]').count() == 0
-        expect(fresh.get_by_text(re.compile(r"^Step 4/\d+")).first).to_be_visible()
-        assert fresh.get_by_text(re.compile(r"^Step 4/\d+")).first.inner_text() == step_text
-        assert _accept_index_text(fresh) == sent
+        got = fresh.frame_locator("iframe").first
+        expect(got.locator("[data-sv-step]")).to_have_text(step_text)
+        assert got.locator("[data-sv-rows]").inner_text() == sent
         fresh.screenshot(path=str(screenshot_dir / "share_greedy_receiver.png"))
     finally:
         context.close()

@@ -89,19 +89,40 @@ def tree_dot(parents, labels, *, rows=None, states=None, selected=None, links: b
             faded = states.get(i) == "discarded"
             lines.append(f"  {prefix}{p} -> {prefix}{i} {_attrs(color='#BBBBBB' if faded else None)};")
     else:
-        fc, ns = link_words if n <= 12 else (None, None)  # edge labels only where they stay readable
         for i in range(n):
             kids = children[i]
             if kids:
-                lines.append(f"  {prefix}{i} -> {prefix}{kids[0]} {_attrs(color=PALETTE['current'], xlabel=fc, fontcolor=PALETTE['current'])};")
+                lines.append(f"  {prefix}{i} -> {prefix}{kids[0]} {_attrs(color=PALETTE['current'])};")
                 for a, b in zip(kids, kids[1:]):
-                    lines.append(f"  {prefix}{a} -> {prefix}{b} {_attrs(style='dashed', color=PALETTE['rejected'], xlabel=ns, fontcolor=PALETTE['rejected'], constraint='false')};")
+                    lines.append(f"  {prefix}{a} -> {prefix}{b} {_attrs(style='dashed', color=PALETTE['rejected'], constraint='false')};")
                     # keep the parent above later siblings, without drawing that edge
                     lines.append(f"  {prefix}{i} -> {prefix}{b} [style=invis];")
         for i in range(n):  # siblings on one rank, in order
             kids = children[i]
             if len(kids) > 1:
                 lines.append("  { rank=same; " + " -> ".join(f"{prefix}{k}" for k in kids) + " [style=invis]; }")
+    if links:
+        # The arrow words live in a key under the tree, never on the arrows: an edge label would
+        # overlap nodes and arrows (and Chinese labels were clipped at the picture's edge).
+        keys = [(link_words[0], PALETTE["current"], "solid")]
+        if not big:
+            keys.append((link_words[1], PALETTE["rejected"], "dashed"))
+        depth = [0] * n
+        for i in range(1, n):
+            depth[i] = depth[parents[i]] + 1 if 0 <= parents[i] < i else 0
+        deepest = max(range(n), key=lambda i: depth[i]) if n else 0
+        for k, (word, color, style) in enumerate(keys):
+            a, b2 = f"{prefix}key{k}a", f"{prefix}key{k}b"
+            lines.append(f"  {a} [shape=point, width=0.05, color={_q(color)}, label=\"\", class=\"svkey\"]; "
+                         f"{b2} {_attrs(shape='plaintext', style='', label=word, fontcolor=color, fontsize=str(GRAPH_FONT_SIZE - 2))[:-1]}, class=\"svkey\"];")
+            lines.append(f"  {a} -> {b2} {_attrs(color=color, style=style, minlen='2')};")
+            lines.append(f"  {{ rank=same; {a}; {b2}; }}")
+            if n and not body_only and cluster is None:
+                anchor = f"{prefix}bonus" if bonus is not None else f"{prefix}{deepest}"
+                lines.append(f"  {anchor} -> {a} [style=invis];")
+            if k:
+                lines.append(f"  {prefix}key{k - 1}b -> {a} [style=invis];")
+                lines.append(f"  {{ rank=same; {prefix}key{k - 1}b; {a}; }}")
     if bonus is not None:
         node, tok = bonus
         fill = state_color("bonus")

@@ -388,10 +388,12 @@ def badge(diffs: dict, what: str = "") -> bool:
     bad = {b: d for b, d in diffs.items() if d is not None}
     suffix = f" · {what}" if what else ""
     if not bad:
-        st.success(tr("✅ All backends agree ({names}){suffix}", "✅ 所有后端结果一致（{names}）{suffix}", names=names, suffix=suffix))
+        st.success(tr("All backends agree ({names}){suffix}", "所有后端结果一致（{names}）{suffix}", names=names, suffix=suffix),
+                   icon=":material/check_circle:")
         return True
     for b, d in bad.items():
-        st.error(tr("❌ {b} disagrees with the reference{suffix}: {d}", "❌ {b} 与参考实现不一致{suffix}：{d}", b=b, d=d, suffix=suffix))
+        st.error(tr("{b} disagrees with the reference{suffix}: {d}", "{b} 与参考实现不一致{suffix}：{d}", b=b, d=d, suffix=suffix),
+                 icon=":material/cancel:")
     return False
 
 
@@ -402,9 +404,9 @@ def badge(diffs: dict, what: str = "") -> bool:
 def show_error(exc: Exception) -> None:
     """st.error naming the field (SpecvizError) or the kind of failure (anything else)."""
     if isinstance(exc, SpecvizError):
-        st.error(f"**{exc.field}**: {exc.detail}", icon="⚠️")
+        st.error(f"**{exc.field}**: {exc.detail}", icon=":material/warning:")
     else:
-        st.error(f"**{type(exc).__name__}**: {exc}", icon="⚠️")
+        st.error(f"**{type(exc).__name__}**: {exc}", icon=":material/warning:")
 
 
 @contextlib.contextmanager
@@ -511,10 +513,15 @@ def step_controls(key: str, num_frames: int, start: int = 0) -> int:
         st.session_state[pkey] = now
 
     cols = st.columns([1, 1, 1, 1, 1.4, 2.2])
-    cols[0].button("⏮", key=f"w_first::{key}", on_click=go(0), help=tr("first step", "第一步"), width="stretch")
-    cols[1].button("◀", key=f"w_back::{key}", on_click=go(lambda: step(key) - 1), help=tr("back", "上一步"), width="stretch")
-    cols[2].button("▶", key=f"w_next::{key}", on_click=go(lambda: step(key) + 1), help=tr("next", "下一步"), width="stretch")
-    cols[3].button("⏭", key=f"w_last::{key}", on_click=go(last), help=tr("last step", "最后一步"), width="stretch")
+    # Material icons (a font Streamlit ships), never glyphs such as ⏮ ⏭ that a classroom PC may lack.
+    cols[0].button(tr("first", "第一步"), key=f"w_first::{key}", on_click=go(0), help=tr("first step", "第一步"), width="stretch",
+                   icon=":material/first_page:")
+    cols[1].button(tr("back", "上一步"), key=f"w_back::{key}", on_click=go(lambda: step(key) - 1), help=tr("back", "上一步"),
+                   width="stretch", icon=":material/chevron_left:")
+    cols[2].button(tr("next", "下一步"), key=f"w_next::{key}", on_click=go(lambda: step(key) + 1), help=tr("next", "下一步"),
+                   width="stretch", icon=":material/chevron_right:")
+    cols[3].button(tr("last", "最后一步"), key=f"w_last::{key}", on_click=go(last), help=tr("last step", "最后一步"), width="stretch",
+                   icon=":material/last_page:")
     cols[4].button(tr("pause", "暂停") if playing else tr("play", "播放"), key=f"w_play::{key}", on_click=toggle,
                    icon=":material/pause:" if playing else ":material/play_arrow:", width="stretch")
     with cols[5]:
@@ -557,7 +564,11 @@ _GRAPH_FONT_CSS = "".join(
     f'[data-testid="stGraphVizChart"] svg text[font-size="{k}.00"]{{font-size:{k}px !important}}' for k in range(6, 49))
 
 CSS = "<style>" + _GRAPH_FONT_CSS + """
-/* Projector-sized: larger base text, tables and code. */
+/* Projector-sized: larger base text, tables and code; little space above the title. */
+[data-testid="stMainBlockContainer"] { padding-top: 2.2rem; }
+/* A figure never grows past the window's height (a projector is 720 px tall): it scales down whole. */
+[data-testid="stGraphVizChart"] svg { max-height: calc(100vh - 140px); width: auto; max-width: 100%; }
+h1 { padding-top: 0.2rem !important; }
 html, body, [data-testid="stAppViewContainer"] { font-size: 19px; }
 [data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li { font-size: 1.05rem; }
 [data-testid="stDataFrame"] div, [data-testid="stTable"] td, [data-testid="stTable"] th { font-size: 1.0rem; }
@@ -571,6 +582,26 @@ html, body, [data-testid="stAppViewContainer"] { font-size: 19px; }
 [data-testid="stTable"] table { font-size: 1.0rem; }
 </style>
 """
+
+
+# Presentation mode: larger text everywhere (the step player enlarges its own caption).
+PRESENT_CSS = """<style>
+html, body, [data-testid="stAppViewContainer"] { font-size: 24px; }
+[data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li { font-size: 1.1rem; }
+h1 { font-size: 2.2rem !important; padding-top: 0 !important; }
+[data-testid="stMain"] [data-testid="stCaptionContainer"] { display: none; }
+</style>"""
+
+
+def presenting() -> bool:
+    """True in presentation mode (sidebar toggle, or ``present`` in a shared link's extras)."""
+    return bool(st.session_state.get("sv_present", False))
+
+
+def editing_area(title: str):
+    """A container for a page's editing controls: folded into a closed expander in presentation
+    mode (the key picture stays on screen), a plain container otherwise."""
+    return st.expander(title, expanded=False, icon=":material/edit:") if presenting() else st.container()
 
 
 def route_through_app() -> None:
@@ -597,6 +628,11 @@ def page_setup(page: str, slot: str | None = "tree") -> None:
     st.session_state["sv_page"] = page
     st.session_state["sv_playing_keys"] = set()
     widget(st.sidebar.radio, "Language / 语言", "sv_lang", "en", options=list(LANGS), format_func=LANGS.get, horizontal=True)
+    widget(st.sidebar.toggle, tr("Presentation mode", "演示模式"), "sv_present", False,
+           help=tr("Large text, editing controls folded away, ← → and space step the walk.",
+                   "大字号，收起编辑控件，← → 和空格键单步或播放。"))
+    if presenting():
+        markup.fixed_markup(PRESENT_CSS)
     backend_selector()
     if slot is not None:
         scenario_io(slot)

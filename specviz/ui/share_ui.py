@@ -72,6 +72,8 @@ def apply_state(state: ShareState) -> None:
         ui.set_scenario(state.slot, state.scenario)
     if state.step_key:
         ui.set_step(state.step_key, state.step)
+    # Presentation mode travels in every page's extras as {"present": true} (nothing else is read).
+    ui.set_value("sv_present", state.extra.get("present") is True)
     st.session_state[f"sv_share_extra::{state.page}"] = dict(state.extra)
     st.session_state[f"sv_share_new::{state.page}"] = True
 
@@ -105,7 +107,7 @@ def show_link_error() -> None:
     exc = st.session_state.pop(ERROR, None)
     if exc is not None:
         st.error(ui.tr("This link could not be loaded: **{f}**: {d}. The page shows its default state instead.",
-                       "无法加载此链接：**{f}**：{d}。页面改为显示默认状态。", f=exc.field, d=exc.detail), icon="🔗")
+                       "无法加载此链接：**{f}**：{d}。页面改为显示默认状态。", f=exc.field, d=exc.detail), icon=":material/link_off:")
 
 
 def link_arrived(page: str) -> dict | None:
@@ -131,8 +133,11 @@ def _base_url() -> str:
 
 def current_state(page: str, slot: str | None = None, step_key: str | None = None, extra: dict | None = None) -> ShareState:
     s = ui.scenario(slot) if slot else None
+    extra = dict(extra or {})
+    if ui.presenting():
+        extra["present"] = True
     return ShareState(page=page, lang=ui.lang(), slot=slot or "tree", scenario=s, step_key=step_key,
-                      step=ui.step(step_key) if step_key else 0, extra=dict(extra or {}))
+                      step=ui.step(step_key) if step_key else 0, extra=extra)
 
 
 def share_controls(page: str, slot: str | None = None, step_key: str | None = None, extra: dict | None = None,
@@ -158,7 +163,7 @@ def share_controls(page: str, slot: str | None = None, step_key: str | None = No
             st.query_params[QUERY_KEY] = token
         except Exception:  # noqa: BLE001  outside a browser session
             pass
-    with st.expander(ui.tr("🔗 Share this view", "🔗 分享此视图"), expanded=expanded):
+    with st.expander(ui.tr("Share this view", "分享此视图"), expanded=expanded, icon=":material/link:"):
         # (no language name here: page texts such as "English" stay unique for the language toggle)
         what = [ui.tr("this page", "此页面"), ui.tr("the language", "语言")]
         if state.scenario is not None:
@@ -228,7 +233,7 @@ def export_controls(s, dot: str | None = None, key: str = "export", expanded: bo
 
     name = "".join(ch if ch.isalnum() else "_" for ch in s.name) or "scenario"
     text = s.to_json(indent=None)
-    with st.expander(ui.tr("⬇ Export", "⬇ 导出"), expanded=expanded):
+    with st.expander(ui.tr("Export", "导出"), expanded=expanded, icon=":material/download:"):
         st.caption(ui.tr("**This example**", "**此示例**"))
         st.download_button(ui.tr("Scenario JSON", "场景 JSON"), s.to_json(), file_name=f"{name}.json",
                            mime="application/json", key=f"w_{key}_json", width="stretch", on_click="ignore",

@@ -1,0 +1,367 @@
+"""Click -> updated view in a real browser (Playwright on Debian's chromium), against a fresh
+``streamlit run app.py`` on this machine.
+
+    /work/main/.venv/bin/python benchmarks/bench_browser.py [--repeats 6] [--only next_step ...]
+
+For each interaction: ``--repeats`` clicks, each timed in the page's own clock from just before
+the click until the view shows the change:
+- a click that reruns the script: until the app has gone "running" and back to "notRunning", no
+  status widget is left and every graph on the page has its SVG;
+- a click the page answers in the browser (the step player): until the player's step text shows
+  the new step.
+Prints median and p95 per interaction, the machine's load average before and after (the machine
+is shared: compare ratios inside one run), and writes JSON with ``--json``.
+
+Interactions: next step (greedy), back to first step (greedy), change a target prediction
+(greedy), add child (tree builder), move a coin slider (chain), page switch (greedy <-> chain),
+language switch, play speed (greedy, 2 steps/s for 6 steps) and the first visit of a page after
+the server reports healthy (one fresh server per page).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from playwright.sync_api import sync_playwright  # noqa: E402
+
+from tests.conftest import CHROMIUM, CHROMIUM_ARGS, _free_port, _wait_health, wait_for_app  # noqa: E402
+
+APP_DIR = ROOT  # --app-dir: another checkout (e.g. `git archive` of an older commit) for a before/after
+
+
+@contextlib.contextmanager
+def start_app_server(log: Path):
+    """``streamlit run app.py`` of APP_DIR on a free port; yields the base URL."""
+    port = _free_port()
+    env = dict(os.environ, TRITON_INTERPRET=os.environ.get("TRITON_INTERPRET", "1"))
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+                                 "--server.address", "127.0.0.1", "--server.port", str(port),
+                                 "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+                                cwd=APP_DIR, env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_health(url, proc)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+VIEWPORT = {"width": 1280, "height": 720}
+
+# Records every change of the app's script state with its time (performance.now()).
+INIT_JS = """
+(() => {
+  window.__svLog = [];
+  const attach = () => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    if (!app) { setTimeout(attach, 20); return; }
+    const obs = new MutationObserver(() => {
+      window.__svLog.push([performance.now(), app.getAttribute('data-test-script-state')]);
+    });
+    obs.observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+  };
+  attach();
+})();
+"""
+
+# True (the time) when a rerun started after t0 has finished and the page is drawn.
+RERUN_DONE_JS = """
+(t0) => {
+  const log = window.__svLog || [];
+  let ran = false, done = false;
+  for (const [t, s] of log) {
+    if (t < t0) continue;
+    if (s === 'running') ran = true;
+    else if (ran && s === 'notRunning') done = true;
+  }
+  if (!done) return false;
+  const app = document.querySelector('[data-testid="stApp"]');
+  if (app.getAttribute('data-test-script-state') !== 'notRunning') return false;
+  if (document.querySelector('[data-testid="stStatusWidget"]')) return false;
+  if (document.querySelector('[data-testid="stSkeleton"], [data-testid="stAppSkeleton"]')) return false;
+  for (const g of document.querySelectorAll('[data-testid="stGraphVizChart"]')) {
+    if (!g.querySelector('svg')) return false;
+  }
+  return performance.now();
+}
+"""
+
+# The "Step k/N" text of the page: in the step player (an iframe of this origin) or in the page.
+STEP_TEXT_JS = """
+() => {
+  const texts = [];
+  for (const f of document.querySelectorAll('iframe')) {
+    try { const d = f.contentDocument; if (d) { const e = d.querySelector('[data-sv-step]'); if (e) texts.push(e.textContent); } } catch (e) {}
+  }
+  const info = [...document.querySelectorAll('[data-testid="stAlertContentInfo"], [data-testid="stAlert"]')]
+    .map(e => e.textContent).find(t => /(Step|步骤) \\d+\\/\\d+/.test(t));
+  if (info) texts.push(info);
+  return texts.join(' | ');
+}
+"""
+
+STEP_CHANGED_JS = """
+([before, want]) => {
+  const t = (%s)();
+  const m = t.match(/(?:Step|步骤) (\\d+)\\/(\\d+)/);
+  if (!m || t === before) return false;
+  if (want !== null && Number(m[1]) !== want) return false;
+  return performance.now();
+}
+""" % STEP_TEXT_JS
+
+
+def now(page) -> float:
+    return page.evaluate("performance.now()")
+
+
+def timed_rerun(page, action, timeout=60_000) -> float:
+    t0 = now(page)
+    action()
+    t1 = page.wait_for_function(RERUN_DONE_JS, arg=t0, timeout=timeout, polling="raf").json_value()
+    return (t1 - t0) / 1000
+
+
+def current_step(page) -> tuple[int, int, str]:
+    text = page.evaluate(STEP_TEXT_JS)
+    m = re.search(r"(?:Step|步骤) (\d+)/(\d+)", text)
+    return (int(m.group(1)), int(m.group(2)), text) if m else (-1, -1, text)
+
+
+def player_frame(page):
+    """The step player's frame (None when the page steps on the server)."""
+    for f in page.frames:
+        try:
+            if f != page.main_frame and f.query_selector("[data-sv-step]"):
+                return f
+        except Exception:  # noqa: BLE001  a detached frame
+            continue
+    return None
+
+
+def click_step_button(page, which: str) -> None:
+    """Press next / first in the player if there is one, else the server-side step buttons."""
+    f = player_frame(page)
+    if f is not None:
+        f.click(f'[data-sv-btn="{which}"]')
+        return
+    names = {"next": ["▶", "Next", "next"], "first": ["⏮", "First", "first"]}[which]
+    for name in names:
+        loc = page.get_by_role("button", name=name, exact=True)
+        if loc.count():
+            loc.first.click()
+            return
+    raise RuntimeError(f"no {which} step button on the page")
+
+
+def timed_step(page, which: str) -> float:
+    k, n, before = current_step(page)
+    want = 0 if which == "first" else k + 1
+    t0 = now(page)
+    click_step_button(page, which)
+    t1 = page.wait_for_function(STEP_CHANGED_JS, arg=[before, want], timeout=60_000, polling="raf").json_value()
+    if player_frame(page) is None:  # a server-side step: also wait for the rerun to finish drawing
+        t1 = max(t1, page.wait_for_function(RERUN_DONE_JS, arg=t0, timeout=60_000, polling="raf").json_value())
+    return (t1 - t0) / 1000
+
+
+def goto(page, url: str) -> None:
+    page.goto(url, wait_until="domcontentloaded")
+    wait_for_app(page)
+    page.wait_for_selector("h1", timeout=60_000)  # the page's own script has drawn (not just the router)
+    wait_for_app(page)
+
+
+def bench_next_step(page, base, repeats):
+    goto(page, f"{base}/greedy")
+    out = []
+    if current_step(page)[0] > 0:
+        timed_step(page, "first")
+    for _ in range(repeats):
+        k, n, _ = current_step(page)
+        if k >= n:
+            timed_step(page, "first")
+        out.append(timed_step(page, "next"))
+    return out
+
+
+def bench_first_step(page, base, repeats):
+    goto(page, f"{base}/greedy")
+    out = []
+    for _ in range(repeats):
+        timed_step(page, "next")
+        out.append(timed_step(page, "first"))
+    return out
+
+
+def _select_option(page, label_re: str, option: str):
+    box = page.locator('[data-testid="stSelectbox"]').filter(has_text=re.compile(label_re)).first
+    box.scroll_into_view_if_needed()
+    for _ in range(3):  # the layout may still move (a figure finishing its load) under the first click
+        box.locator('input[role="combobox"]').click()
+        opt = page.get_by_role("option", name=option, exact=True)
+        try:
+            opt.wait_for(timeout=3_000)
+        except Exception:  # noqa: BLE001
+            continue
+        opt.click()
+        return
+    raise RuntimeError(f"could not open the select box {label_re}")
+
+
+def bench_target_prediction(page, base, repeats):
+    goto(page, f"{base}/greedy")
+    out = []
+    for k in range(repeats):
+        opt = ["B", "A"][k % 2]  # Target(A) at row 1: A's prediction flips between B and A
+        out.append(timed_rerun(page, lambda: _select_option(page, r"Target\(A\)", opt)))
+    return out
+
+
+def bench_add_child(page, base, repeats):
+    goto(page, f"{base}/tree_builder")
+    out = []
+    for _ in range(repeats):
+        btn = page.get_by_role("button", name=re.compile("Add child|添加子节点")).first
+        out.append(timed_rerun(page, btn.click))
+    return out
+
+
+def bench_coin_slider(page, base, repeats):
+    goto(page, f"{base}/chain_sampling")
+    out = []
+    for k in range(repeats):
+        thumb = page.locator('[data-testid="stSlider"]').filter(has_text="u[0]").locator('[tabindex="0"]').first
+        thumb.focus()
+        key = "ArrowRight" if k % 2 == 0 else "ArrowLeft"
+        out.append(timed_rerun(page, lambda: page.keyboard.press(key)))
+    return out
+
+
+def bench_page_switch(page, base, repeats):
+    goto(page, f"{base}/greedy")
+    out = []
+    for k in range(repeats):
+        target = ["Chain rejection sampling", "Greedy accept"][k % 2]
+        link = page.locator('[data-testid="stSidebarNav"] a').filter(has_text=target).first
+        out.append(timed_rerun(page, link.click))
+    return out
+
+
+def bench_language(page, base, repeats):
+    goto(page, f"{base}/greedy")
+    out = []
+    for k in range(repeats):
+        target = ["简体中文", "English"][k % 2]
+        radio = page.locator('[data-testid="stSidebar"] label').filter(has_text=target).first
+        out.append(timed_rerun(page, radio.click))
+    return out
+
+
+def bench_play(page, base, repeats):
+    """Steps per second while playing at the 2 steps/s setting (the rate over 6 steps)."""
+    goto(page, f"{base}/greedy")
+    if current_step(page)[0] > 0:
+        timed_step(page, "first")
+    f = player_frame(page)
+    speed = 2.0
+    if f is not None:
+        f.select_option('[data-sv-speed]', f"{speed:g}")
+        t0 = now(page)
+        f.click('[data-sv-btn="play"]')
+    else:
+        page.locator('[data-testid="stSlider"]').first  # the speed select slider: keep its default 1 step/s
+        speed = 1.0
+        t0 = now(page)
+        page.get_by_role("button", name=re.compile("play|播放")).first.click()
+    want = 6
+    t1 = page.wait_for_function(STEP_CHANGED_JS, arg=["", want], timeout=60_000, polling="raf").json_value()
+    rate = want / ((t1 - t0) / 1000)
+    return [rate / speed]  # 1.0 = the labelled speed
+
+
+def bench_first_visit(repeats, pages=("tree_builder", "chain_sampling", "greedy"), pw=None):
+    out = {}
+    for name in pages:
+        times = []
+        for _ in range(max(1, repeats // 3)):
+            with start_app_server(Path("/tmp") / f"bench_browser_{os.getpid()}.log") as base:
+                browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                page = browser.new_page(viewport=VIEWPORT)
+                page.add_init_script(INIT_JS)
+                t0 = time.monotonic()
+                page.goto(f"{base}/{name}", wait_until="domcontentloaded")
+                page.wait_for_function(RERUN_DONE_JS, arg=0, timeout=120_000, polling="raf")
+                times.append(time.monotonic() - t0)
+                browser.close()
+        out[f"first_visit_{name}"] = times
+    return out
+
+
+BENCHES = {
+    "next_step": bench_next_step, "first_step": bench_first_step, "target_prediction": bench_target_prediction,
+    "add_child": bench_add_child, "coin_slider": bench_coin_slider, "page_switch": bench_page_switch,
+    "language": bench_language, "play_speed_ratio": bench_play,
+}
+
+
+def p95(xs):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(0.95 * (len(xs) - 1))))]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeats", type=int, default=6)
+    ap.add_argument("--only", nargs="*", default=None, help=f"subset of {list(BENCHES)} + first_visit")
+    ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--app-dir", type=Path, default=ROOT)
+    args = ap.parse_args()
+    global APP_DIR
+    APP_DIR = args.app_dir
+    names = args.only or [*BENCHES, "first_visit"]
+    load0 = os.getloadavg()
+    results = {}
+    with sync_playwright() as pw:
+        todo = [n for n in names if n in BENCHES]
+        if todo:
+            with start_app_server(Path("/tmp") / f"bench_browser_{os.getpid()}.log") as base:
+                browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                page = browser.new_page(viewport=VIEWPORT)
+                page.add_init_script(INIT_JS)
+                goto(page, f"{base}/greedy")  # warm the server (first visit is timed separately)
+                goto(page, f"{base}/chain_sampling")
+                goto(page, f"{base}/tree_builder")
+                for name in todo:
+                    results[name] = BENCHES[name](page, base, args.repeats)
+                    print(f"{name:24s} median {statistics.median(results[name]):6.3f}  p95 {p95(results[name]):6.3f}  "
+                          f"(n={len(results[name])})", flush=True)
+                browser.close()
+        if "first_visit" in names:
+            for k, v in bench_first_visit(args.repeats, pw=pw).items():
+                results[k] = v
+                print(f"{k:24s} median {statistics.median(v):6.3f}  max {max(v):6.3f}  (n={len(v)})", flush=True)
+    load1 = os.getloadavg()
+    print(f"load average before {load0[0]:.2f}, after {load1[0]:.2f} (1 min); seconds, except play_speed_ratio "
+          f"(achieved / labelled steps per second)")
+    if args.json:
+        args.json.write_text(json.dumps({"results": results, "load": [load0, load1]}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,281 @@
+"""A class on one server: N students edit the greedy page at once, plus a few real browsers stepping.
+
+    /work/main/.venv/bin/python benchmarks/bench_class.py [--students 10 25 50] [--clicks 5] [--browsers 3]
+                                                          [--app-dir DIR]
+
+Each student is a websocket client speaking Streamlit's own protocol (``BackMsg`` /
+``ForwardMsg`` protobufs over ``ws://host/_stcore/stream``), like a browser tab: it opens the greedy
+page, then makes ``--clicks`` edits, each one changing the target's prediction at node A
+(alternately B and C; B leaves 1 draft accepted, C accepts 2), and waits for the page's answer.
+
+Reported per class size:
+- p50 / p95 click -> updated view: from sending the edit until the rerun has finished and the
+  new view (the ``num_correct_drafts = k`` line) has arrived;
+- errors: an exception or st.error in the answer, or a rerun that did not finish;
+- leaks: an answer showing another student's value (each student alternates from its own start,
+  so half of the class shows B while the other half shows C at every moment);
+- lost clicks: an edit whose answer never showed its value (60 s);
+- server RSS (max over the run, /proc) and the machine's load average.
+
+Stepping the walk no longer reaches the server (the step player has every frame in the browser):
+``--browsers`` real chromium pages step the player while the class edits; their click -> new step
+times are reported too, and the number of script runs the stepping caused (expected: 0).
+``--app-dir`` runs another checkout (e.g. ``git archive`` of an older commit) for a before/after.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import websockets  # noqa: E402
+from streamlit.proto.BackMsg_pb2 import BackMsg  # noqa: E402
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
+
+from tests.conftest import CHROMIUM, CHROMIUM_ARGS, _free_port, _wait_health  # noqa: E402
+
+VALUES = ("B", "C")
+EXPECT = {"B": 1, "C": 2}  # num_correct_drafts for Target(A) = B / C on the running example
+NCD_RE = re.compile(r"num_correct_drafts = (\d+)`")
+TIMEOUT_S = 60.0
+
+
+def _strings(msg) -> list[str]:
+    """Every string field inside a delta's element (labels, markdown bodies, iframe documents)."""
+    out = []
+
+    def walk(m):
+        for field, value in m.ListFields():
+            if field.type == field.TYPE_MESSAGE:
+                for v in ([value] if hasattr(value, "ListFields") else value):
+                    walk(v)
+            elif field.type == field.TYPE_STRING:
+                out.extend([value] if isinstance(value, str) else value)
+    walk(msg)
+    return out
+
+
+class Student:
+    def __init__(self, url: str, k: int):
+        self.url, self.k = url, k
+        self.widgets: dict = {}  # id -> WidgetState fields we send back (like a browser does)
+        self.target_a_id = None
+        self.times, self.errors, self.leaks, self.lost = [], 0, 0, 0
+        self.cache: dict = {}  # ForwardMsg hash -> message (the server may send only a reference)
+
+    async def _run_once(self, ws, widget_states) -> dict:
+        """Send one rerun; read until script_finished. Returns what the answer showed."""
+        bm = BackMsg()
+        cs = bm.rerun_script
+        cs.query_string = ""
+        cs.page_name = "greedy"
+        for wid, (kind, value) in widget_states.items():
+            w = cs.widget_states.widgets.add()
+            w.id = wid
+            setattr(w, kind, value)
+        await ws.send(bm.SerializeToString())
+        seen = {"ncd": None, "error": False, "finished": False}
+        deadline = time.monotonic() + TIMEOUT_S
+        while time.monotonic() < deadline:
+            raw = await asyncio.wait_for(ws.recv(), timeout=max(0.1, deadline - time.monotonic()))
+            fm = ForwardMsg()
+            fm.ParseFromString(raw)
+            if fm.WhichOneof("type") == "ref_hash":
+                fm = self.cache.get(fm.ref_hash, fm)
+            elif fm.hash:
+                self.cache[fm.hash] = fm
+            kind = fm.WhichOneof("type")
+            if kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
+                el = fm.delta.new_element
+                which = el.WhichOneof("type")
+                if which in ("exception", "alert") and (which == "exception" or el.alert.format == el.alert.ERROR):
+                    seen["error"] = True
+                if which == "selectbox" and el.selectbox.label.startswith("Target(A)"):
+                    self.target_a_id = el.selectbox.id
+                for s in _strings(el):
+                    m = NCD_RE.search(s)
+                    if m and "new_seq_len" in s:
+                        seen["ncd"] = int(m.group(1))
+            elif kind == "script_finished":
+                if fm.script_finished != fm.FINISHED_EARLY_FOR_RERUN:  # a st.rerun() inside the run: keep reading
+                    seen["finished"] = True
+                    return seen
+        return seen
+
+    async def run(self, clicks: int, start_evt: asyncio.Event):
+        uri = self.url.replace("http://", "ws://") + "/_stcore/stream"
+        async with websockets.connect(uri, max_size=None, subprotocols=["streamlit"]) as ws:
+            first = await self._run_once(ws, {})
+            if not first["finished"] or self.target_a_id is None:
+                self.errors += 1
+                return
+            await start_evt.wait()
+            for c in range(clicks):
+                value = VALUES[(self.k + c) % 2]
+                self.widgets[self.target_a_id] = ("string_value", value)
+                t0 = time.perf_counter()
+                try:
+                    seen = await self._run_once(ws, self.widgets)
+                except (asyncio.TimeoutError, websockets.ConnectionClosed):
+                    self.lost += 1
+                    continue
+                dt = time.perf_counter() - t0
+                if not seen["finished"] or seen["ncd"] is None:
+                    self.lost += 1
+                    continue
+                self.times.append(dt)
+                if seen["error"]:
+                    self.errors += 1
+                if seen["ncd"] != EXPECT[value]:
+                    self.leaks += 1
+
+
+def rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def browsers_stepping(url: str, n: int, stop: threading.Event, out: dict) -> None:
+    """``n`` chromium pages on the greedy page press "next" in the step player until ``stop``."""
+    from playwright.sync_api import sync_playwright
+
+    from benchmarks.bench_browser import INIT_JS, STEP_CHANGED_JS, current_step, goto, now, player_frame
+
+    times, runs = [], 0
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        pages = []
+        for _ in range(n):
+            p = browser.new_page(viewport={"width": 1280, "height": 720})
+            p.add_init_script(INIT_JS)
+            goto(p, f"{url}/greedy")
+            pages.append(p)
+        out["ready"] = True
+        marks = [len(p.evaluate("window.__svLog")) for p in pages]
+        while not stop.is_set():
+            for p in pages:
+                f = player_frame(p)
+                if f is None:
+                    out["no_player"] = True
+                    stop.wait(0.5)
+                    continue
+                k, last, before = current_step(p)
+                if k >= last:
+                    f.click('[data-sv-btn="first"]')
+                    continue
+                t0 = now(p)
+                f.click('[data-sv-btn="next"]')
+                t1 = p.wait_for_function(STEP_CHANGED_JS, arg=[before, k + 1], timeout=60_000, polling="raf").json_value()
+                times.append((t1 - t0) / 1000)
+        runs = sum(sum(1 for _, s in p.evaluate("window.__svLog")[m:] if s == "running") for p, m in zip(pages, marks))
+        browser.close()
+    out["times"], out["runs"] = times, runs
+
+
+def p95(xs):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(0.95 * (len(xs) - 1))))] if xs else float("nan")
+
+
+async def one_class(url: str, students: int, clicks: int, pid: int) -> dict:
+    start = asyncio.Event()
+    class_ = [Student(url, k) for k in range(students)]
+    peak = [rss_mb(pid)]
+
+    async def watch():
+        while True:
+            peak.append(rss_mb(pid))
+            await asyncio.sleep(0.5)
+
+    w = asyncio.create_task(watch())
+    tasks = [asyncio.create_task(s.run(clicks, start)) for s in class_]
+    await asyncio.sleep(0)
+    # Everyone has opened the page before the first edit (a class that sat down).
+    while any(s.target_a_id is None and s.errors == 0 for s in class_) and not all(t.done() for t in tasks):
+        await asyncio.sleep(0.2)
+    start.set()
+    crashed = [r for r in await asyncio.gather(*tasks, return_exceptions=True) if isinstance(r, BaseException)]
+    for r in crashed[:3]:
+        print(f"student crashed: {type(r).__name__}: {r}", file=sys.stderr)
+    w.cancel()
+    times = [t for s in class_ for t in s.times]
+    return {"students": students, "edits": len(times), "p50": statistics.median(times) if times else float("nan"),
+            "p95": p95(times), "errors": sum(s.errors for s in class_), "leaks": sum(s.leaks for s in class_),
+            "lost": sum(s.lost for s in class_), "crashed": len(crashed), "rss_mb": max(peak)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--students", type=int, nargs="+", default=[10, 25, 50])
+    ap.add_argument("--clicks", type=int, default=5)
+    ap.add_argument("--browsers", type=int, default=3)
+    ap.add_argument("--app-dir", type=Path, default=ROOT)
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args()
+
+    port = _free_port()
+    env = dict(os.environ, TRITON_INTERPRET=os.environ.get("TRITON_INTERPRET", "1"))
+    log = open(f"/tmp/bench_class_{os.getpid()}.log", "w")
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+                             "--server.address", "127.0.0.1", "--server.port", str(port),
+                             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+                            cwd=args.app_dir, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    rows = []
+    try:
+        _wait_health(url, proc)
+        asyncio.run(one_class(url, 1, 1, proc.pid))  # warm the server (imports, caches)
+        for n in args.students:
+            stop, out = threading.Event(), {}
+            th = None
+            if args.browsers:
+                th = threading.Thread(target=browsers_stepping, args=(url, args.browsers, stop, out), daemon=True)
+                th.start()
+                t_wait = time.monotonic()
+                while not out.get("ready") and th.is_alive() and time.monotonic() - t_wait < 120:
+                    time.sleep(0.2)
+            load0 = os.getloadavg()[0]
+            row = asyncio.run(one_class(url, n, args.clicks, proc.pid))
+            if th is not None:
+                stop.set()
+                th.join(timeout=120)
+                st = out.get("times", [])
+                row.update(browser_steps=len(st), browser_step_p50=statistics.median(st) if st else float("nan"),
+                           browser_step_p95=p95(st), browser_step_reruns=out.get("runs"), no_player=out.get("no_player", False))
+            row["load"] = [load0, os.getloadavg()[0]]
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    print("\n| students | edits | errors | leaks | lost | p50 click -> view | p95 | server RSS | browser steps p50 / p95 (reruns) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['students']} | {r['edits']} | {r['errors']} | {r['leaks']} | {r['lost']} | {r['p50']:.2f} s | "
+              f"{r['p95']:.2f} s | {r['rss_mb']:.0f} MB | {r.get('browser_step_p50', float('nan')) * 1000:.0f} / "
+              f"{r.get('browser_step_p95', float('nan')) * 1000:.0f} ms ({r.get('browser_step_reruns')}) |")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
