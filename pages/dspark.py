@@ -88,7 +88,7 @@ if "sv_ds_err" in st.session_state:
 k = _synced("w_ds_mode", "greedy" if greedy else "sampling")
 st.radio(tr("Accept rule", "接受规则"), ["greedy", "sampling"], key=k, horizontal=True, on_change=_mode,
          # option texts do not depend on the language (a widget's options stay stable when it switches)
-         format_func=lambda m: "greedy · target_predict" if m == "greedy" else "sampling · p/q",
+         format_func=lambda m: "greedy · target_predict" if m == "greedy" else "chain_rejection_sampling · p/q",
          help=tr("greedy compares each draft with target_predict; sampling reuses the chain rejection sampler (p/q)",
                  "Greedy 把每个 Draft 与 target_predict 比较；Sampling 复用链式拒绝采样（p/q）"))
 

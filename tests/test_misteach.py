@@ -41,10 +41,20 @@ def _texts(at) -> str:
     return "\n".join(str(m.value) for m in at.markdown) + "\n" + "\n".join(str(c.value) for c in at.caption)
 
 
-def _live_accept_index(at) -> list[int]:
-    m = re.search(r"`accept_index\[0\] = (\[[-\d, ]*\])`", _texts(at))
-    assert m, "no live accept_index line"
-    return json.loads(m.group(1))
+def _player_frames(at) -> list[dict]:
+    """The greedy step player's frames (every step of the walk), read from its iframe document."""
+    frames = at.get("iframe")
+    assert frames, "no step player on the page"
+    m = re.search(r'<script type="application/json" id="sv-data">(.*?)</script>', frames[0].proto.srcdoc, re.S)
+    assert m, "no player data"
+    return json.loads(m.group(1))["frames"]
+
+
+def _live_accept_index(at, k: int = -1) -> list[int]:
+    """The player's line `accept_index[0] = [...]` at frame k (default: the walk's last step)."""
+    code = [r["code"] for r in _player_frames(at)[k]["rows"] if r.get("code", "").startswith("accept_index[0]")]
+    assert code, "no live accept_index line"
+    return json.loads(code[0].split("=", 1)[1])
 
 
 def _running():
@@ -104,7 +114,6 @@ def test_greedy_page_after_delete_and_re_add_accepts_the_whole_walk():
     _ok(at.switch_page("pages/greedy.py").run())
     q = next(b for b in at.button if "A → C" in str(b.label))
     _ok(q.click().run())
-    _ok(at.button(key="w_last::greedy").click().run())
     s = load_scenario_json(at.session_state["sv_scn::tree"])
     assert s.width == 3
     want = engine.run_scenario(s).commit
@@ -135,7 +144,6 @@ def test_greedy_shift_caption_names_the_live_walk():
     _ok(at.switch_page("pages/greedy.py").run())
     q = next(b for b in at.button if str(b.label).startswith("Target agrees along B"))
     _ok(q.click().run())
-    _ok(at.button(key="w_last::greedy").click().run())
     text = _texts(at)
     assert "(R, A, C)" not in text and "row R emits A" not in text, text
     s = load_scenario(ROOT / "scenarios/running_example.json")
@@ -266,14 +274,20 @@ def test_quiz_placeholders_are_neutral():
     assert str([int(x) for x in exp["accept_index"][0]]) != box.placeholder
 
 
-def test_greedy_after_the_walk_is_hidden_at_step_zero():
+def test_greedy_end_state_is_revealed_by_the_walk_and_labelled_as_the_end():
+    """Stepping happens in the browser (issue 11), so the panel under the player is the end state
+    and says so; the walk itself reveals accept_index and the counts step by step."""
     at = AppTest.from_file(str(ROOT / "pages/greedy.py"), default_timeout=TIMEOUT)
     _ok(at.run())
-    _ok(at.button(key="w_first::greedy").click().run())
-    text = _texts(at)
-    assert "num_correct_drafts = 2" not in text
-    _ok(at.button(key="w_last::greedy").click().run())
-    assert "num_correct_drafts = 2" in _texts(at)
+    frames = _player_frames(at)
+
+    def count(frame):
+        row = next(r for r in frame["rows"] if r["label"] == "num_correct_drafts")
+        return row["chips"][0][0]
+
+    assert _live_accept_index(at, 0) == [-1, -1, -1] and count(frames[0]) == "0"
+    assert _live_accept_index(at, -1) == [0, 1, 3] and count(frames[-1]) == "2"
+    assert "The end state, after the walk's last step" in _texts(at)
 
 
 def test_tour_stop_4_does_not_send_semantics_to_the_chain_page():

@@ -7,7 +7,7 @@ Two state machines (hypothesis ``RuleBasedStateMachine``):
   action: the scenario's tree is the model's tree, the width equals deepest path + 1, and greedy
   accept along any branch accepts the whole branch (the width never cuts a walk).
 - ``LivePages`` drives the app through AppTest (app.py with its router): tree builder edits,
-  greedy targets and step buttons, chain coins (u[0], u_final) and typed p rows (valid, and broken ones that must be refused
+  greedy targets (the step player's frames are checked, not clicked: stepping is client-side), chain coins (u[0], u_final) and typed p rows (valid, and broken ones that must be refused
   naming the field), the language radio and page switches. After every action,
   what the page shows (live accept_index at the last step, the shift caption's tokens, Overview's
   outputs, the retrieve table, the chosen language) equals what the engine computes from the
@@ -125,7 +125,6 @@ class LivePages(RuleBasedStateMachine):
         self.at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
         self.at.run()
         self.page = "overview"
-        self.at_last = False
         self._go("tree_builder")
 
     # helpers
@@ -138,7 +137,6 @@ class LivePages(RuleBasedStateMachine):
         self.at.switch_page(f"pages/{page}.py")
         self._run(self.at)
         self.page = page
-        self.at_last = False
 
     def _scenario(self):
         return scenario_from_json(self.at.session_state["sv_scn::tree"])
@@ -171,22 +169,14 @@ class LivePages(RuleBasedStateMachine):
         btn = [b for b in self.at.button if b.key == which]
         if btn:
             self._run(btn[0].click())
-            self.at_last = False
-
+    
     @precondition(lambda self: self.page == "greedy")
     @rule(k=st.integers(0, 40), tok=st.sampled_from(LABELS))
     def set_target(self, k, tok):
         boxes = [sb for sb in self.at.selectbox if str(sb.key).startswith("w_tp::")]
         if boxes:
             self._run(boxes[k % len(boxes)].set_value(tok))
-            self.at_last = False
-
-    @precondition(lambda self: self.page == "greedy")
-    @rule(which=st.sampled_from(["first", "next", "last"]))
-    def step(self, which):
-        self._run(self.at.button(key=f"w_{which}::greedy").click())
-        self.at_last = which == "last"
-
+    
     # actions: chain rejection sampling (coins and p rows)
     @precondition(lambda self: self.page == "chain_sampling")
     @rule(which=st.integers(-1, 0), value=st.integers(0, 999))
@@ -245,13 +235,18 @@ class LivePages(RuleBasedStateMachine):
             assert self.at.title[0].value == ("构建验证树" if zh else "Tree builder")
         elif self.page == "greedy":
             assert f"W = {s.width}" in text  # the width is shown
-            if self.at_last:
-                m = re.search(r"`accept_index\[0\] = (\[[-\d, ]*\])`", text)
-                assert m and json.loads(m.group(1)) == [int(x) for x in run.result["accept_index"][0]]
-                outs = [s.label(t) for t in c.output_tokens]
-                word = "产生" if zh else "emits"
-                for i, o in zip([s.label(t) for t in c.committed_tokens], outs):
-                    assert f"{i} {word} {o}" in text or f"{i} 行{word} {o}" in text, (i, o, text[-600:])
+            # the step player holds every frame (stepping happens in the browser): its last frame is the result
+            frames = self.at.get("iframe")
+            assert frames, "no step player on the greedy page"
+            m = re.search(r'<script type="application/json" id="sv-data">(.*?)</script>', frames[0].proto.srcdoc, re.S)
+            last = json.loads(m.group(1))["frames"][-1]
+            code = next(r["code"] for r in last["rows"] if r.get("code", "").startswith("accept_index[0]"))
+            assert json.loads(code.split("=", 1)[1]) == [int(x) for x in run.result["accept_index"][0]]
+            # the end-state panel under the player: the shift sentence of the live walk
+            outs = [s.label(t) for t in c.output_tokens]
+            word = "产生" if zh else "emits"
+            for i, o in zip([s.label(t) for t in c.committed_tokens], outs):
+                assert f"{i} {word} {o}" in text or f"{i} 行{word} {o}" in text, (i, o, text[-600:])
             assert self.at.title[0].value == ("贪心接受" if zh else "Greedy accept")
         elif self.page == "chain_sampling":
             cs = scenario_from_json(self.at.session_state["sv_scn::chain"])
