@@ -88,10 +88,11 @@ def array_rows(arrays: dict, seen, vocab: list, compact: bool = False) -> list:
     return rows
 
 
-def dist_chips(vocab: list, values, chosen: int | None = None, fmt: str = "{:.3g}") -> list:
-    """One chip per token: ``A .25`` (the chosen token marked as the bonus)."""
-    return [(f"{t} {fmt.format(float(v))}", "bonus" if chosen == i else ("pending" if float(v) <= 0 else "compared"),
-             f"{t}: {float(v):.4g}") for i, (t, v) in enumerate(zip(vocab, values))]
+def dist_chips(vocab: list, values, chosen: int | None = None, fmt: str = "{:.3g}", skip_zero: bool = False) -> list:
+    """One chip per token: ``A .25`` (the chosen token marked as the bonus); ``skip_zero``: only tokens with mass."""
+    out = [(f"{t} {fmt.format(float(v))}", "bonus" if chosen == i else ("pending" if float(v) <= 0 else "compared"),
+            f"{t}: {float(v):.4g}") for i, (t, v) in enumerate(zip(vocab, values)) if not skip_zero or float(v) > 0 or chosen == i]
+    return out or ["0"]
 
 
 def end_state_note() -> None:
