@@ -116,7 +116,7 @@ def test_dspark_page(page, open_page, screenshot_dir):
     _charts_drawn(page, graphviz=False)
     page.screenshot(path=str(screenshot_dir / "dspark_step2.png"))
     _no_exception(page)
-    page.get_by_text("sampling (reuses the chain rejection sampler, p/q)").click()
+    page.get_by_text("chain_rejection_sampling · p/q").click()
     wait_for_app(page)
     page.locator('[data-testid="stGraphVizChart"] svg').first.wait_for(timeout=30_000)
     _no_exception(page)

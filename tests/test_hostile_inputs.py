@@ -22,6 +22,8 @@ from pathlib import Path
 import pytest
 
 from specviz import safety
+from specviz.captions import walk_summary
+from specviz.engine import run_scenario
 from specviz.audit import MAX_PASTE_CHARS, parse_array, parse_claimed_text
 from specviz.errors import SpecvizError
 from specviz.export import animation_html, check_pytest_source, pytest_file
@@ -415,7 +417,10 @@ def test_animation_html_keeps_every_user_string_as_data(lang):
             assert page.count(marker) == benign.count(marker), marker  # the template's own tags only
         assert page.count("</script>") == 2 and "\u2028" not in page and "\u2029" not in page
         data = _script_data(page)
-        assert data["title"] == f"specviz · {s.title or s.name}" and data["desc"] == s.describe(lang)
+        # title and description are derived from the live walk (issue 9); the user's strings stay text in them
+        commit = run_scenario(s, with_trace=False).commits[0]
+        assert data["title"] == f"specviz · {s.name}: {walk_summary(s, commit, lang)}"
+        assert data["desc"].startswith(s.describe(lang))
         assert data["vocab"].count("__DESC__") == ("__DESC__" in s.vocab[:40])  # a placeholder-named label stays itself
         flat = json.dumps(data["frames"], ensure_ascii=False)
         for label in s.vocab[:6]:
@@ -439,7 +444,8 @@ def test_exported_animation_runs_no_script_in_chromium(tmp_path, browser):
     page.click("#next")
     page.wait_for_timeout(1500)  # a meta refresh of 0 s or an onerror would have fired by now
     assert page.locator("body").get_attribute("data-step") == "2"
-    assert page.locator("h1").inner_text() == f"specviz · {LONG_PAYLOADS[1]}"
+    commit = run_scenario(s, with_trace=False).commits[0]
+    assert page.locator("h1").inner_text() == f"specviz · {s.name}: {walk_summary(s, commit, 'en')}"  # text, as written
     assert page.locator("#stage iframe, #stage img, #desc iframe, #desc meta, h1 img").count() == 0
     assert page.locator("g.node text").first.text_content().startswith(s.label(s.tree(0).tokens[0]))
     context.close()
