@@ -32,13 +32,6 @@ def _fig(name: str, *args, **kwargs):
 s = sampling_page.start(KEY, SLOT, PRESETS, step_version_key="sv_chain_step_ver")
 
 st.title(tr("Chain rejection sampling: u·q < p", "链式拒绝采样（Classic Rejection Sampling）：u·q < p"))
-st.caption(tr(
-    "The Draft proposed each token from **q**; the Target gives **p**. Slot *s* is accepted when "
-    "**u·q < p** (probability min(1, p/q)). The first rejection stops the chain: the correction token is "
-    "drawn from **max(p − q, 0)**, normalised. If every draft is accepted, the **bonus** is drawn from plain p.",
-    "Draft 按 **q** 提出每个 token，Target 给出 **p**。当 **u·q < p**（概率 min(1, p/q)）时接受该位置；"
-    "第一次拒绝即停止：从归一化的 **max(p − q, 0)**（residual）采样修正 token。若全部 Draft 被接受，"
-    "**bonus** 直接从 Target 分布 p 采样。"))
 
 sampling_page.require_algorithm(s, KEY, SLOT, STEP, ("chain_rejection",), "pq_example",
                                ("Load the p/q example", "加载 p/q 示例"), "w_chain_reset")
@@ -48,6 +41,14 @@ vocab = list(s.vocab)
 N = len(req.chain)
 VER = ui.scenario_version(SLOT)
 walk_box = st.container()  # the key picture first (filled once the run is known); editing below it
+# The page's explanation under the key picture (a projector has 720 px: the picture comes first).
+st.caption(tr(
+    "The Draft proposed each token from **q**; the Target gives **p**. Slot *s* is accepted when "
+    "**u·q < p** (probability min(1, p/q)). The first rejection stops the chain: the correction token is "
+    "drawn from **max(p − q, 0)**, normalised. If every draft is accepted, the **bonus** is drawn from plain p.",
+    "Draft 按 **q** 提出每个 token，Target 给出 **p**。当 **u·q < p**（概率 min(1, p/q)）时接受该位置；"
+    "第一次拒绝即停止：从归一化的 **max(p − q, 0)**（residual）采样修正 token。若全部 Draft 被接受，"
+    "**bonus** 直接从 Target 分布 p 采样。"))
 
 
 def _p_rows(sc_) -> list[list[float]]:

@@ -31,14 +31,6 @@ def _fig(name: str, *args, **kwargs):
 s = sampling_page.start(KEY, SLOT, PRESETS, step_version_key="sv_dspark_step_ver")
 
 st.title(tr("DSpark chain: correct_len", "DSpark 链式接受：correct_len"))
-st.caption(tr(
-    "DSpark verifies a **chain**: the anchor (last round's bonus) and γ drafts, T = γ + 1 rows. On a chain a prefix is "
-    "fixed by its length, so the Accept result is one number, **correct_len** = the leading run of drafts that match "
-    "the Target; **commit_lens = correct_len + 1** rows keep their KV and the same number of tokens are emitted "
-    "(accepted drafts + bonus).",
-    "DSpark 验证的是一条**链**：anchor（上一轮的 bonus）加 γ 个 Draft，共 T = γ + 1 行。链的前缀只用长度就能唯一确定，"
-    "所以 Accept 的结果就是一个数 **correct_len**：与 Target 一致的 Draft 前缀长度；"
-    "**commit_lens = correct_len + 1** 行保留 KV，同时输出同样数量的 token（被接受的 Draft + bonus）。"))
 
 sampling_page.require_algorithm(s, KEY, SLOT, STEP, ("dspark_greedy", "dspark_sampling"), "dspark_chain",
                                ("Load the DSpark example", "加载 DSpark 示例"), "w_ds_reset")
@@ -49,6 +41,15 @@ vocab = list(s.vocab)
 T = len(req.chain)
 greedy = s.algorithm == "dspark_greedy"
 walk_box = st.container()  # the key picture first (filled once the run is known); editing below it
+# The page's explanation under the key picture (a projector has 720 px: the picture comes first).
+st.caption(tr(
+    "DSpark verifies a **chain**: the anchor (last round's bonus) and γ drafts, T = γ + 1 rows. On a chain a prefix is "
+    "fixed by its length, so the Accept result is one number, **correct_len** = the leading run of drafts that match "
+    "the Target; **commit_lens = correct_len + 1** rows keep their KV and the same number of tokens are emitted "
+    "(accepted drafts + bonus).",
+    "DSpark 验证的是一条**链**：anchor（上一轮的 bonus）加 γ 个 Draft，共 T = γ + 1 行。链的前缀只用长度就能唯一确定，"
+    "所以 Accept 的结果就是一个数 **correct_len**：与 Target 一致的 Draft 前缀长度；"
+    "**commit_lens = correct_len + 1** 行保留 KV，同时输出同样数量的 token（被接受的 Draft + bonus）。"))
 
 
 def _synced(wkey: str, current):

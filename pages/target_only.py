@@ -32,15 +32,6 @@ def _fig(name: str, *args, **kwargs):
 s = sampling_page.start(KEY, SLOT, PRESETS, step_version_key="sv_to_step_ver")
 
 st.title(tr("Target-only tree sampling", "Target-only Tree Sampling（仅用 Target 分布的树采样）"))
-st.caption(tr(
-    "The walk scans each level's siblings (first child → next sibling) and adds up their **target** mass: "
-    "sibling *j* is accepted when **coin < prob_acc / threshold_acc** (or p ≥ threshold_single). One coin per level, "
-    "so the siblings split the 0..1 coin bar into buckets. A rejected sibling's p goes into the work buffer "
-    "`draft_probs`; if every sibling fails, the terminal token comes from **relu(p − buffer)**. No q anywhere.",
-    "遍历沿 first child → next sibling 扫描每层的兄弟节点，并累加它们的 **Target** 概率质量："
-    "当 **coin < prob_acc / threshold_acc**（或 p ≥ threshold_single）时接受第 *j* 个兄弟。每层只用一个随机数，"
-    "所以兄弟节点把 0..1 区间切成若干桶。被拒绝的兄弟把其 p 写入工作缓冲区 `draft_probs`；"
-    "若全部被拒，终止 token 从 **relu(p − buffer)** 采样。全程不使用 q。"))
 
 sampling_page.require_algorithm(s, KEY, SLOT, STEP, ("target_only",), "target_only_sampling",
                                ("Load the running example with p", "加载带 p 的教学例子"), "w_to_reset")
@@ -54,6 +45,16 @@ p_rows = [list(map(float, r)) for r in (req.target_probs if req.target_probs is 
 labels = [vocab[t] for t in tree.tokens]
 children = [tree.children(i) for i in range(n)]
 walk_box = st.container()  # the key picture first (filled once the run is known); editing below it
+# The page's explanation under the key picture (a projector has 720 px: the picture comes first).
+st.caption(tr(
+    "The walk scans each level's siblings (first child → next sibling) and adds up their **target** mass: "
+    "sibling *j* is accepted when **coin < prob_acc / threshold_acc** (or p ≥ threshold_single). One coin per level, "
+    "so the siblings split the 0..1 coin bar into buckets. A rejected sibling's p goes into the work buffer "
+    "`draft_probs`; if every sibling fails, the terminal token comes from **relu(p − buffer)**. No q anywhere.",
+    "遍历沿 first child → next sibling 扫描每层的兄弟节点，并累加它们的 **Target** 概率质量："
+    "当 **coin < prob_acc / threshold_acc**（或 p ≥ threshold_single）时接受第 *j* 个兄弟。每层只用一个随机数，"
+    "所以兄弟节点把 0..1 区间切成若干桶。被拒绝的兄弟把其 p 写入工作缓冲区 `draft_probs`；"
+    "若全部被拒，终止 token 从 **relu(p − buffer)** 采样。全程不使用 q。"))
 
 
 def _update(top: dict | None = None, **changes) -> bool:

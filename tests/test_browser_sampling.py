@@ -159,16 +159,53 @@ def test_target_only_in_chinese_with_a_64_node_tree(page, open_page, screenshot_
     _shot_from(page, screenshot_dir / "target_only_zh_64_nodes_walk.png", "逐步查看兄弟节点扫描")
 
 
+def _projector(page, width: int = 1280, height: int = 720) -> None:
+    """A projector's window, the sidebar collapsed."""
+    page.set_viewport_size({"width": width, "height": height})
+    collapse = page.locator('[data-testid="stSidebarCollapseButton"] button, [data-testid="stSidebarHeader"] button').first
+    if collapse.count():
+        page.locator('[data-testid="stSidebar"]').first.hover()  # the collapse arrow shows on hover
+        collapse.click(force=True)
+    page.wait_for_timeout(800)
+    assert page.locator('[data-testid="stSidebar"]').first.bounding_box()["width"] < 50 or \
+        page.locator('[data-testid="stSidebar"]').first.get_attribute("aria-expanded") == "false"
+
+
+def _fits(player, *selectors, height: int = 720) -> None:
+    """Each element of the player lies inside the window without scrolling (boxes are in the page's viewport)."""
+    for sel in selectors:
+        if sel == "[data-sv-table]" and not player.locator(sel).count():  # a frame without a table
+            continue
+        box = player.locator(sel).first.bounding_box()
+        assert box and box["y"] >= 0 and box["y"] + box["height"] <= height, (sel, box)
+
+
+@pytest.mark.parametrize("title,lang,shot", [("Target-only tree sampling", "en", "target_only"), ("DSpark chain", "zh", "dspark")])
+def test_key_picture_fits_a_projector(page, open_page, screenshot_dir, title, lang, shot):
+    """1280×720, sidebar collapsed: tree + accept_index/predicts (target-only), the window + correct_len +
+    commit (DSpark) are on screen without scrolling, at the last step (the outcome) and at step 1."""
+    _goto(page, open_page, title)
+    if lang == "zh":
+        page.get_by_text("简体中文").first.click()
+        wait_for_app(page)
+    _projector(page)
+    player = _player(page)
+    expect(player.locator("[data-sv-img]")).to_have_attribute("src", re.compile("^data:image/svg"), timeout=30_000)
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(screenshot_dir / f"{shot}_{lang}_1280x720_last.png"))
+    _fits(player, "[data-sv-img]", "[data-sv-rows]", "[data-sv-caption]", "[data-sv-table]")
+    _step(page, "first")
+    _step(page, "next")
+    page.screenshot(path=str(screenshot_dir / f"{shot}_{lang}_1280x720_step1.png"))
+    _fits(player, "[data-sv-img]", "[data-sv-rows]", "[data-sv-caption]")
+
+
 def test_chain_arrow_keys_step_in_the_browser(page, open_page, screenshot_dir):
     """→ anywhere on the chain page steps the player: the step text and caption change, the p/q test's
     verdict appears at its step, and the server runs no script (no rerun). At 1280×720 with the sidebar
     collapsed the chain, the p/q/coin table with its verdict and the caption are on screen without scrolling."""
     _goto(page, open_page, "Chain rejection sampling")
-    page.set_viewport_size({"width": 1280, "height": 720})
-    collapse = page.locator('[data-testid="stSidebarCollapseButton"] button, [data-testid="stSidebarHeader"] button').first
-    if collapse.count():
-        collapse.click()
-    page.wait_for_timeout(600)
+    _projector(page)
     player = _player(page)
     page.evaluate("""() => { window.__runs = 0; const app = document.querySelector('[data-testid="stApp"]');
         new MutationObserver(() => { if (app.getAttribute('data-test-script-state') === 'running') window.__runs++; })
@@ -190,7 +227,5 @@ def test_chain_arrow_keys_step_in_the_browser(page, open_page, screenshot_dir):
     page.keyboard.press("ArrowRight")
     assert page.evaluate("window.__runs") == 0, "a step must not rerun the page"
     # The key picture fits a projector: figure, table (verdict) and caption inside the 720 px window.
-    for sel in ("[data-sv-img]", "[data-sv-table]", "[data-sv-caption]"):
-        box = player.locator(sel).bounding_box()  # in the page's viewport (Playwright maps the iframe)
-        assert box and box["y"] >= 0 and box["y"] + box["height"] <= 720, (sel, box)
+    _fits(player, "[data-sv-img]", "[data-sv-table]", "[data-sv-caption]", "[data-sv-rows]")
     page.screenshot(path=str(screenshot_dir / "chain_sampling_1280x720_step3.png"))
