@@ -12,7 +12,7 @@ the click until the view shows the change:
 Prints median and p95 per interaction, the machine's load average before and after (the machine
 is shared: compare ratios inside one run), and writes JSON with ``--json``.
 
-Interactions: next step (greedy), back to first step (greedy), change a target prediction
+Interactions: next step (greedy; next_step_chain / _target_only / _dspark on those pages), back to first step (greedy), change a target prediction
 (greedy), add child (tree builder), move a coin slider (chain), page switch (greedy <-> chain),
 language switch, play speed (greedy, 2 steps/s for 6 steps) and the first visit of a page after
 the server reports healthy (one fresh server per page).
@@ -187,8 +187,8 @@ def goto(page, url: str) -> None:
     wait_for_app(page)
 
 
-def bench_next_step(page, base, repeats):
-    goto(page, f"{base}/greedy")
+def bench_next_step(page, base, repeats, path: str = "greedy"):
+    goto(page, f"{base}/{path}")
     out = []
     if current_step(page)[0] > 0:
         timed_step(page, "first")
@@ -314,7 +314,10 @@ def bench_first_visit(repeats, pages=("tree_builder", "chain_sampling", "greedy"
 
 
 BENCHES = {
-    "next_step": bench_next_step, "first_step": bench_first_step, "target_prediction": bench_target_prediction,
+    "next_step": bench_next_step,
+    "next_step_chain": lambda page, base, repeats: bench_next_step(page, base, repeats, "chain_sampling"),
+    "next_step_target_only": lambda page, base, repeats: bench_next_step(page, base, repeats, "target_only"),
+    "next_step_dspark": lambda page, base, repeats: bench_next_step(page, base, repeats, "dspark"), "first_step": bench_first_step, "target_prediction": bench_target_prediction,
     "add_child": bench_add_child, "coin_slider": bench_coin_slider, "page_switch": bench_page_switch,
     "language": bench_language, "play_speed_ratio": bench_play,
 }

@@ -263,7 +263,7 @@ def chain_frame(k: int) -> player.Frame:
     dot = sc.chain_dot(list(req.chain), view.states, bonus=bonus, hovers=hovers, slot_names=slot_names,
                        bonus_caption=ui.term("bonus"))
     tested = {e.node for e in seen if e.kind == "accept_test"}
-    table = [[tr("slot", "位置"), "draft", "p(x)", "q(x)", "u", "u·q", "u·q < p ?", tr("verdict", "结果")]]
+    table = [[tr("slot", "位置"), tr("draft", "Draft"), "p(x)", "q(x)", "u", "u·q", "u·q < p ?", tr("verdict", "结果")]]
     for j in range(1, N):
         d = test_of.get(j)
         here = view.focus == j and j not in tested

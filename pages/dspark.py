@@ -235,7 +235,7 @@ def ds_frame(k: int) -> player.Frame:
     else:
         states = steps.scan_view(typed[:k], T, chain=True, finish=False).states
         tested = {e.node for e in seen if e.kind == "accept_test"}
-        table = [["t", "draft", "p", "q", "u", "u·q", tr("verdict", "结果")]]
+        table = [["t", tr("draft", "Draft"), "p", "q", "u", "u·q", tr("verdict", "结果")]]
         for j in range(1, T):
             d = test_of.get(j)
             if d is None:
