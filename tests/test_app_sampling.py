@@ -308,3 +308,18 @@ def test_target_only_takes_the_tree_builder_tree():
     assert req["tree"]["parents"] == [-1, 0, 0, 1, 1, 2]
     assert req["target_probs"][0] == [0.5, 0.3, 0, 0, 0.2, 0] and req["target_probs"][5] == pytest.approx([1 / 6] * 6)
     assert "**A C X**" in _output(at)  # same coins on the shared nodes: the walk is unchanged
+
+
+@pytest.mark.parametrize("path,slider", [(CHAIN, "w_chain_coin0"), (TARGET_ONLY, "w_to_coin0"), (DSPARK, "w_ds_vlen")],
+                         ids=["chain", "target_only", "dspark"])
+def test_presentation_mode_folds_the_inputs_under_the_player(path, slider):
+    """Presentation mode: the player draws large (``present``), the inputs fold into a closed expander,
+    and the panels under the player say they show the end state."""
+    at = AppTest.from_file(path, default_timeout=TIMEOUT)
+    at.session_state["sv_present"] = True
+    at.run()
+    _clean(at)
+    assert _player(at)["present"] is True
+    folded = [e for e in at.expander if e.label.startswith("1. Inputs")]
+    assert folded and folded[0].slider(key=slider) is not None
+    assert any("the end state" in c.value for c in at.caption)
