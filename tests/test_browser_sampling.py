@@ -180,24 +180,28 @@ def _fits(player, *selectors, height: int = 720) -> None:
         assert box and box["y"] >= 0 and box["y"] + box["height"] <= height, (sel, box)
 
 
-@pytest.mark.parametrize("title,lang,shot", [("Target-only tree sampling", "en", "target_only"), ("DSpark chain", "zh", "dspark")])
-def test_key_picture_fits_a_projector(page, open_page, screenshot_dir, title, lang, shot):
-    """1280×720, sidebar collapsed: tree + accept_index/predicts (target-only), the window + correct_len +
-    commit (DSpark) are on screen without scrolling, at the last step (the outcome) and at step 1."""
+@pytest.mark.parametrize("title,lang,shot,size", [("Target-only tree sampling", "en", "target_only", (1280, 720)),
+                                                  ("DSpark chain", "zh", "dspark", (1280, 720)),
+                                                  ("Chain rejection sampling", "zh", "chain_sampling", (1920, 1080))])
+def test_key_picture_fits_a_projector(page, open_page, screenshot_dir, title, lang, shot, size):
+    """1280×720 (and 1920×1080), sidebar collapsed: tree + accept_index/predicts (target-only), the window +
+    correct_len + commit (DSpark), chain + p/q/coin table (chain) are on screen without scrolling, at the last
+    step (the outcome) and at step 1."""
     _goto(page, open_page, title)
     if lang == "zh":
         page.get_by_text("简体中文").first.click()
         wait_for_app(page)
-    _projector(page)
+    w, h = size
+    _projector(page, w, h)
     player = _player(page)
     expect(player.locator("[data-sv-img]")).to_have_attribute("src", re.compile("^data:image/svg"), timeout=30_000)
     page.wait_for_timeout(500)
-    page.screenshot(path=str(screenshot_dir / f"{shot}_{lang}_1280x720_last.png"))
-    _fits(player, "[data-sv-img]", "[data-sv-rows]", "[data-sv-caption]", "[data-sv-table]")
+    page.screenshot(path=str(screenshot_dir / f"{shot}_{lang}_{w}x{h}_last.png"))
+    _fits(player, "[data-sv-img]", "[data-sv-rows]", "[data-sv-caption]", "[data-sv-table]", height=h)
     _step(page, "first")
     _step(page, "next")
-    page.screenshot(path=str(screenshot_dir / f"{shot}_{lang}_1280x720_step1.png"))
-    _fits(player, "[data-sv-img]", "[data-sv-rows]", "[data-sv-caption]")
+    page.screenshot(path=str(screenshot_dir / f"{shot}_{lang}_{w}x{h}_step1.png"))
+    _fits(player, "[data-sv-img]", "[data-sv-rows]", "[data-sv-caption]", height=h)
 
 
 def test_chain_arrow_keys_step_in_the_browser(page, open_page, screenshot_dir):
