@@ -298,7 +298,7 @@ H200 = json.loads((Path(__file__).parent / "data" / "h200_gpu_tokens.json").read
 
 @pytest.mark.parametrize("i", range(len(H200["cases"])), ids=[f"{c['family']}-{c['V']}" for c in H200["cases"]])
 def test_gpu_order_draws_what_an_h200_drew(i):
-    """On an H200 (torch 2.11, triton 3.6; .gpuexp-style script in docs/sampling_numerics.md), SGLang's
+    """On an H200 (torch 2.11, triton 3.6; benchmarks/gpu_tokens_dump.py), SGLang's
     chain kernel and specviz's Triton kernels, compiled, drew these tokens from seeded fidelity cases
     with boundary coins. The reference in GPU order draws every one of them; in the interpreter's
     order it misses many (the reason the order is selectable)."""
