@@ -13,7 +13,7 @@ Two state machines (hypothesis ``RuleBasedStateMachine``):
   outputs, the retrieve table, the chosen language) equals what the engine computes from the
   scenario held in session state.
 
-Counts: ``TreeEdits`` 30 sequences x up to 30 actions (library calls, ~0.5 s total);
+Counts: ``TreeEdits`` 200 sequences x up to 30 actions (library calls);
 ``LivePages`` 5 sequences x up to 20 actions (each action is 1-3 AppTest reruns).
 The action counters are printed with ``-s``.
 """
@@ -104,7 +104,7 @@ class TreeEdits(RuleBasedStateMachine):
 
 
 TestTreeEdits = TreeEdits.TestCase
-TestTreeEdits.settings = settings(max_examples=30, stateful_step_count=30, deadline=None,
+TestTreeEdits.settings = settings(max_examples=200, stateful_step_count=30, deadline=None,
                                   suppress_health_check=list(HealthCheck))
 
 

@@ -34,9 +34,8 @@ chunks of ``1024 * gcd(4, V)`` tokens:
 the orders Triton's CPU interpreter uses for ``tl.sum`` and ``tl.cumsum`` (numpy's pairwise sum
 over the whole zero-padded block, and a sequential float32 scan), which is what SGLang's own
 Triton kernel computes under ``TRITON_INTERPRET=1`` and what specviz's oracle tests compare
-against. A GPU reduces a block as a warp tree instead; tokens then differ only where a running
-sum lands within a few float32 ulps of the threshold (measured and reported in
-docs/sampling_numerics.md). The FlashInfer kernel (CUB block reduce/scan) cannot run on a CPU;
+against. A compiled kernel on a GPU reduces a block as a warp tree instead; ``summation_order("gpu")``
+switches the reference to that order (measured bitwise on an H200; docs/sampling_numerics.md). The FlashInfer kernel (CUB block reduce/scan) cannot run on a CPU;
 the same two primitives stand in for its block reduction and block scan, while its structure
 (chunk size, mass test, early stop, last-valid fallback) is modelled exactly.
 """
@@ -82,9 +81,11 @@ def summation_order(order: str):
 
 
 def gpu_vector_width(V: int) -> int:
-    """Floats per thread per load (``sizePerThread``) of a block load from a row of length V: 4
-    when V is a multiple of 4 (16-byte aligned rows), else the largest power of two dividing V."""
-    return min(4, int(V) & -int(V))
+    """Floats per thread (``sizePerThread``) of a block load from rows of length V: 4 when V is a
+    multiple of 16 (Triton then knows every row start is 16-byte aligned and loads 4 floats at once),
+    else 1. Measured on an H200 for V = 7, 1000, 4096, 50000, 50257, 50258, 50260, 151936
+    (docs/sampling_numerics.md)."""
+    return 4 if int(V) % 16 == 0 else 1
 
 
 def _warp_tree(x: np.ndarray, offsets) -> np.ndarray:

@@ -107,7 +107,7 @@ def step_links(page: str, slot: str, step_key: str, count: int, extra: dict | No
     if count > 512:
         return None
     state = share_ui.current_state(page, slot, step_key, extra)
-    base = f"{share_ui._base_url()}/{page}?{QUERY_KEY}="
+    base = f"{share_ui.base_url()}/{page}?{QUERY_KEY}="
     try:
         return [base + encode_state(dataclasses.replace(state, step=k)) for k in range(count)]
     except SpecvizError:
