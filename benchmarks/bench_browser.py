@@ -13,7 +13,8 @@ Prints median and p95 per interaction, the machine's load average before and aft
 is shared: compare ratios inside one run), and writes JSON with ``--json``.
 
 Interactions: next step (greedy), back to first step (greedy), change a target prediction
-(greedy), add child (tree builder), move a coin slider (chain), page switch (greedy <-> chain),
+(greedy), add child and delete a node (tree builder), move a coin slider, type a p cell, switch
+the semantics (chain), switch the backend numpy <-> torch (greedy), page switch (greedy <-> chain),
 language switch, play speed (greedy, 2 steps/s for 6 steps) and the first visit of a page after
 the server reports healthy (one fresh server per page).
 """
@@ -253,6 +254,57 @@ def bench_coin_slider(page, base, repeats):
     return out
 
 
+def bench_delete_node(page, base, repeats):
+    """Tree builder: add a child (untimed), then time "Delete subtree" on it."""
+    goto(page, f"{base}/tree_builder")
+    out = []
+    for _ in range(repeats):
+        timed_rerun(page, page.get_by_role("button", name=re.compile("Add child|添加子节点")).first.click)
+        btn = page.get_by_role("button", name=re.compile("Delete subtree|删除子树")).first
+        out.append(timed_rerun(page, btn.click))
+    return out
+
+
+def bench_pq_cell(page, base, repeats):
+    """Chain page: type a new value into the p table's first cell (row 0, token A), Enter."""
+    goto(page, f"{base}/chain_sampling")
+    out = []
+    grid = page.locator('[data-testid="stDataFrame"]').first
+    for k in range(repeats):
+        grid.scroll_into_view_if_needed()
+        box = grid.bounding_box()
+        # The first data column sits right of the row labels; the first data row below the header (~35 px rows).
+        page.mouse.dblclick(box["x"] + box["width"] * 0.42, box["y"] + 35 * 1.5)
+        editor = page.locator(".gdg-input").first
+        editor.wait_for(timeout=10_000)
+        editor.fill(f"{0.31 + 0.01 * (k % 9):.2f}")  # a new value each time (the row then asks to be normalised)
+        out.append(timed_rerun(page, lambda: editor.press("Enter")))
+    return out
+
+
+def bench_semantics(page, base, repeats):
+    """Chain page: the semantics radio, 0.5.23 <-> earlier."""
+    goto(page, f"{base}/chain_sampling")
+    out = []
+    for k in range(repeats):
+        target = ["earlier", "0.5.23"][k % 2]
+        radio = page.locator('[data-testid="stRadio"]').filter(has_text="earlier").locator("label").filter(
+            has_text=re.compile("^" + re.escape(target) + "$")).first
+        radio.scroll_into_view_if_needed()
+        out.append(timed_rerun(page, radio.click))
+    return out
+
+
+def bench_backend(page, base, repeats):
+    """Greedy page: the sidebar backend select box, numpy <-> torch."""
+    goto(page, f"{base}/greedy")
+    out = []
+    for k in range(repeats):
+        opt = ["torch", "numpy (reference)"][k % 2]
+        out.append(timed_rerun(page, lambda: _select_option(page, r"^(Backend|后端)", opt)))
+    return out
+
+
 def bench_page_switch(page, base, repeats):
     goto(page, f"{base}/greedy")
     out = []
@@ -315,7 +367,8 @@ def bench_first_visit(repeats, pages=("tree_builder", "chain_sampling", "greedy"
 
 BENCHES = {
     "next_step": bench_next_step, "first_step": bench_first_step, "target_prediction": bench_target_prediction,
-    "add_child": bench_add_child, "coin_slider": bench_coin_slider, "page_switch": bench_page_switch,
+    "add_child": bench_add_child, "delete_node": bench_delete_node, "coin_slider": bench_coin_slider,
+    "pq_cell": bench_pq_cell, "semantics": bench_semantics, "backend": bench_backend, "page_switch": bench_page_switch,
     "language": bench_language, "play_speed_ratio": bench_play,
 }
 
