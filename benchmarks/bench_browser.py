@@ -318,8 +318,8 @@ def bench_page_switch(page, base, repeats):
 def bench_language(page, base, repeats):
     goto(page, f"{base}/greedy")
     out = []
-    for k in range(repeats):
-        target = ["简体中文", "English"][k % 2]
+    for _ in range(repeats):
+        target = "English" if "贪心" in page.locator("h1").first.inner_text() else "简体中文"  # the other language
         radio = page.locator('[data-testid="stSidebar"] label').filter(has_text=target).first
         out.append(timed_rerun(page, radio.click))
     return out
