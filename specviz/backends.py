@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.util
 import os
 from dataclasses import fields, is_dataclass, replace
 from types import SimpleNamespace
@@ -56,12 +57,12 @@ def _numpy_backend() -> SimpleNamespace:
 
 def triton_mode() -> str | None:
     """'gpu', 'interpreter', or None when Triton cannot run here."""
+    if os.environ.get("TRITON_INTERPRET") == "1":  # decided without importing torch (seconds): a label needs no GPU probe
+        return "interpreter" if importlib.util.find_spec("torch") is not None else None
     try:
         torch = _torch()
     except ImportError:
         return None
-    if os.environ.get("TRITON_INTERPRET") == "1":
-        return "interpreter"
     if torch.cuda.is_available():
         return "gpu"
     return None

@@ -93,3 +93,19 @@ def test_key_is_canonical_and_readable_and_can_leave_out_the_coins():
     assert engine.scenario_key(moved) != key
     assert engine.scenario_key(moved, zero_coins=True) == engine.scenario_key(s, zero_coins=True)
     assert scenario_from_json(engine.scenario_key(s, zero_coins=True)).requests[0].coins[0] == 0.0
+
+
+def test_badge_says_it_is_still_comparing_while_the_backends_load(monkeypatch):
+    """The first visit shows the numpy result at once; the badge never says "agree" before comparing."""
+    import threading
+
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setattr(ui, "_LOADED", threading.Event())  # as if torch / Triton were still importing
+    monkeypatch.setattr(ui, "BADGE_WAIT_S", 0.0)
+    monkeypatch.setattr(ui, "start_loading_backends", lambda: None)
+    at = AppTest.from_file(str(ROOT / "pages/greedy.py"), default_timeout=120).run()
+    assert not at.exception, at.exception
+    assert not any("All backends agree" in str(x.value) for x in at.success)
+    assert any("loading them" in str(i.value) for i in at.info), [i.value for i in at.info]
+    assert any("num_correct_drafts = 2" in str(m.value) for m in at.markdown)  # the reference result is there

@@ -32,6 +32,7 @@ import contextlib
 import hashlib
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -256,22 +257,63 @@ def scenario_io(slot: str = "tree", presets: list[str] | None = None) -> None:
 # Backends
 # -------------------------------------------------------------------------------------------
 
-@st.cache_resource(show_spinner=False)
-def available_backends() -> dict:
-    """Backend -> None when usable, else why not (cached for the server's life)."""
+# torch, Triton and the kernels take 1.5-2.5 s to import on this 2-core machine: more than a first
+# visit may take. The numpy reference needs none of them, so they load in a background thread
+# (started once the first page has been drawn, or as soon as a page needs another backend), and
+# the "all backends agree" badge waits for them: until then it says it is still comparing, and a
+# small fragment redraws the page once they are in. SPECVIZ_BADGE_WAIT_S (seconds, default 0)
+# lets a page wait that long for them instead (the tests set it, so AppTest sees the badge).
+BADGE_WAIT_S = float(os.environ.get("SPECVIZ_BADGE_WAIT_S", "0") or 0)
+_LOADED = threading.Event()
+_LOADER_LOCK = threading.Lock()
+_AVAILABLE: dict = {}
+
+
+def _load_backends() -> None:
     from specviz.backends import available_backends as avail
 
-    out = avail()  # imports torch, Triton and the kernels
+    try:
+        _AVAILABLE.update(avail())  # imports torch, Triton and the kernels
+    except Exception as exc:  # noqa: BLE001  never leave the pages waiting: numpy still works
+        from specviz.backends import BACKENDS
+
+        _AVAILABLE.update({b: (None if b == "numpy" else f"failed to load ({type(exc).__name__}: {exc})") for b in BACKENDS})
     freeze_import_heap()
-    return out
+    _LOADED.set()
+
+
+def start_loading_backends() -> None:
+    """Start importing torch / Triton / the kernels in the background (once per process)."""
+    with _LOADER_LOCK:
+        if getattr(start_loading_backends, "thread", None) is None:
+            th = threading.Thread(target=_load_backends, name="specviz-backends", daemon=True)
+            start_loading_backends.thread = th
+            th.start()
+
+
+def backends_loaded(wait: float = 0.0) -> bool:
+    """True when the backends are imported (waiting up to ``wait`` seconds, starting the import if needed)."""
+    if _LOADED.is_set():
+        return True
+    if wait > 0:
+        start_loading_backends()
+        return _LOADED.wait(wait)
+    return False
+
+
+def available_backends() -> dict:
+    """Backend -> None when usable, else why not (loaded once per process; waits for the import)."""
+    start_loading_backends()
+    _LOADED.wait()
+    return dict(_AVAILABLE)
 
 
 def freeze_import_heap() -> None:
     """Move every object alive now (the imported modules: Streamlit, pandas, torch, Triton) to the
-    garbage collector's permanent generation. A full collection then walks only what the sessions
-    allocate, not the ~270k objects of the libraries (0.25-0.3 s holding the GIL on this 2-core
-    machine, paid by every click while Streamlit ran gc.collect(2) after each script run).
-    Objects frozen here are module-level and live for the process anyway."""
+    garbage collector's permanent generation, once the backends are imported. A full collection
+    then walks only what the sessions allocate, not the ~270k objects of the libraries (0.25-0.3 s
+    holding the GIL on this 2-core machine, which every click paid while Streamlit ran
+    gc.collect(2) after each script run; .streamlit/config.toml now switches that off too)."""
     import gc
 
     gc.freeze()
@@ -284,6 +326,8 @@ def usable_backends() -> list[str]:
 def backend_label(name: str) -> str:
     from specviz.backends import backend_label as label
 
+    if name == "numpy" or not backends_loaded():  # no availability known yet: the plain label
+        return label(name)
     why = available_backends().get(name)
     return label(name) if why is None else f"{name} ({tr('unavailable', '不可用')})"
 
@@ -291,14 +335,17 @@ def backend_label(name: str) -> str:
 def backend() -> str:
     """The chosen backend (falls back to numpy when the chosen one cannot run here)."""
     name = st.session_state.get("sv_backend", "numpy")
+    if name == "numpy":
+        return name  # never waits for torch
     return name if available_backends().get(name) is None else "numpy"
 
 
 def backend_selector() -> str:
     """Sidebar select box of every backend; an unavailable one says why and numpy is used."""
-    names = list(available_backends())
-    name = widget(st.sidebar.selectbox, term("backend"), "sv_backend", "numpy", options=names, format_func=backend_label)
-    why = available_backends().get(name)
+    from specviz.backends import BACKENDS
+
+    name = widget(st.sidebar.selectbox, term("backend"), "sv_backend", "numpy", options=list(BACKENDS), format_func=backend_label)
+    why = available_backends().get(name) if name != "numpy" else None
     if why is not None:
         st.sidebar.warning(tr("{b} cannot run here: {why}. Using numpy.", "{b} 无法在此运行：{why}。改用 numpy。", b=name, why=why))
     return backend()
@@ -346,13 +393,33 @@ def compare(s: Scenario) -> dict:
 
 
 def backend_badge(s: Scenario) -> bool:
-    """The "all backends agree" badge for the current inputs; returns True when they agree."""
+    """The "all backends agree" badge for the current inputs; returns True when they agree.
+
+    While torch / Triton are still loading (the first seconds of a server) it says so instead and
+    redraws the page once they are in: it never says "agree" before the comparison has run."""
+    if not backends_loaded(BADGE_WAIT_S):
+        badge_pending()
+        return False
     try:
         diffs = compare(s)
     except SpecvizError as exc:
         show_error(exc)
         return False
     return badge(diffs)
+
+
+@st.fragment(run_every=0.5)
+def _await_backends() -> None:
+    start_loading_backends()
+    if _LOADED.is_set():
+        st.rerun(scope="app")  # now the page draws the real badge
+    st.info(tr("Comparing with the torch and Triton backends: loading them (the numpy reference result is shown)…",
+               "正在与 torch 和 Triton 后端比较：正在加载（先显示 numpy 参考实现的结果）…"), icon=":material/hourglass_top:")
+
+
+def badge_pending() -> None:
+    """The badge's place while the backends load: a note, redrawn every 0.5 s until they are in."""
+    _await_backends()
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
@@ -404,12 +471,18 @@ def compare_call(fn_name: str, *args, **kwargs) -> dict:
 
     Positional arguments are numpy arrays (converted to torch tensors for the other backends).
     """
+    if not backends_loaded(BADGE_WAIT_S):
+        return None  # badge(None): still loading
     args = tuple(np.asarray(a) if isinstance(a, (list, np.ndarray)) else a for a in args)
     return _compare_call(fn_name, args, kwargs, tuple(usable_backends()))
 
 
-def badge(diffs: dict, what: str = "") -> bool:
-    """Show the "all backends agree" badge for a ``compare`` / ``compare_call`` result."""
+def badge(diffs: dict | None, what: str = "") -> bool:
+    """Show the "all backends agree" badge for a ``compare`` / ``compare_call`` result (None: the
+    backends are still loading; a note that says so, redrawn until they are in)."""
+    if diffs is None:
+        badge_pending()
+        return False
     names = ", ".join(backend_label(b) for b in diffs)
     bad = {b: d for b, d in diffs.items() if d is not None}
     suffix = f" · {what}" if what else ""
@@ -560,7 +633,9 @@ def step_controls(key: str, num_frames: int, start: int = 0) -> int:
 
 
 def end_page() -> None:
-    """Advance any playing animation by one step after a pause, then rerun the page."""
+    """Advance any playing animation by one step after a pause, then rerun the page. Starts loading
+    the torch / Triton backends (in the background) once the first page has been drawn."""
+    start_loading_backends()
     for key in list(st.session_state.get("sv_playing_keys", ())):
         if not st.session_state.get(f"sv_play::{key}"):
             continue
