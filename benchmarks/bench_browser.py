@@ -131,10 +131,18 @@ def now(page) -> float:
     return page.evaluate("performance.now()")
 
 
-def timed_rerun(page, action, timeout=60_000) -> float:
+LOST: list[str] = []  # clicks that never started a rerun (counted and reported, not timed)
+
+
+def timed_rerun(page, action, timeout=20_000) -> float | None:
+    """Seconds from the click to the redrawn page; None (counted in LOST) when no rerun came."""
     t0 = now(page)
     action()
-    t1 = page.wait_for_function(RERUN_DONE_JS, arg=t0, timeout=timeout, polling="raf").json_value()
+    try:
+        t1 = page.wait_for_function(RERUN_DONE_JS, arg=t0, timeout=timeout, polling="raf").json_value()
+    except Exception:  # noqa: BLE001  playwright's TimeoutError: a lost click, reported as such
+        LOST.append(getattr(action, "__name__", "click"))
+        return None
     return (t1 - t0) / 1000
 
 
@@ -410,9 +418,10 @@ def main() -> None:
                 goto(page, f"{base}/chain_sampling")
                 goto(page, f"{base}/tree_builder")
                 for name in todo:
-                    results[name] = BENCHES[name](page, base, args.repeats)
+                    lost0 = len(LOST)
+                    results[name] = [x for x in BENCHES[name](page, base, args.repeats) if x is not None]
                     print(f"{name:24s} median {statistics.median(results[name]):6.3f}  p95 {p95(results[name]):6.3f}  "
-                          f"(n={len(results[name])})", flush=True)
+                          f"(n={len(results[name])}, lost clicks {len(LOST) - lost0})", flush=True)
                 browser.close()
         if "first_visit" in names:
             for k, v in bench_first_visit(args.repeats, pw=pw).items():
