@@ -32,10 +32,11 @@ def _torch():
 
 
 def to_torch(value):
-    """numpy arrays (and tuples / result dataclasses of them) -> torch tensors: the one conversion."""
-    torch = _torch()
+    """numpy arrays (and tuples / result dataclasses of them) -> torch tensors: the one conversion.
+    torch is imported only when there is an array to convert (the numpy backend's Monte Carlo
+    counts stay numpy, so a page running it never waits seconds for torch)."""
     if isinstance(value, np.ndarray):
-        return torch.from_numpy(np.ascontiguousarray(value))
+        return _torch().from_numpy(np.ascontiguousarray(value))
     if isinstance(value, tuple):
         return tuple(to_torch(v) for v in value)
     if is_dataclass(value) and type(value).__name__ != "SampleCounts":
