@@ -12,9 +12,10 @@ the click until the view shows the change:
 Prints median and p95 per interaction, the machine's load average before and after (the machine
 is shared: compare ratios inside one run), and writes JSON with ``--json``.
 
-Interactions: next step (greedy), back to first step (greedy), change a target prediction
-(greedy), add child and delete a node (tree builder), move a coin slider, type a p cell, switch
-the semantics (chain), switch the backend numpy <-> torch (greedy), page switch (greedy <-> chain),
+Interactions: next step (greedy; next_step_chain / _target_only / _dspark on those pages), back to
+first step (greedy), change a target prediction (greedy), add child and delete a node (tree builder),
+move a coin slider, type a p cell, switch the semantics (chain), switch the backend numpy <-> torch
+(greedy), page switch (greedy <-> chain),
 language switch, play speed (greedy, 2 steps/s for 6 steps) and the first visit of a page after
 the server reports healthy (one fresh server per page).
 """
@@ -189,6 +190,36 @@ def timed_step(page, which: str) -> float:
     return (t1 - t0) / 1000
 
 
+# In the player's own document: click "next", then wait for the frame after the redraw to be painted
+# (two animation frames). The time a click takes inside the browser, without Playwright's input round trip.
+INPAGE_NEXT_JS = """
+async () => {
+  const b = document.querySelector('[data-sv-btn="next"]'), s = document.querySelector('[data-sv-step]');
+  const before = s.textContent, t0 = performance.now();
+  b.click();
+  while (s.textContent === before) await new Promise(r => requestAnimationFrame(r));
+  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  return (performance.now() - t0) / 1000;
+}
+"""
+
+
+def bench_next_step_inpage(page, base, repeats, path: str = "chain_sampling"):
+    """next step in the player, timed inside the browser (click -> painted frame); None without a player."""
+    goto(page, f"{base}/{path}")
+    f = player_frame(page)
+    if f is None:
+        return [float("nan")]
+    f.click('[data-sv-btn="first"]')
+    out = []
+    for _ in range(repeats):
+        k, n, _ = current_step(page)
+        if k >= n:
+            f.click('[data-sv-btn="first"]')
+        out.append(f.evaluate(INPAGE_NEXT_JS))
+    return out
+
+
 def goto(page, url: str) -> None:
     page.goto(url, wait_until="domcontentloaded")
     wait_for_app(page)
@@ -196,8 +227,8 @@ def goto(page, url: str) -> None:
     wait_for_app(page)
 
 
-def bench_next_step(page, base, repeats):
-    goto(page, f"{base}/greedy")
+def bench_next_step(page, base, repeats, path: str = "greedy"):
+    goto(page, f"{base}/{path}")
     out = []
     if current_step(page)[0] > 0:
         timed_step(page, "first")
@@ -383,7 +414,13 @@ def bench_first_visit(repeats, pages=("tree_builder", "chain_sampling", "greedy"
 
 
 BENCHES = {
-    "next_step": bench_next_step, "first_step": bench_first_step, "target_prediction": bench_target_prediction,
+    "next_step": bench_next_step,
+    "next_step_chain": lambda page, base, repeats: bench_next_step(page, base, repeats, "chain_sampling"),
+    "next_step_target_only": lambda page, base, repeats: bench_next_step(page, base, repeats, "target_only"),
+    "next_step_dspark": lambda page, base, repeats: bench_next_step(page, base, repeats, "dspark"),
+    "next_step_chain_inpage": lambda page, base, repeats: bench_next_step_inpage(page, base, repeats, "chain_sampling"),
+    "next_step_target_only_inpage": lambda page, base, repeats: bench_next_step_inpage(page, base, repeats, "target_only"),
+    "first_step": bench_first_step, "target_prediction": bench_target_prediction,
     "add_child": bench_add_child, "delete_node": bench_delete_node, "coin_slider": bench_coin_slider,
     "pq_cell": bench_pq_cell, "semantics": bench_semantics, "backend": bench_backend, "page_switch": bench_page_switch,
     "language": bench_language, "play_speed_ratio": bench_play,

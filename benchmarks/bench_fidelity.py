@@ -9,7 +9,10 @@ rows and coins reach every code version); the backends come from ``--root`` (def
 checkout). Families: chain_plain / chain_residual (the chain sampler's bonus and residual draw,
 also run through SGLang's ``chain_speculative_sampling_triton`` where the wheel or ``.sglang/``
 is present), target_plain / target_residual (the target-only sampler: no SGLang Triton version).
-Coins: random, near0 (0 .. 4 ulps), near1 (1 - k*2**-24, k = 1..4).
+Coins: random, near0 (0 .. 4 ulps), near1 (1 - k*2**-24, k = 1..4), boundary (the threshold within 3
+ulps of a token's running-sum edge: where summation orders can disagree). Backend ``numpy_gpu`` is
+the reference in a compiled GPU kernel's order (``specviz.reference.cdf.summation_order("gpu")``);
+on an NVIDIA GPU (TRITON_INTERPRET unset) it is the one to compare with Triton and SGLang.
 
 Prints one line per (family, coins): the number of draws where each pair disagrees, and writes
 them to ``--json``. Under TRITON_INTERPRET=1 Triton and SGLang run in the interpreter (about
@@ -30,7 +33,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parents[1]
 PAIRS = (("numpy", "torch"), ("numpy", "triton"), ("torch", "triton"), ("numpy", "sglang"), ("torch", "sglang"),
-         ("triton", "sglang"))
+         ("triton", "sglang"), ("numpy_gpu", "triton"), ("numpy_gpu", "sglang"), ("numpy", "numpy_gpu"))
 
 
 def _cases_module():
@@ -47,7 +50,8 @@ def _init(root: str, backends: list[str]):
     sys.path.insert(0, root)
     from specviz.backends import get_backend  # noqa: PLC0415  (from --root)
     _STATE["cases"] = _cases_module()
-    _STATE["backends"] = {b: get_backend(b) for b in backends if b != "sglang"}
+    # "numpy_gpu": the reference in a compiled GPU kernel's order (specviz.reference.cdf.summation_order)
+    _STATE["backends"] = {b: get_backend("numpy" if b == "numpy_gpu" else b) for b in backends if b != "sglang"}
     if "sglang" in backends:
         from kernels import sglang_oracle  # noqa: PLC0415
         _STATE["sgl"] = sglang_oracle.load()
@@ -76,7 +80,12 @@ def _run_chunk(job):
     case = cases.make_case(np.random.default_rng(seed), family, rows, V, coin_kind)
     out = {}
     for name, be in _STATE["backends"].items():
-        out[name] = cases.draw(be, case)
+        if name == "numpy_gpu":
+            from specviz.reference.cdf import summation_order  # noqa: PLC0415  (from --root)
+            with summation_order("gpu"):
+                out[name] = cases.draw(be, case)
+        else:
+            out[name] = cases.draw(be, case)
     if "sgl" in _STATE and case["sampler"] == "chain":
         out["sglang"] = _sglang_draw(case["args"])
     return family, coin_kind, out

@@ -46,9 +46,30 @@ def coins(rng: np.random.Generator, rows: int, kind: str) -> np.ndarray:
     raise ValueError(kind)
 
 
+def boundary_coins(rng: np.random.Generator, dist: np.ndarray) -> np.ndarray:
+    """Coins whose threshold lands within 3 float32 ulps of a random token's running-sum edge: the
+    draws where two summation orders can disagree (the "boundary" coin kind). [rows, V] -> [rows]."""
+    rows, V = dist.shape
+    cs = np.cumsum(dist.astype(np.float64), axis=1)
+    k = rng.integers(V // 8, V - V // 8, size=rows) if V >= 8 else rng.integers(0, V, size=rows)
+    u = (cs[np.arange(rows), k] / cs[:, -1]).astype(F32)
+    steps = rng.integers(-3, 4, size=rows)
+    for i in range(rows):
+        for _ in range(abs(int(steps[i]))):
+            u[i] = np.nextafter(u[i], F32(0) if steps[i] < 0 else F32(1))
+    return np.minimum(u, ALMOST_ONE).astype(F32)
+
+
 def make_case(rng: np.random.Generator, family: str, rows: int, V: int, coin_kind: str) -> dict:
     """SGLang-form inputs for one family (numpy arrays) plus ``dist`` [rows, V], the terminal
     distribution the draw uses, and ``sampler`` ("chain" / "target_only")."""
+    case = _make_case(rng, family, rows, V, "random" if coin_kind == "boundary" else coin_kind)
+    if coin_kind == "boundary":
+        case["args"]["uniform_samples_for_final_sampling"] = boundary_coins(rng, case["dist"])
+    return case
+
+
+def _make_case(rng: np.random.Generator, family: str, rows: int, V: int, coin_kind: str) -> dict:
     p = dense_rows(rng, rows, V)
     uf = coins(rng, rows, coin_kind)
     ri1 = np.arange(rows, dtype=np.int64).reshape(rows, 1)

@@ -6,8 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from specviz import edits, steps
-from specviz.captions import caption as step_caption
+from specviz import captions, edits, steps
 from specviz import distributions as dist
 from specviz.engine import scenario_inputs, scenario_key
 from specviz.errors import SpecvizError
@@ -15,7 +14,7 @@ from specviz.frames import replay
 from specviz.render import sampling_charts as sc
 from specviz.scenario import scenario_from_json
 from specviz.ui import common as ui
-from specviz.ui import heavy, markup, sampling_page, share_ui
+from specviz.ui import heavy, markup, player, sampling_page, share_ui
 from specviz.safety import md_text as md
 
 SLOT = "chain"
@@ -33,13 +32,6 @@ def _fig(name: str, *args, **kwargs):
 s = sampling_page.start(KEY, SLOT, PRESETS, step_version_key="sv_chain_step_ver")
 
 st.title(tr("Chain rejection sampling: u·q < p", "链式拒绝采样（Classic Rejection Sampling）：u·q < p"))
-st.markdown(tr(
-    "The Draft proposed each token from **q**; the Target gives **p**. Slot *s* is accepted when "
-    "**u·q < p** (probability min(1, p/q)). The first rejection stops the chain: the correction token is "
-    "drawn from **max(p − q, 0)**, normalised. If every draft is accepted, the **bonus** is drawn from plain p.",
-    "Draft 按 **q** 提出每个 token，Target 给出 **p**。当 **u·q < p**（概率 min(1, p/q)）时接受该位置；"
-    "第一次拒绝即停止：从归一化的 **max(p − q, 0)**（residual）采样修正 token。若全部 Draft 被接受，"
-    "**bonus** 直接从 Target 分布 p 采样。"))
 
 sampling_page.require_algorithm(s, KEY, SLOT, STEP, ("chain_rejection",), "pq_example",
                                ("Load the p/q example", "加载 p/q 示例"), "w_chain_reset")
@@ -48,6 +40,15 @@ req = s.requests[0]
 vocab = list(s.vocab)
 N = len(req.chain)
 VER = ui.scenario_version(SLOT)
+walk_box = st.container()  # the key picture first (filled once the run is known); editing below it
+# The page's explanation under the key picture (a projector has 720 px: the picture comes first).
+st.caption(tr(
+    "The Draft proposed each token from **q**; the Target gives **p**. Slot *s* is accepted when "
+    "**u·q < p** (probability min(1, p/q)). The first rejection stops the chain: the correction token is "
+    "drawn from **max(p − q, 0)**, normalised. If every draft is accepted, the **bonus** is drawn from plain p.",
+    "Draft 按 **q** 提出每个 token，Target 给出 **p**。当 **u·q < p**（概率 min(1, p/q)）时接受该位置；"
+    "第一次拒绝即停止：从归一化的 **max(p − q, 0)**（residual）采样修正 token。若全部 Draft 被接受，"
+    "**bonus** 直接从 Target 分布 p 采样。"))
 
 
 def _p_rows(sc_) -> list[list[float]]:
@@ -113,112 +114,114 @@ def _set_coin0(value: float):
 # ---------------------------------------------------------------------------------------------
 # Inputs
 # ---------------------------------------------------------------------------------------------
-st.header(tr("1. Inputs", "1. 输入"))
-col_chain, col_coins = st.columns([3, 2], gap="large")
-with col_chain:
-    st.markdown(tr("**Draft chain** (root R first; slot *s* holds draft *s*)", "**Draft 链**（首位是 root R；位置 *s* 是第 *s* 个 Draft）"))
-    PER_ROW = 4  # a select box narrower than this cannot show its token
-    new_chain = list(req.chain)
-    for start in range(0, N, PER_ROW):
-        ccols = st.columns(PER_ROW)
-        for j, sl in enumerate(range(start, min(N, start + PER_ROW))):
-            if sl == 0:
-                with ccols[0]:
-                    markup.big_cell(tr("root", "根节点"), req.chain[0])
-                continue
-            k = _synced(f"w_chain_tok{sl}", req.chain[sl])
-            new_chain[sl] = ccols[j].selectbox(tr("slot {s}", "位置 {s}", s=sl), vocab, key=k)
-    if new_chain != list(req.chain):
-        if _update_request(chain=new_chain):
+edit_box = ui.editing_area(tr("1. Inputs", "1. 输入"))
+with edit_box:
+    st.header(tr("1. Inputs", "1. 输入"))
+    col_chain, col_coins = st.columns([3, 2], gap="large")
+    with col_chain:
+        st.markdown(tr("**Draft chain** (root R first; slot *s* holds draft *s*)", "**Draft 链**（首位是 root R；位置 *s* 是第 *s* 个 Draft）"))
+        PER_ROW = 4  # a select box narrower than this cannot show its token
+        new_chain = list(req.chain)
+        for start in range(0, N, PER_ROW):
+            ccols = st.columns(PER_ROW)
+            for j, sl in enumerate(range(start, min(N, start + PER_ROW))):
+                if sl == 0:
+                    with ccols[0]:
+                        markup.big_cell(tr("root", "根节点"), req.chain[0])
+                    continue
+                k = _synced(f"w_chain_tok{sl}", req.chain[sl])
+                new_chain[sl] = ccols[j].selectbox(tr("slot {s}", "位置 {s}", s=sl), vocab, key=k)
+        if new_chain != list(req.chain):
+            if _update_request(chain=new_chain):
+                st.rerun()
+        b1, b2, _ = st.columns([1, 1, 2])
+        if b1.button(tr("+ slot", "+ 位置"), key="w_chain_add", disabled=N >= 8):
+            uni = [round(1.0 / len(vocab), 6)] * len(vocab)
+            ok = _update_request(chain=list(req.chain) + [vocab[0]], target_probs=[list(r) for r in p_rows] + [uni],
+                                 draft_probs=[list(r) for r in req.draft_probs] + [list(p_rows[-1])],
+                                 coins=list(req.coins) + [0.5])
+            if ok:
+                st.rerun()
+        if b2.button(tr("− slot", "− 位置"), key="w_chain_del", disabled=N <= 2):
+            if _update_request(chain=list(req.chain)[:-1], target_probs=[list(r) for r in p_rows][:-1],
+                               draft_probs=[list(r) for r in req.draft_probs][:-1], coins=list(req.coins)[:-1]):
+                st.rerun()
+
+    with col_coins:
+        st.markdown(tr("**Coins** u ∈ [0, 1) — one per draft slot, plus u_final for the terminal draw",
+                       "**随机数** u ∈ [0, 1)：每个 Draft 位置一个，另有终止采样用的 u_final"))
+        for i in range(N - 1):
+            k = _synced(f"w_chain_coin{i}", float(req.coins[i]))
+            st.slider(tr("u[{i}]  (slot {s})", "u[{i}]  （位置 {s}）", i=i, s=i + 1), 0.0, 0.999, step=0.001, key=k, on_change=_on_coin(i), format="%.3f")
+        k = _synced("w_chain_coin_final", float(req.coin_final))
+        st.slider("u_final", 0.0, 0.999, step=0.001, key=k, on_change=_on_coin(-1), format="%.3f")
+        r1, r2 = st.columns([1, 1])
+        r1.number_input(tr("seed", "种子"), 0, 10**6, 0, key="w_chain_seed")
+        r2.button(tr("randomise coins", "随机生成"), key="w_chain_rand", on_click=_randomise, width="stretch", icon=":material/casino:")
+        st.caption(tr("Try u[0]:", "试试 u[0]："))
+        qc = st.columns(3)
+        qc[0].button(tr(".4 accept", ".4 接受"), key="w_chain_q1", on_click=_set_coin0(0.4), width="stretch",
+                     help=tr(".4 × .6 = .24 < .3", ".4 × .6 = .24 < .3"))
+        qc[1].button(tr(".5 edge", ".5 边界"), key="w_chain_q2", on_click=_set_coin0(0.5), width="stretch",
+                     help=tr(".5 × .6 = .3 is not < .3: the test is strict", ".5 × .6 = .3 不小于 .3：严格不等式"))
+        qc[2].button(tr(".7 reject", ".7 拒绝"), key="w_chain_q3", on_click=_set_coin0(0.7), width="stretch",
+                     help=tr(".7 × .6 = .42 ≥ .3", ".7 × .6 = .42 ≥ .3"))
+        if "sv_chain_err" in st.session_state:
+            f, d = st.session_state.pop("sv_chain_err")
+            st.error(f"**{f}**: {d}", icon=":material/warning:")
+
+    # p / q tables
+    def _table(name: str, rows, row_labels):
+        df = pd.DataFrame([list(r) for r in rows], columns=vocab, index=row_labels)
+        edited = st.data_editor(df, key=f"w_chain_{name}::{VER}", width="stretch",
+                                column_config={c: st.column_config.NumberColumn(c, min_value=None, step=0.01, format="%.3f") for c in vocab})
+        return [[float(v) if v == v else float("nan") for v in row] for row in edited.to_numpy().tolist()]
+
+
+    p_labels = [tr("row {i}: after {t}", "第 {i} 行：{t} 之后", i=i, t=req.chain[i]) for i in range(N)]
+    q_labels = [tr("slot {i}: proposed {t}", "位置 {i}：提出 {t}", i=i + 1, t=req.chain[i + 1]) for i in range(N - 1)]
+    tp, tq = st.columns(2, gap="large")
+    with tp:
+        st.markdown(tr("**p = target_probs** `[bs, N, V]` (Target distribution after each row)",
+                       "**p = target_probs** `[bs, N, V]`（每行之后的 Target 分布）"))
+        new_p = _table("p", p_rows, p_labels)
+    with tq:
+        st.markdown(tr("**q = draft_probs** `[bs, N−1, V]` (the distribution the Draft sampled slot s from)",
+                       "**q = draft_probs** `[bs, N−1, V]`（Draft 提出位置 s 时所用的分布）"))
+        new_q = _table("q", req.draft_probs, q_labels)
+
+
+    def _normalise():
+        p = st.session_state.pop("sv_chain_pending_p", None)
+        q = st.session_state.pop("sv_chain_pending_q", None)
+        _store(lambda cur: edits.normalised(cur, p, q))
+
+
+    if new_p != [list(map(float, r)) for r in p_rows] or new_q != [list(map(float, r)) for r in req.draft_probs]:
+        st.session_state["sv_chain_pending_p"] = new_p
+        st.session_state["sv_chain_pending_q"] = new_q
+        if _update_request(target_probs=new_p, draft_probs=new_q):
+            st.session_state.pop("sv_chain_pending_p", None)
+            st.session_state.pop("sv_chain_pending_q", None)
             st.rerun()
-    b1, b2, _ = st.columns([1, 1, 2])
-    if b1.button(tr("+ slot", "+ 位置"), key="w_chain_add", disabled=N >= 8):
-        uni = [round(1.0 / len(vocab), 6)] * len(vocab)
-        ok = _update_request(chain=list(req.chain) + [vocab[0]], target_probs=[list(r) for r in p_rows] + [uni],
-                             draft_probs=[list(r) for r in req.draft_probs] + [list(p_rows[-1])],
-                             coins=list(req.coins) + [0.5])
-        if ok:
-            st.rerun()
-    if b2.button(tr("− slot", "− 位置"), key="w_chain_del", disabled=N <= 2):
-        if _update_request(chain=list(req.chain)[:-1], target_probs=[list(r) for r in p_rows][:-1],
-                           draft_probs=[list(r) for r in req.draft_probs][:-1], coins=list(req.coins)[:-1]):
-            st.rerun()
-
-with col_coins:
-    st.markdown(tr("**Coins** u ∈ [0, 1) — one per draft slot, plus u_final for the terminal draw",
-                   "**随机数** u ∈ [0, 1)：每个 Draft 位置一个，另有终止采样用的 u_final"))
-    for i in range(N - 1):
-        k = _synced(f"w_chain_coin{i}", float(req.coins[i]))
-        st.slider(tr("u[{i}]  (slot {s})", "u[{i}]  （位置 {s}）", i=i, s=i + 1), 0.0, 0.999, step=0.001, key=k, on_change=_on_coin(i), format="%.3f")
-    k = _synced("w_chain_coin_final", float(req.coin_final))
-    st.slider("u_final", 0.0, 0.999, step=0.001, key=k, on_change=_on_coin(-1), format="%.3f")
-    r1, r2 = st.columns([1, 1])
-    r1.number_input(tr("seed", "种子"), 0, 10**6, 0, key="w_chain_seed")
-    r2.button(tr("randomise coins", "随机生成"), key="w_chain_rand", on_click=_randomise, width="stretch", icon=":material/casino:")
-    st.caption(tr("Try u[0]:", "试试 u[0]："))
-    qc = st.columns(3)
-    qc[0].button(tr(".4 accept", ".4 接受"), key="w_chain_q1", on_click=_set_coin0(0.4), width="stretch",
-                 help=tr(".4 × .6 = .24 < .3", ".4 × .6 = .24 < .3"))
-    qc[1].button(tr(".5 edge", ".5 边界"), key="w_chain_q2", on_click=_set_coin0(0.5), width="stretch",
-                 help=tr(".5 × .6 = .3 is not < .3: the test is strict", ".5 × .6 = .3 不小于 .3：严格不等式"))
-    qc[2].button(tr(".7 reject", ".7 拒绝"), key="w_chain_q3", on_click=_set_coin0(0.7), width="stretch",
-                 help=tr(".7 × .6 = .42 ≥ .3", ".7 × .6 = .42 ≥ .3"))
-    if "sv_chain_err" in st.session_state:
-        f, d = st.session_state.pop("sv_chain_err")
-        st.error(f"**{f}**: {d}", icon=":material/warning:")
-
-# p / q tables
-def _table(name: str, rows, row_labels):
-    df = pd.DataFrame([list(r) for r in rows], columns=vocab, index=row_labels)
-    edited = st.data_editor(df, key=f"w_chain_{name}::{VER}", width="stretch",
-                            column_config={c: st.column_config.NumberColumn(c, min_value=None, step=0.01, format="%.3f") for c in vocab})
-    return [[float(v) if v == v else float("nan") for v in row] for row in edited.to_numpy().tolist()]
+    def _on_semantics():
+        cur = ui.scenario(SLOT)
+        ui.set_scenario(SLOT, cur.replace(semantics=st.session_state["w_chain_sem"]))
 
 
-p_labels = [tr("row {i}: after {t}", "第 {i} 行：{t} 之后", i=i, t=req.chain[i]) for i in range(N)]
-q_labels = [tr("slot {i}: proposed {t}", "位置 {i}：提出 {t}", i=i + 1, t=req.chain[i + 1]) for i in range(N - 1)]
-tp, tq = st.columns(2, gap="large")
-with tp:
-    st.markdown(tr("**p = target_probs** `[bs, N, V]` (Target distribution after each row)",
-                   "**p = target_probs** `[bs, N, V]`（每行之后的 Target 分布）"))
-    new_p = _table("p", p_rows, p_labels)
-with tq:
-    st.markdown(tr("**q = draft_probs** `[bs, N−1, V]` (the distribution the Draft sampled slot s from)",
-                   "**q = draft_probs** `[bs, N−1, V]`（Draft 提出位置 s 时所用的分布）"))
-    new_q = _table("q", req.draft_probs, q_labels)
-
-
-def _normalise():
-    p = st.session_state.pop("sv_chain_pending_p", None)
-    q = st.session_state.pop("sv_chain_pending_q", None)
-    _store(lambda cur: edits.normalised(cur, p, q))
-
-
-if new_p != [list(map(float, r)) for r in p_rows] or new_q != [list(map(float, r)) for r in req.draft_probs]:
-    st.session_state["sv_chain_pending_p"] = new_p
-    st.session_state["sv_chain_pending_q"] = new_q
-    if _update_request(target_probs=new_p, draft_probs=new_q):
-        st.session_state.pop("sv_chain_pending_p", None)
-        st.session_state.pop("sv_chain_pending_q", None)
-        st.rerun()
-def _on_semantics():
-    cur = ui.scenario(SLOT)
-    ui.set_scenario(SLOT, cur.replace(semantics=st.session_state["w_chain_sem"]))
-
-
-nb, sb = st.columns([1, 1])
-nb.button(tr("Normalise rows (divide each row by its sum)", "归一化（每行除以其和）"), key="w_chain_norm", on_click=_normalise)
-sb.radio(tr("semantics", "语义版本"), ["0.5.23", "earlier"], key=_synced("w_chain_sem", s.semantics), horizontal=True,
-         on_change=_on_semantics,
-         help=tr("0.5.23 accepts only when 0 < q ≤ 1 and u·q < p, and zeroes q outside [0, 1] in the residual; earlier releases "
-                 "test u·q < p alone, so a proposal with q = 0 and p > 0 is accepted.",
-                 "0.5.23 仅在 0 < q ≤ 1 且 u·q < p 时接受，并在 residual 中把 [0, 1] 之外的 q 置 0；更早版本只检验 u·q < p，"
-                 "因此 q = 0 且 p > 0 的候选会被接受。"))
-with st.expander(tr("Edit p and q as text (paste rows: one row per line)", "以文本编辑 p 与 q（每行一个分布）")):
-    tx1, tx2 = st.columns(2)
-    p_text = tx1.text_area("target_probs (p)", dist.rows_to_text(p_rows), key=f"w_chain_ptext::{VER}", height=130)
-    q_text = tx2.text_area("draft_probs (q)", dist.rows_to_text(req.draft_probs), key=f"w_chain_qtext::{VER}", height=130)
-    st.button(tr("Apply the text", "应用文本"), key="w_chain_apply", on_click=_apply_text, args=(VER,))
+    nb, sb = st.columns([1, 1])
+    nb.button(tr("Normalise rows (divide each row by its sum)", "归一化（每行除以其和）"), key="w_chain_norm", on_click=_normalise)
+    sb.radio(tr("semantics", "语义版本"), ["0.5.23", "earlier"], key=_synced("w_chain_sem", s.semantics), horizontal=True,
+             on_change=_on_semantics,
+             help=tr("0.5.23 accepts only when 0 < q ≤ 1 and u·q < p, and zeroes q outside [0, 1] in the residual; earlier releases "
+                     "test u·q < p alone, so a proposal with q = 0 and p > 0 is accepted.",
+                     "0.5.23 仅在 0 < q ≤ 1 且 u·q < p 时接受，并在 residual 中把 [0, 1] 之外的 q 置 0；更早版本只检验 u·q < p，"
+                     "因此 q = 0 且 p > 0 的候选会被接受。"))
+    with st.expander(tr("Edit p and q as text (paste rows: one row per line)", "以文本编辑 p 与 q（每行一个分布）")):
+        tx1, tx2 = st.columns(2)
+        p_text = tx1.text_area("target_probs (p)", dist.rows_to_text(p_rows), key=f"w_chain_ptext::{VER}", height=130)
+        q_text = tx2.text_area("draft_probs (q)", dist.rows_to_text(req.draft_probs), key=f"w_chain_qtext::{VER}", height=130)
+        st.button(tr("Apply the text", "应用文本"), key="w_chain_apply", on_click=_apply_text, args=(VER,))
 
 # ---------------------------------------------------------------------------------------------
 # The run, step by step
@@ -234,74 +237,86 @@ for w in run.warnings:
     st.warning(w)
 ui.backend_badge(s)
 
-st.header(tr("2. Step through the Accept", "2. 逐步执行 Accept"))
 frames = replay(run.trace)
 events = run.trace.events
+typed = steps.typed_events(events)
+last = len(frames) - 1
 if st.session_state.get("sv_chain_step_ver") != ui.scenario_version(SLOT):  # new inputs: show their outcome first
     st.session_state["sv_chain_step_ver"] = ui.scenario_version(SLOT)
-    ui.set_step("chain", len(frames) - 1)
-cur = ui.step_controls(STEP, len(frames), start=len(frames) - 1)
-ui.legend()
-frame = frames[cur]
-seen = events[:cur]
-
-view = steps.scan_view(steps.typed_events(seen), N, chain=True, cut_after_reject=True, finish=False)
-states, focus_slot = view.states, view.focus
-bonus = vocab[view.bonus[1]] if view.bonus else None
+    ui.set_step(STEP, last)
+cur = min(ui.step(STEP), last)
+ui.mark_last(STEP, len(frames))
 test_of = {e.node: e.data for e in events if e.kind == "accept_test"}
 hovers = [f"root {req.chain[0]} (row 0)"] + [
     (f"slot {j}: {req.chain[j]}  p = {test_of[j]['p']:.4g}, q = {test_of[j]['q']:.4g}, u = {test_of[j]['coin']:.4g}"
      if j in test_of else f"slot {j}: {req.chain[j]} (never tested)") for j in range(1, N)]
+slot_names = ["root"] + [tr("slot {s}", "位置 {s}", s=j) for j in range(1, N)]
+res_ev = next((e for e in events if e.kind == "residual"), None)
+term_ev = next((e for e in events if e.kind == "terminal"), None)
 
 
-def _narrate(e) -> str:
-    """The step caption: the one caption function over the typed event."""
-    return step_caption(steps.typed(e) if e is not None else None, s, ui.lang(), esc=md)
+def chain_frame(k: int) -> player.Frame:
+    """The chain, the p/q/coin test of every slot (verdicts as far as step k) and the arrays after k events."""
+    seen = events[:k]
+    view = steps.scan_view(typed[:k], N, chain=True, cut_after_reject=True, finish=False)
+    bonus = vocab[view.bonus[1]] if view.bonus else None
+    dot = sc.chain_dot(list(req.chain), view.states, bonus=bonus, hovers=hovers, slot_names=slot_names,
+                       bonus_caption=ui.term("bonus"))
+    tested = {e.node for e in seen if e.kind == "accept_test"}
+    table = [[tr("slot", "位置"), tr("draft", "Draft"), "p(x)", "q(x)", "u", "u·q", "u·q < p ?", tr("verdict", "结果")]]
+    for j in range(1, N):
+        d = test_of.get(j)
+        here = view.focus == j and j not in tested
+        if d is None:
+            table.append([str(j), req.chain[j], "", "", f"{req.coins[j - 1]:.3f}", "", "", (tr("not reached", "未到达"), "discarded", "")])
+        elif j in tested:
+            ok = bool(d["accepted"])
+            state = "accepted" if ok else "rejected"
+            table.append([(str(j), "current" if view.focus == j else "", ""), req.chain[j],
+                          f"{d['p']:.3g}", f"{d['q']:.3g}", f"{d['coin']:.3f}", (f"{d['u_times_q']:.3g}", state, ""),
+                          (f"{d['u_times_q']:.3g} {'<' if d['u_times_q'] < d['p'] else '≥'} {d['p']:.3g}", state, d.get("rule", "")),
+                          (ui.term("accepted") if ok else ui.term("rejected"), state, f"min(1, p/q) = {d['accept_prob']:.3g}")])
+        else:
+            table.append([(str(j), "current" if here else "", ""), req.chain[j], f"{d['p']:.3g}", f"{d['q']:.3g}", f"{d['coin']:.3f}",
+                          "?", "?", ("…", "current" if here else "pending", "")])
+    rows = sampling_page.array_rows(frames[k].arrays, seen, vocab)
+    if res_ev is not None and any(e.kind == "residual" for e in seen):
+        values = res_ev.data["dist"]
+        total = float(sum(values))
+        chosen = term_ev.data["token"] if any(e is term_ev for e in seen) else None
+        src = tr("residual max(p − q, 0), normalised", "residual max(p − q, 0)，归一化") if res_ev.data.get("q") is not None \
+            else tr("plain p (every draft accepted)", "直接用 p（全部 Draft 被接受）")
+        rows.append(player.Row(tr("terminal draw at row {r}: {src}", "第 {r} 行的终止采样：{src}", r=res_ev.node, src=src),
+                               sampling_page.dist_chips(vocab, [v / total if total > 0 else 0.0 for v in values], chosen)))
+        rows.append(player.Row("u_final", [(f"{req.coin_final:.3f}", "compared" if chosen is None else "bonus",
+                                            tr("the inverse-CDF draw picks the first token whose cumulative mass exceeds u_final",
+                                               "逆 CDF 采样：选出累计质量首次超过 u_final 的 token"))]
+                               + ([f"→ {vocab[chosen]}"] if chosen is not None else [])))
+    caption = captions.plain(captions.caption(typed[k - 1] if k else None, s, ui.lang()))
+    return player.Frame(dot=dot, caption=caption, rows=rows, table=table,
+                        alt=tr("the draft chain at step {k}", "第 {k} 步的 Draft 链", k=k))
 
 
-ev = frame.event
-st.info(f"**{tr('Step', '步骤')} {cur}/{len(frames) - 1}** — " + _narrate(ev))
-chain_dot = sc.chain_dot(list(req.chain), states, bonus=bonus, hovers=hovers,
-                         slot_names=["root"] + [tr("slot {s}", "位置 {s}", s=j) for j in range(1, N)], bonus_caption=ui.term("bonus"))
-if N > 4:  # a long chain gets the full width above the charts
-    st.graphviz_chart(chain_dot, width="stretch")
-left, right = st.columns([2, 3], gap="large")
-with left:
-    if N <= 4:
-        st.graphviz_chart(chain_dot, width="content")
-    ai = frame.arrays["accept_index"].reshape(-1).tolist()
-    pr = frame.arrays["predicts"].reshape(-1).tolist()
-    ui.chip_row("accept_index", [ui.chip(v, "accepted" if v >= 0 else "pending", f"accept_index[0][{j}] = {v}") for j, v in enumerate(ai)])
-    written = {i for e in seen for (name, i, _) in e.writes if name == "predicts"}
-    ui.chip_row("predicts", [ui.chip(vocab[v], "accepted", f"predicts[{j}] = {v} ({vocab[v]})") if j in written and 0 <= v < len(vocab)
-                             else ui.chip("·", "pending", f"predicts[{j}]: not written (init {v})") for j, v in enumerate(pr)])
-step_fig = step_fig_what = None  # the chart of this step, for the export box
-with right:
-    if ev is not None and ev.kind in ("residual", "terminal", "commit"):
-        res_ev = next(e for e in events if e.kind == "residual")
-        term_ev = next(e for e in events if e.kind == "terminal")
-        k = res_ev.node
-        full = res_ev.data.get("q") is None
-        st.markdown(tr("**Terminal draw at row {k}** ({src})", "**第 {k} 行的终止采样**（{src}）", k=k, src=res_ev.data["source"]))
-        step_fig = _fig("residual_figure", vocab, p_rows[k], None if full else req.draft_probs[k],
-                        coin_final=req.coin_final if ev.kind != "residual" else None,
-                        chosen=term_ev.data["token"] if ev.kind != "residual" else None, bonus_from_p=full,
-                        text={"norm": tr("normalised", "归一化"), "cdf": tr("terminal draw", "终止采样"),
-                              "p": tr("p (target)", "p（Target）"), "q": tr("q (draft)", "q（Draft）")})
-        step_fig_what = tr("The terminal draw at row {k} (step {c})", "第 {k} 行的终止采样（第 {c} 步）", k=k, c=cur)
-        st.plotly_chart(step_fig, width="stretch", key="chain_residual_step")
-    elif focus_slot is not None:
-        d = test_of[focus_slot]
-        tested = any(e.kind == "accept_test" and e.node == focus_slot for e in seen)  # at "visit" the verdict is not out yet
-        st.markdown(tr("**Slot {s}: is {t} accepted?**", "**位置 {s}：{t} 是否被接受？**", s=focus_slot, t=req.chain[focus_slot]))
-        step_fig = _fig("accept_test_figure", d["p"], d["q"], d["coin"], token=req.chain[focus_slot],
-                        accepted=d["accepted"] if tested else None,
-                        text={"accept": tr("accept: u < p/q", "接受：u < p/q"), "reject": tr("reject", "拒绝"),
-                              "x": tr("coin u (0..1)", "随机数 u（0..1）")})
-        step_fig_what = tr("The accept test of slot {s} (step {c})", "位置 {s} 的接受检验（第 {c} 步）", s=focus_slot, c=cur)
-        st.plotly_chart(step_fig, width="stretch", key="chain_test_step")
-    else:
-        st.caption(tr("Press ▶ to test the first draft.", "按 ▶ 检验第一个 Draft。"))
+views = [chain_frame(k) for k in range(len(frames))]
+with walk_box:
+    st.subheader(tr("The Accept, step by step", "逐步执行 Accept"))
+    player.show(views, key=STEP, start=cur, links=player.step_links(KEY, SLOT, STEP, len(views)))
+    ui.legend()
+chain_dot = views[cur].dot
+
+st.header(tr("2. The end state: every slot at once", "2. 最终结果：所有位置一览"))
+sampling_page.end_state_note()
+step_fig = step_fig_what = None  # the terminal draw, for the export box
+if res_ev is not None and term_ev is not None:
+    k = res_ev.node
+    full = res_ev.data.get("q") is None
+    st.markdown(tr("**Terminal draw at row {k}** ({src})", "**第 {k} 行的终止采样**（{src}）", k=k, src=res_ev.data["source"]))
+    step_fig = _fig("residual_figure", vocab, p_rows[k], None if full else req.draft_probs[k],
+                    coin_final=req.coin_final, chosen=term_ev.data["token"], bonus_from_p=full,
+                    text={"norm": tr("normalised", "归一化"), "cdf": tr("terminal draw", "终止采样"),
+                          "p": tr("p (target)", "p（Target）"), "q": tr("q (draft)", "q（Draft）")})
+    step_fig_what = tr("The terminal draw at row {k}", "第 {k} 行的终止采样", k=k)
+    st.plotly_chart(step_fig, width="stretch", key="chain_residual_step")
 
 # Summary of every slot at once.
 rows = []

@@ -188,7 +188,7 @@ greedy_settings = replace(settings, algorithm="greedy", threshold_acc=1.0,
                           mistakes=tuple(m for m in settings.mistakes if m != "q_as_buffer"))
 tp = cached_tree_proof(prompt, settings)
 gp = cached_greedy_proof(prompt, greedy_settings)
-ok_word, fail_word = ui.tr("✅ holds", "✅ 成立"), ui.tr("❌ fails", "❌ 不成立")
+ok_word, fail_word = ui.tr("holds", "成立"), ui.tr("FAILS", "不成立")  # words: a table cell cannot show an icon font
 rows = [{ui.tr("proof", "证明"): ui.tr(*PROOF_NAMES["tree"]), ui.tr("result", "结果"): ok_word if tp.ok else fail_word,
          ui.tr("detail", "细节"): ui.tr("max |tree logits − sequential logits| = {d:.2e} (tolerance {t:g}); worst: round {r}, node {i}",
                                         "max |树前向 logits − 逐个前向 logits| = {d:.2e}（容差 {t:g}）；最大处：第 {r} 轮，节点 {i}",
@@ -198,6 +198,11 @@ rows = [{ui.tr("proof", "证明"): ui.tr(*PROOF_NAMES["tree"]), ui.tr("result", 
                                         "{m} 个投机贪心 token 对比 Target 自身贪心解码；首个不同：{f}",
                                         m=len(gp.speculative), f="—" if gp.ok else gp.first_divergence)}]
 st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+if tp.ok and gp.ok:
+    st.success(ui.tr("Both proofs hold on this prompt.", "两个证明在这个 prompt 上都成立。"), icon=":material/check_circle:")
+else:
+    st.warning(ui.tr("A proof fails with these settings: see the detail column.", "在当前设置下有证明不成立：见“细节”一列。"),
+               icon=":material/cancel:")
 if not gp.ok:
     f = gp.first_divergence
     st.markdown(ui.tr("Where the text diverges (greedy, token {f}):", "文本分叉处（贪心，第 {f} 个 token）：", f=f))

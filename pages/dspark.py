@@ -7,15 +7,14 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from specviz import edits, steps
-from specviz.captions import caption as step_caption
+from specviz import captions, edits, steps
 from specviz import distributions as dist
 from specviz.errors import SpecvizError
 from specviz.frames import replay
 from specviz.render import dspark_charts as dc
 from specviz.render import sampling_charts as sc
 from specviz.ui import common as ui
-from specviz.ui import markup, sampling_page, share_ui
+from specviz.ui import markup, player, sampling_page, share_ui
 from specviz.safety import md_text as md
 
 SLOT = "dspark"
@@ -32,14 +31,6 @@ def _fig(name: str, *args, **kwargs):
 s = sampling_page.start(KEY, SLOT, PRESETS, step_version_key="sv_dspark_step_ver")
 
 st.title(tr("DSpark chain: correct_len", "DSpark 链式接受：correct_len"))
-st.markdown(tr(
-    "DSpark verifies a **chain**: the anchor (last round's bonus) and γ drafts, T = γ + 1 rows. On a chain a prefix is "
-    "fixed by its length, so the Accept result is one number, **correct_len** = the leading run of drafts that match "
-    "the Target; **commit_lens = correct_len + 1** rows keep their KV and the same number of tokens are emitted "
-    "(accepted drafts + bonus).",
-    "DSpark 验证的是一条**链**：anchor（上一轮的 bonus）加 γ 个 Draft，共 T = γ + 1 行。链的前缀只用长度就能唯一确定，"
-    "所以 Accept 的结果就是一个数 **correct_len**：与 Target 一致的 Draft 前缀长度；"
-    "**commit_lens = correct_len + 1** 行保留 KV，同时输出同样数量的 token（被接受的 Draft + bonus）。"))
 
 sampling_page.require_algorithm(s, KEY, SLOT, STEP, ("dspark_greedy", "dspark_sampling"), "dspark_chain",
                                ("Load the DSpark example", "加载 DSpark 示例"), "w_ds_reset")
@@ -49,6 +40,16 @@ req = s.requests[0]
 vocab = list(s.vocab)
 T = len(req.chain)
 greedy = s.algorithm == "dspark_greedy"
+walk_box = st.container()  # the key picture first (filled once the run is known); editing below it
+# The page's explanation under the key picture (a projector has 720 px: the picture comes first).
+st.caption(tr(
+    "DSpark verifies a **chain**: the anchor (last round's bonus) and γ drafts, T = γ + 1 rows. On a chain a prefix is "
+    "fixed by its length, so the Accept result is one number, **correct_len** = the leading run of drafts that match "
+    "the Target; **commit_lens = correct_len + 1** rows keep their KV and the same number of tokens are emitted "
+    "(accepted drafts + bonus).",
+    "DSpark 验证的是一条**链**：anchor（上一轮的 bonus）加 γ 个 Draft，共 T = γ + 1 行。链的前缀只用长度就能唯一确定，"
+    "所以 Accept 的结果就是一个数 **correct_len**：与 Target 一致的 Draft 前缀长度；"
+    "**commit_lens = correct_len + 1** 行保留 KV，同时输出同样数量的 token（被接受的 Draft + bonus）。"))
 
 
 def _synced(wkey: str, current):
@@ -81,93 +82,95 @@ def _mode():
 # ---------------------------------------------------------------------------------------------
 # Inputs
 # ---------------------------------------------------------------------------------------------
-st.header(tr("1. Inputs", "1. 输入"))
-if "sv_ds_err" in st.session_state:
-    f, d = st.session_state.pop("sv_ds_err")
-    st.error(f"**{f}**: {d}", icon=":material/warning:")
-k = _synced("w_ds_mode", "greedy" if greedy else "sampling")
-st.radio(tr("Accept rule", "接受规则"), ["greedy", "sampling"], key=k, horizontal=True, on_change=_mode,
-         # option texts do not depend on the language (a widget's options stay stable when it switches)
-         format_func=lambda m: "greedy · target_predict" if m == "greedy" else "chain_rejection_sampling · p/q",
-         help=tr("greedy compares each draft with target_predict; sampling reuses the chain rejection sampler (p/q)",
-                 "Greedy 把每个 Draft 与 target_predict 比较；Sampling 复用链式拒绝采样（p/q）"))
+edit_box = ui.editing_area(tr("1. Inputs", "1. 输入"))
+with edit_box:
+    st.header(tr("1. Inputs", "1. 输入"))
+    if "sv_ds_err" in st.session_state:
+        f, d = st.session_state.pop("sv_ds_err")
+        st.error(f"**{f}**: {d}", icon=":material/warning:")
+    k = _synced("w_ds_mode", "greedy" if greedy else "sampling")
+    st.radio(tr("Accept rule", "接受规则"), ["greedy", "sampling"], key=k, horizontal=True, on_change=_mode,
+             # option texts do not depend on the language (a widget's options stay stable when it switches)
+             format_func=lambda m: "greedy · target_predict" if m == "greedy" else "chain_rejection_sampling · p/q",
+             help=tr("greedy compares each draft with target_predict; sampling reuses the chain rejection sampler (p/q)",
+                     "Greedy 把每个 Draft 与 target_predict 比较；Sampling 复用链式拒绝采样（p/q）"))
 
-c1, c2 = st.columns([3, 1], gap="large")
-with c1:
-    if greedy:
-        st.markdown(tr("**Draft chain** (anchor first) and, under each row t, the **Target's prediction after row t**",
-                       "**Draft 链**（首位为 anchor），每行 t 下方是 **Target 在第 t 行之后的预测**"))
-    else:
-        st.markdown(tr("**Draft chain** (anchor first); the Target's p and the Draft's q per row are below",
-                       "**Draft 链**（首位为 anchor）；每行的 Target p 与 Draft q 见下方"))
-    tp_labels = [vocab[t] for t in s.target_predict(0)] if greedy else None
-    PER_ROW = 5  # a select box narrower than this cannot show its token
-    for t in range(T):
-        if t % PER_ROW == 0:
-            cols = st.columns(PER_ROW)
-        with cols[t % PER_ROW]:
-            if t == 0:
-                markup.big_cell("t=0 anchor", req.chain[0])
-            else:
-                k = _synced(f"w_ds_draft{t}", req.chain[t])
-                st.selectbox(tr("t={t} draft", "t={t} Draft", t=t), vocab, key=k, on_change=_cb("chain", k, t))
-            if greedy:
-                k = _synced(f"w_ds_tp{t}", tp_labels[t])
-                st.selectbox(tr("target after t={t}", "t={t} 之后的 Target", t=t), vocab, key=k, on_change=_cb("target_predict", k, t))
-    b1, b2, _ = st.columns([1, 1, 2])
-    if greedy:
-        if b1.button(tr("+ draft", "+ Draft"), key="w_ds_add", disabled=T >= 10):
-            if _update(chain=list(req.chain) + [vocab[0]], target_predict=list(tp_labels) + [vocab[0]], verify_len=None):
-                st.rerun()
-        if b2.button(tr("− draft", "− Draft"), key="w_ds_del", disabled=T <= 2):
-            if _update(chain=list(req.chain)[:-1], target_predict=list(tp_labels)[:-1], verify_len=None):
-                st.rerun()
-    else:
-        sp = [list(map(float, r)) for r in (req.target_probs if req.target_probs is not None else s.target_probs(0).tolist())]
-        if b1.button(tr("+ draft", "+ Draft"), key="w_ds_add", disabled=T >= 8):
-            # The new draft proposes the first token; its q copies the previous last p row, its own p row is uniform.
-            uni = [1.0 / len(vocab)] * len(vocab)
-            if _update(chain=list(req.chain) + [vocab[0]], target_probs=sp + [uni], draft_probs=[list(r) for r in req.draft_probs] + [sp[-1]],
-                       coins=list(req.coins) + [0.5], verify_len=None):
-                st.rerun()
-        if b2.button(tr("− draft", "− Draft"), key="w_ds_del", disabled=T <= 2):
-            if _update(chain=list(req.chain)[:-1], target_probs=sp[:-1], draft_probs=[list(r) for r in req.draft_probs][:-1],
-                       coins=list(req.coins)[:-1], verify_len=None):
-                st.rerun()
-with c2:
-    k = _synced("w_ds_prefix", int(req.seq_len))
-    st.number_input(tr("prefix_lens (tokens already in KV)", "prefix_lens（已在 KV 中的 token 数）"), 0, 10**6, key=k,
-                    on_change=_cb("seq_len", k, cast=int))
-    k = _synced("w_ds_vlen", int(req.verify_len) if req.verify_len is not None else T)
-    st.slider(tr("verify_len (window cap; T = no cap)", "verify_len（验证窗口上限；T 表示不裁剪）"), 1, T, key=k,
-              on_change=_cb("verify_len", k, cast=lambda v: None if int(v) >= T else int(v)))
+    c1, c2 = st.columns([3, 1], gap="large")
+    with c1:
+        if greedy:
+            st.markdown(tr("**Draft chain** (anchor first) and, under each row t, the **Target's prediction after row t**",
+                           "**Draft 链**（首位为 anchor），每行 t 下方是 **Target 在第 t 行之后的预测**"))
+        else:
+            st.markdown(tr("**Draft chain** (anchor first); the Target's p and the Draft's q per row are below",
+                           "**Draft 链**（首位为 anchor）；每行的 Target p 与 Draft q 见下方"))
+        tp_labels = [vocab[t] for t in s.target_predict(0)] if greedy else None
+        PER_ROW = 5  # a select box narrower than this cannot show its token
+        for t in range(T):
+            if t % PER_ROW == 0:
+                cols = st.columns(PER_ROW)
+            with cols[t % PER_ROW]:
+                if t == 0:
+                    markup.big_cell("t=0 anchor", req.chain[0])
+                else:
+                    k = _synced(f"w_ds_draft{t}", req.chain[t])
+                    st.selectbox(tr("t={t} draft", "t={t} Draft", t=t), vocab, key=k, on_change=_cb("chain", k, t))
+                if greedy:
+                    k = _synced(f"w_ds_tp{t}", tp_labels[t])
+                    st.selectbox(tr("target after t={t}", "t={t} 之后的 Target", t=t), vocab, key=k, on_change=_cb("target_predict", k, t))
+        b1, b2, _ = st.columns([1, 1, 2])
+        if greedy:
+            if b1.button(tr("+ draft", "+ Draft"), key="w_ds_add", disabled=T >= 10):
+                if _update(chain=list(req.chain) + [vocab[0]], target_predict=list(tp_labels) + [vocab[0]], verify_len=None):
+                    st.rerun()
+            if b2.button(tr("− draft", "− Draft"), key="w_ds_del", disabled=T <= 2):
+                if _update(chain=list(req.chain)[:-1], target_predict=list(tp_labels)[:-1], verify_len=None):
+                    st.rerun()
+        else:
+            sp = [list(map(float, r)) for r in (req.target_probs if req.target_probs is not None else s.target_probs(0).tolist())]
+            if b1.button(tr("+ draft", "+ Draft"), key="w_ds_add", disabled=T >= 8):
+                # The new draft proposes the first token; its q copies the previous last p row, its own p row is uniform.
+                uni = [1.0 / len(vocab)] * len(vocab)
+                if _update(chain=list(req.chain) + [vocab[0]], target_probs=sp + [uni], draft_probs=[list(r) for r in req.draft_probs] + [sp[-1]],
+                           coins=list(req.coins) + [0.5], verify_len=None):
+                    st.rerun()
+            if b2.button(tr("− draft", "− Draft"), key="w_ds_del", disabled=T <= 2):
+                if _update(chain=list(req.chain)[:-1], target_probs=sp[:-1], draft_probs=[list(r) for r in req.draft_probs][:-1],
+                           coins=list(req.coins)[:-1], verify_len=None):
+                    st.rerun()
+    with c2:
+        k = _synced("w_ds_prefix", int(req.seq_len))
+        st.number_input(tr("prefix_lens (tokens already in KV)", "prefix_lens（已在 KV 中的 token 数）"), 0, 10**6, key=k,
+                        on_change=_cb("seq_len", k, cast=int))
+        k = _synced("w_ds_vlen", int(req.verify_len) if req.verify_len is not None else T)
+        st.slider(tr("verify_len (window cap; T = no cap)", "verify_len（验证窗口上限；T 表示不裁剪）"), 1, T, key=k,
+                  on_change=_cb("verify_len", k, cast=lambda v: None if int(v) >= T else int(v)))
 
-if not greedy:
-    p_rows = [list(map(float, r)) for r in (req.target_probs if req.target_probs is not None else s.target_probs(0).tolist())]
-    pc, qc, uc = st.columns([2, 2, 1.3], gap="medium")
-    with pc:
-        st.markdown("**p = target_probs** `[bs, T, V]`")
-        dfp = st.data_editor(pd.DataFrame(p_rows, columns=vocab, index=[f"t={i}: {req.chain[i]}" for i in range(T)]),
-                             key=f"w_ds_p::{VER}", width="stretch")
-    with qc:
-        st.markdown("**q = draft_probs** `[bs, γ, V]`")
-        dfq = st.data_editor(pd.DataFrame([list(map(float, r)) for r in req.draft_probs], columns=vocab,
-                                          index=[f"t={i + 1}: {req.chain[i + 1]}" for i in range(T - 1)]),
-                             key=f"w_ds_q::{VER}", width="stretch")
-    with uc:
-        for i in range(T - 1):
-            k = _synced(f"w_ds_coin{i}", float(req.coins[i]))
-            st.slider(f"u[{i}]", 0.0, 0.999, step=0.001, key=k, format="%.3f", on_change=_cb("coins", k, i, float))
-        k = _synced("w_ds_coin_final", float(req.coin_final))
-        st.slider("u_final", 0.0, 0.999, step=0.001, key=k, format="%.3f", on_change=_cb("coin_final", k, cast=float))
-    new_p = [[float(v) for v in r] for r in dfp.to_numpy().tolist()]
-    new_q = [[float(v) for v in r] for r in dfq.to_numpy().tolist()]
-    if new_p != p_rows or new_q != [list(map(float, r)) for r in req.draft_probs]:
-        if _update(target_probs=new_p, draft_probs=new_q):
-            st.rerun()
-    if st.button(tr("Normalise rows", "归一化"), key="w_ds_norm"):
-        if _update(target_probs=dist.normalise_rows(new_p), draft_probs=dist.normalise_rows(new_q)):
-            st.rerun()
+    if not greedy:
+        p_rows = [list(map(float, r)) for r in (req.target_probs if req.target_probs is not None else s.target_probs(0).tolist())]
+        pc, qc, uc = st.columns([2, 2, 1.3], gap="medium")
+        with pc:
+            st.markdown("**p = target_probs** `[bs, T, V]`")
+            dfp = st.data_editor(pd.DataFrame(p_rows, columns=vocab, index=[f"t={i}: {req.chain[i]}" for i in range(T)]),
+                                 key=f"w_ds_p::{VER}", width="stretch")
+        with qc:
+            st.markdown("**q = draft_probs** `[bs, γ, V]`")
+            dfq = st.data_editor(pd.DataFrame([list(map(float, r)) for r in req.draft_probs], columns=vocab,
+                                              index=[f"t={i + 1}: {req.chain[i + 1]}" for i in range(T - 1)]),
+                                 key=f"w_ds_q::{VER}", width="stretch")
+        with uc:
+            for i in range(T - 1):
+                k = _synced(f"w_ds_coin{i}", float(req.coins[i]))
+                st.slider(f"u[{i}]", 0.0, 0.999, step=0.001, key=k, format="%.3f", on_change=_cb("coins", k, i, float))
+            k = _synced("w_ds_coin_final", float(req.coin_final))
+            st.slider("u_final", 0.0, 0.999, step=0.001, key=k, format="%.3f", on_change=_cb("coin_final", k, cast=float))
+        new_p = [[float(v) for v in r] for r in dfp.to_numpy().tolist()]
+        new_q = [[float(v) for v in r] for r in dfq.to_numpy().tolist()]
+        if new_p != p_rows or new_q != [list(map(float, r)) for r in req.draft_probs]:
+            if _update(target_probs=new_p, draft_probs=new_q):
+                st.rerun()
+        if st.button(tr("Normalise rows", "归一化"), key="w_ds_norm"):
+            if _update(target_probs=dist.normalise_rows(new_p), draft_probs=dist.normalise_rows(new_q)):
+                st.rerun()
 
 # ---------------------------------------------------------------------------------------------
 # The accept, step by step
@@ -189,55 +192,99 @@ bonus = vocab[int(res["bonus"][0])]
 commit_lens = int(res["commit_lens"][0])
 vlen = int(run.inputs["verify_lens"][0])
 
-st.header(tr("2. Step through the Accept", "2. 逐步执行 Accept"))
 frames = replay(run.trace)
 events = run.trace.events
+typed = steps.typed_events(events)
+last = len(frames) - 1
 if st.session_state.get("sv_dspark_step_ver") != ui.scenario_version(SLOT):  # new inputs: show their outcome first
     st.session_state["sv_dspark_step_ver"] = ui.scenario_version(SLOT)
-    ui.set_step("dspark", len(frames) - 1)
-cur = ui.step_controls(STEP, len(frames), start=len(frames) - 1)
-ui.legend()
-seen = events[:cur]
-ev = frames[cur].event
-done = any(e.kind == "commit" for e in seen)
+    ui.set_step(STEP, last)
+cur = min(ui.step(STEP), last)
+ui.mark_last(STEP, len(frames))
+slot_names = ["anchor"] + [f"t={j}" for j in range(1, T)]
+matches = steps.dspark_matches(s) if greedy else None
+tp_ids = s.target_predict(0) if greedy else None
+test_of = {e.node: e.data for e in events if e.kind == "accept_test"}
+out_all = [vocab[int(x)] if 0 <= int(x) < len(vocab) else str(int(x)) for x in res["out_tokens"][0]]
 
 
-def _narrate(e) -> str:
-    """The step caption: the one caption function over the typed event."""
-    return step_caption(steps.typed(e) if e is not None else None, s, ui.lang(), esc=md)
+def ds_frame(k: int) -> player.Frame:
+    """The window (chain + per-row comparison), correct_len and the commit after k events."""
+    seen = events[:k]
+    done = any(e.kind == "commit" for e in seen)
+    bonus_seen = any(e.kind == "terminal" for e in seen)
+    if greedy:
+        walk = steps.walk_after(typed, k, T, 0, dspark=True)
+        states = [walk.states.get(i, "accepted" if i == 0 else "pending") for i in range(T)]
+        compared = {e.node for e in seen if e.kind == "compare"}
+        table = [["t", tr("verify row", "Verify 行"), tr("Target predicts after it", "Target 在其后的预测"),
+                  tr("next draft", "下一个 Draft"), tr("match?", "匹配？")]]
+        for t in range(T - 1):
+            node = t + 1
+            if node in compared:
+                counted = t < raw_len
+                if matches[t] and not counted:
+                    cell = (tr("(match) ignored", "（匹配）忽略"), "discarded", tr("after the first mismatch", "在第一次分歧之后"))
+                else:
+                    cell = (tr("match", "匹配") if matches[t] else tr("mismatch", "不匹配"), "accepted" if matches[t] else "rejected", "")
+            else:
+                cell = ("?", "current" if t == len(compared) else "pending", "")
+            cut = vlen < T and node >= vlen
+            table.append([str(t), req.chain[t], (vocab[int(tp_ids[t])], "compared" if node in compared else "", f"target_predict[{t}]"),
+                          (req.chain[node], "discarded" if cut else "", tr("outside the verify window", "在验证窗口之外") if cut else ""), cell])
+    else:
+        states = steps.scan_view(typed[:k], T, chain=True, finish=False).states
+        tested = {e.node for e in seen if e.kind == "accept_test"}
+        table = [["t", tr("draft", "Draft"), "p", "q", "u", "u·q", tr("verdict", "结果")]]
+        for j in range(1, T):
+            d = test_of.get(j)
+            if d is None:
+                table.append([str(j), req.chain[j], "", "", f"{req.coins[j - 1]:.3f}", "", (tr("not reached", "未到达"), "discarded", "")])
+            elif j in tested:
+                state = "accepted" if d["accepted"] else "rejected"
+                table.append([str(j), req.chain[j], f"{d['p']:.3g}", f"{d['q']:.3g}", f"{d['coin']:.3f}",
+                              (f"{d['u_times_q']:.3g}", state, ""), (ui.term("accepted") if d["accepted"] else ui.term("rejected"), state, "")])
+            else:
+                table.append([str(j), req.chain[j], f"{d['p']:.3g}", f"{d['q']:.3g}", f"{d['coin']:.3f}", "?", ("…", "pending", "")])
+    dot = sc.chain_dot(list(req.chain), states, bonus=bonus if bonus_seen else None, bonus_caption=ui.term("bonus"), slot_names=slot_names)
+    pend = ("—", "pending", tr("known when the Accept finishes", "Accept 结束时才知道"))
+    rows = [player.Row("correct_len", [(correct_len, "accepted", tr("the leading run of matching drafts", "连续匹配的 Draft 前缀长度"))
+                                       if done else pend] + ([f"({tr('uncapped', '未裁剪')} {raw_len})"] if done and raw_len != correct_len else [])),
+            player.Row("bonus", [(bonus, "bonus", "") if bonus_seen else pend]),
+            player.Row("commit_lens", [(commit_lens, "accepted", "correct_len + 1") if done else pend]),
+            player.Row("new_seq_lens", [(int(res["new_seq_lens"][0]), "accepted", f"prefix {req.seq_len} + commit_lens {commit_lens}")
+                                        if done else pend]),
+            player.Row(tr("output", "输出"), [(x, "bonus" if j == commit_lens - 1 else "accepted", "") for j, x in enumerate(out_all[:commit_lens])]
+                       if done else [pend])]
+    if vlen < T:
+        rows.append(player.Row("verify_len", [(vlen, "compared", tr("the verify window caps correct_len at verify_len − 1",
+                                                                     "验证窗口把 correct_len 限制在 verify_len − 1"))]))
+    caption = captions.plain(captions.caption(typed[k - 1] if k else None, s, ui.lang()))
+    return player.Frame(dot=dot, caption=caption, rows=rows, table=table, alt=tr("the DSpark chain at step {k}", "第 {k} 步的 DSpark 链", k=k))
 
 
-st.info(f"**{tr('Step', '步骤')} {cur}/{len(frames) - 1}** — " + _narrate(ev))
+views = [ds_frame(k) for k in range(len(frames))]
+with walk_box:
+    st.subheader(tr("The Accept, step by step", "逐步执行 Accept"))
+    player.show(views, key=STEP, start=cur, links=player.step_links(KEY, SLOT, STEP, len(views)))
+    ui.legend()
+step_dot = views[cur].dot
+sampling_page.end_state_note()
+step_fig = None
 if greedy:
-    tp_ids = s.target_predict(0)
-    window = list(req.chain)
-    matches = steps.dspark_matches(s)
-    compared = sum(1 for e in seen if e.kind == "compare")
-    step_fig = _fig("match_figure", window, [vocab[x] for x in tp_ids], matches, correct_len, raw_correct_len=raw_len,
-                    verify_len=vlen if vlen < T else None, compared=compared, show_result=done,
+    step_fig = _fig("match_figure", list(req.chain), [vocab[x] for x in tp_ids], matches, correct_len, raw_correct_len=raw_len,
+                    verify_len=vlen if vlen < T else None, compared=T - 1, show_result=True,
                     text={"row": tr("verify row (input)", "Verify 输入行"), "target": tr("Target predicts after it", "Target 在其后的预测"),
                           "draft": tr("next draft", "下一个 Draft"), "match": tr("match?", "匹配？"),
                           "ignored": tr("ignored: after a mismatch", "分歧之后：忽略")})
-    step_dot = None
     st.plotly_chart(step_fig, width="stretch", key="ds_match")
     ignored = [t + 1 for t in range(T - 1) if matches[t] and t >= raw_len + 1]
     if ignored:
         st.caption(tr("Draft(s) at row {r} match the target but come after the first mismatch: (✔) ignored — the leading run stops at the first ✘.",
                       "第 {r} 行的 Draft 虽与 Target 一致，但位于第一次分歧之后：(✔) 被忽略——前缀计数在第一个 ✘ 处停止。",
                       r=", ".join(map(str, ignored))))
-else:
-    states = steps.scan_view(steps.typed_events(seen), T, chain=True, finish=False).states
-    step_fig = None
-    step_dot = sc.chain_dot(list(req.chain), states, bonus=bonus if done else None, bonus_caption=ui.term("bonus"),
-                            slot_names=["anchor"] + [f"t={j}" for j in range(1, T)])
-    st.graphviz_chart(step_dot, width="content")
-    rows = [{"t": e.node, "draft": vocab[e.data["token"]], "p": e.data["p"], "q": e.data["q"], "u": e.data["coin"],
-             "u·q": e.data["u_times_q"], tr("verdict", "结果"): "✔" if e.data["accepted"] else "✘"}
-            for e in events if e.kind == "accept_test"]
-    if rows:
-        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
 
-st.header(tr("3. Lengths, the out-token buffer and the KV commit", "3. 长度、输出 buffer 与 KV 提交"))
+st.header(tr("2. Lengths, the out-token buffer and the KV commit", "2. 长度、输出 buffer 与 KV 提交"))
 m = st.columns(5)
 m[0].metric("correct_len", correct_len, delta=(f"−{raw_len - correct_len} (cap)" if raw_len != correct_len else None), delta_color="off")
 m[1].metric("bonus", bonus)
@@ -271,7 +318,7 @@ with kc:
 st.success(tr("Output this round: **{o}**; next anchor **{b}** at position {p}.", "本轮输出：**{o}**；下一轮 anchor 为 **{b}**，位置 {p}。",
               o=md(" ".join(out[:commit_lens])), b=md(bonus), p=int(res["new_seq_lens"][0])))
 
-st.header(tr("4. EAGLE tree vs DSpark chain", "4. EAGLE Tree 与 DSpark Chain 对照"))
+st.header(tr("3. EAGLE tree vs DSpark chain", "3. EAGLE Tree 与 DSpark Chain 对照"))
 st.table(pd.DataFrame({
     "": [tr("topology", "拓扑"), tr("how the path is found", "如何确定路径"), tr("Accept result", "Accept 结果"),
          tr("tokens emitted", "输出 token 数"), tr("rows whose KV is kept", "保留 KV 的行"), tr("the +1", "+1 的含义")],
@@ -288,5 +335,5 @@ st.caption(tr("A tree must say which rows were chosen (accept_index); on a chain
 ui.raw_tensors(ui.shaped(dict(run.inputs) | dict(run.result)))
 share_ui.sidebar_controls(KEY, s, slot=SLOT, step_key=STEP, dot=step_dot, fig=step_fig,
                           dot_what=tr("The chain at step {c}", "第 {c} 步的链", c=cur),
-                          fig_what=tr("The match chart (step {c})", "匹配图（第 {c} 步）", c=cur))
+                          fig_what=tr("The match chart (end state)", "匹配图（最终结果）"))
 ui.end_page()

@@ -7,8 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from specviz import edits, steps
-from specviz.captions import caption as step_caption
+from specviz import captions, edits, steps
 from specviz import distributions as dist
 from specviz.engine import scenario_inputs, scenario_key
 from specviz.errors import SpecvizError
@@ -16,7 +15,7 @@ from specviz.frames import replay
 from specviz.render import sampling_charts as sc
 from specviz.scenario import scenario_from_json
 from specviz.ui import common as ui
-from specviz.ui import heavy, sampling_page, share_ui
+from specviz.ui import heavy, player, sampling_page, share_ui
 from specviz.safety import md_text as md
 
 SLOT = "target_only"
@@ -33,15 +32,6 @@ def _fig(name: str, *args, **kwargs):
 s = sampling_page.start(KEY, SLOT, PRESETS, step_version_key="sv_to_step_ver")
 
 st.title(tr("Target-only tree sampling", "Target-only Tree Sampling（仅用 Target 分布的树采样）"))
-st.markdown(tr(
-    "The walk scans each level's siblings (first child → next sibling) and adds up their **target** mass: "
-    "sibling *j* is accepted when **coin < prob_acc / threshold_acc** (or p ≥ threshold_single). One coin per level, "
-    "so the siblings split the 0..1 coin bar into buckets. A rejected sibling's p goes into the work buffer "
-    "`draft_probs`; if every sibling fails, the terminal token comes from **relu(p − buffer)**. No q anywhere.",
-    "遍历沿 first child → next sibling 扫描每层的兄弟节点，并累加它们的 **Target** 概率质量："
-    "当 **coin < prob_acc / threshold_acc**（或 p ≥ threshold_single）时接受第 *j* 个兄弟。每层只用一个随机数，"
-    "所以兄弟节点把 0..1 区间切成若干桶。被拒绝的兄弟把其 p 写入工作缓冲区 `draft_probs`；"
-    "若全部被拒，终止 token 从 **relu(p − buffer)** 采样。全程不使用 q。"))
 
 sampling_page.require_algorithm(s, KEY, SLOT, STEP, ("target_only",), "target_only_sampling",
                                ("Load the running example with p", "加载带 p 的教学例子"), "w_to_reset")
@@ -54,6 +44,17 @@ VER = ui.scenario_version(SLOT)
 p_rows = [list(map(float, r)) for r in (req.target_probs if req.target_probs is not None else s.target_probs(0).tolist())]
 labels = [vocab[t] for t in tree.tokens]
 children = [tree.children(i) for i in range(n)]
+walk_box = st.container()  # the key picture first (filled once the run is known); editing below it
+# The page's explanation under the key picture (a projector has 720 px: the picture comes first).
+st.caption(tr(
+    "The walk scans each level's siblings (first child → next sibling) and adds up their **target** mass: "
+    "sibling *j* is accepted when **coin < prob_acc / threshold_acc** (or p ≥ threshold_single). One coin per level, "
+    "so the siblings split the 0..1 coin bar into buckets. A rejected sibling's p goes into the work buffer "
+    "`draft_probs`; if every sibling fails, the terminal token comes from **relu(p − buffer)**. No q anywhere.",
+    "遍历沿 first child → next sibling 扫描每层的兄弟节点，并累加它们的 **Target** 概率质量："
+    "当 **coin < prob_acc / threshold_acc**（或 p ≥ threshold_single）时接受第 *j* 个兄弟。每层只用一个随机数，"
+    "所以兄弟节点把 0..1 区间切成若干桶。被拒绝的兄弟把其 p 写入工作缓冲区 `draft_probs`；"
+    "若全部被拒，终止 token 从 **relu(p − buffer)** 采样。全程不使用 q。"))
 
 
 def _update(top: dict | None = None, **changes) -> bool:
@@ -109,50 +110,52 @@ def _use_builder_tree():
 # ---------------------------------------------------------------------------------------------
 # Inputs
 # ---------------------------------------------------------------------------------------------
-st.header(tr("1. Inputs", "1. 输入"))
-if "sv_to_err" in st.session_state:
-    f, d = st.session_state.pop("sv_to_err")
-    st.error(f"**{f}**: {d}", icon=":material/warning:")
-c_thr, c_coins = st.columns([1, 1], gap="large")
-with c_thr:
-    st.markdown(tr("**Thresholds** (server args; 1 = exact sampling)", "**阈值**（服务器参数；1 = 精确采样）"))
-    k = _synced("w_to_tacc", float(s.threshold_acc))
-    st.slider("threshold_acc", 0.05, 1.0, step=0.05, key=k, on_change=_cb_set(("top", "threshold_acc"), k))
-    k = _synced("w_to_tsingle", float(s.threshold_single))
-    st.slider("threshold_single", 0.0, 1.0, step=0.05, key=k, on_change=_cb_set(("top", "threshold_single"), k))
-    k = _synced("w_to_sem", s.semantics)
-    st.radio(tr("semantics", "语义版本"), ["0.5.23", "earlier"], key=k, horizontal=True, on_change=_cb_set(("top", "semantics"), k),
-             help=tr("0.5.23: accept iff p > 0 and (coin < prob_acc/t_acc or p ≥ t_single); earlier releases use <= and no p > 0 guard.",
-                     "0.5.23：当 p > 0 且 (coin < prob_acc/t_acc 或 p ≥ t_single) 时接受；更早版本用 <=，且没有 p > 0 保护。"))
-    st.button(tr("Use the tree from the Tree builder", "使用“构建验证树”页面的树"), key="w_to_usetree", on_click=_use_builder_tree)
-with c_coins:
-    inner = [i for i in range(n) if children[i]]
-    st.markdown(tr("**Coins**: u[i] is used for the children of node i (after node i is accepted); u_final for the terminal draw",
-                   "**随机数**：u[i] 用于节点 i 被接受后扫描其子节点；u_final 用于终止采样"))
-    with st.container(height=330 if len(inner) > 4 else "content", border=False):
-        for i in inner:
-            k = _synced(f"w_to_coin{i}", float(req.coins[i]))
-            st.slider(tr("u[{i}] — children of node {i} ({t})", "u[{i}] — 节点 {i}（{t}）的子节点", i=i, t=md(labels[i])), 0.0, 0.999,
-                      step=0.001, key=k, format="%.3f", on_change=_cb_set(("req", "coins", i), k))
-    k = _synced("w_to_coin_final", float(req.coin_final))
-    st.slider("u_final", 0.0, 0.999, step=0.001, key=k, format="%.3f", on_change=_cb_set(("req", "coin_final"), k))
-    r1, r2 = st.columns(2)
-    r1.number_input(tr("seed", "种子"), 0, 10**6, 0, key="w_to_seed")
-    r2.button(tr("randomise coins", "随机生成"), key="w_to_rand", on_click=_randomise, width="stretch", icon=":material/casino:")
+edit_box = ui.editing_area(tr("1. Inputs", "1. 输入"))
+with edit_box:
+    st.header(tr("1. Inputs", "1. 输入"))
+    if "sv_to_err" in st.session_state:
+        f, d = st.session_state.pop("sv_to_err")
+        st.error(f"**{f}**: {d}", icon=":material/warning:")
+    c_thr, c_coins = st.columns([1, 1], gap="large")
+    with c_thr:
+        st.markdown(tr("**Thresholds** (server args; 1 = exact sampling)", "**阈值**（服务器参数；1 = 精确采样）"))
+        k = _synced("w_to_tacc", float(s.threshold_acc))
+        st.slider("threshold_acc", 0.05, 1.0, step=0.05, key=k, on_change=_cb_set(("top", "threshold_acc"), k))
+        k = _synced("w_to_tsingle", float(s.threshold_single))
+        st.slider("threshold_single", 0.0, 1.0, step=0.05, key=k, on_change=_cb_set(("top", "threshold_single"), k))
+        k = _synced("w_to_sem", s.semantics)
+        st.radio(tr("semantics", "语义版本"), ["0.5.23", "earlier"], key=k, horizontal=True, on_change=_cb_set(("top", "semantics"), k),
+                 help=tr("0.5.23: accept iff p > 0 and (coin < prob_acc/t_acc or p ≥ t_single); earlier releases use <= and no p > 0 guard.",
+                         "0.5.23：当 p > 0 且 (coin < prob_acc/t_acc 或 p ≥ t_single) 时接受；更早版本用 <=，且没有 p > 0 保护。"))
+        st.button(tr("Use the tree from the Tree builder", "使用“构建验证树”页面的树"), key="w_to_usetree", on_click=_use_builder_tree)
+    with c_coins:
+        inner = [i for i in range(n) if children[i]]
+        st.markdown(tr("**Coins**: u[i] is used for the children of node i (after node i is accepted); u_final for the terminal draw",
+                       "**随机数**：u[i] 用于节点 i 被接受后扫描其子节点；u_final 用于终止采样"))
+        with st.container(height=330 if len(inner) > 4 else "content", border=False):
+            for i in inner:
+                k = _synced(f"w_to_coin{i}", float(req.coins[i]))
+                st.slider(tr("u[{i}] — children of node {i} ({t})", "u[{i}] — 节点 {i}（{t}）的子节点", i=i, t=md(labels[i])), 0.0, 0.999,
+                          step=0.001, key=k, format="%.3f", on_change=_cb_set(("req", "coins", i), k))
+        k = _synced("w_to_coin_final", float(req.coin_final))
+        st.slider("u_final", 0.0, 0.999, step=0.001, key=k, format="%.3f", on_change=_cb_set(("req", "coin_final"), k))
+        r1, r2 = st.columns(2)
+        r1.number_input(tr("seed", "种子"), 0, 10**6, 0, key="w_to_seed")
+        r2.button(tr("randomise coins", "随机生成"), key="w_to_rand", on_click=_randomise, width="stretch", icon=":material/casino:")
 
-st.markdown(tr("**p = target_probs** `[bs, n, V]`: row i is the Target distribution after node i",
-               "**p = target_probs** `[bs, n, V]`：第 i 行是节点 i 之后的 Target 分布"))
-row_labels = [tr("node {i}: after {t}", "节点 {i}：{t} 之后", i=i, t=labels[i]) for i in range(n)]
-df = pd.DataFrame(p_rows, columns=vocab, index=row_labels)
-edited = st.data_editor(df, key=f"w_to_p::{VER}", width="stretch", height=min(440, 44 + 36 * (n + 1)),
-                        column_config={c: st.column_config.NumberColumn(c, step=0.01, format="%.3f") for c in vocab})
-new_p = [[float(v) for v in row] for row in edited.to_numpy().tolist()]
-if new_p != p_rows:
-    st.session_state["sv_to_pending_p"] = new_p
-    if _update(target_probs=new_p):
-        st.session_state.pop("sv_to_pending_p", None)
-        st.rerun()
-st.button(tr("Normalise rows (divide each row by its sum)", "归一化（每行除以其和）"), key="w_to_norm", on_click=_normalise)
+    st.markdown(tr("**p = target_probs** `[bs, n, V]`: row i is the Target distribution after node i",
+                   "**p = target_probs** `[bs, n, V]`：第 i 行是节点 i 之后的 Target 分布"))
+    row_labels = [tr("node {i}: after {t}", "节点 {i}：{t} 之后", i=i, t=labels[i]) for i in range(n)]
+    df = pd.DataFrame(p_rows, columns=vocab, index=row_labels)
+    edited = st.data_editor(df, key=f"w_to_p::{VER}", width="stretch", height=min(440, 44 + 36 * (n + 1)),
+                            column_config={c: st.column_config.NumberColumn(c, step=0.01, format="%.3f") for c in vocab})
+    new_p = [[float(v) for v in row] for row in edited.to_numpy().tolist()]
+    if new_p != p_rows:
+        st.session_state["sv_to_pending_p"] = new_p
+        if _update(target_probs=new_p):
+            st.session_state.pop("sv_to_pending_p", None)
+            st.rerun()
+    st.button(tr("Normalise rows (divide each row by its sum)", "归一化（每行除以其和）"), key="w_to_norm", on_click=_normalise)
 
 # ---------------------------------------------------------------------------------------------
 # The walk
@@ -168,87 +171,93 @@ for w in run.warnings:
 ui.backend_badge(s)
 
 VER_NOW = ui.scenario_version(SLOT)
-st.header(tr("2. Step through the sibling scan", "2. 逐步查看兄弟节点扫描"))
 frames = replay(run.trace)
 events = run.trace.events
+typed = steps.typed_events(events)
+last = len(frames) - 1
 if st.session_state.get("sv_to_step_ver") != VER_NOW:  # new inputs: show their outcome first (the last frame)
     st.session_state["sv_to_step_ver"] = VER_NOW
-    ui.set_step("target_only", len(frames) - 1)
-cur = ui.step_controls(STEP, len(frames), start=len(frames) - 1)
-ui.legend()
-frame = frames[cur]
-seen = events[:cur]
-ev = frame.event
-
-view = steps.scan_view(steps.typed_events(seen), n, parents=tree.parents)
-states, parent, current_child = view.states, view.parent, view.focus
-bonus = (view.bonus[0], vocab[view.bonus[1]]) if view.bonus else None
-captions = ["" if i == 0 else f"p={p_rows[tree.parents[i]][tree.tokens[i]]:.3g}" for i in range(n)]
+    ui.set_step(STEP, last)
+cur = min(ui.step(STEP), last)
+ui.mark_last(STEP, len(frames))
+BIG = n > 12  # a big tree shows the walk's path and the siblings it scanned; the rest is folded
+node_caps = ["" if i == 0 else f"p={p_rows[tree.parents[i]][tree.tokens[i]]:.3g}" for i in range(n)]
 hovers = [f"node {i} ({labels[i]}), row {i}" + ("" if i == 0 else f": p(row {tree.parents[i]})[{labels[i]}] = "
                                               f"{p_rows[tree.parents[i]][tree.tokens[i]]:.4g}, coin u[{tree.parents[i]}] = {req.coins[tree.parents[i]]:.4g}")
           for i in range(n)]
+res_ev = next((e for e in events if e.kind == "residual"), None)
+term_ev = next((e for e in events if e.kind == "terminal"), None)
+skip_zero = len(vocab) > 10  # a large vocabulary: only the tokens with mass
 
 
-def _narrate(e) -> str:
-    """The step caption: the one caption function over the typed event."""
-    return step_caption(steps.typed(e) if e is not None else None, s, ui.lang(), esc=md)
-
-
-st.info(f"**{tr('Step', '步骤')} {cur}/{len(frames) - 1}** — " + _narrate(ev))
-BIG = n > 12  # a big tree gets the full width above the charts; a small one sits beside them
-path = [i for i in range(n) if states[i] == "accepted"] + [parent]
-shown = set(path) | {c for i in path for c in children[i]} if BIG else None
-tree_dot = sc.sampling_tree_dot(list(tree.parents), labels, states, hovers=hovers, captions=captions,
-                                bonus=bonus, bonus_caption=ui.term("bonus"), show=shown, more_caption=tr("more", "个节点"))
-if BIG:
-    st.graphviz_chart(tree_dot, width="stretch")
-left, right = st.columns([2, 3], gap="large")
-with left:
-    if not BIG:
-        st.graphviz_chart(tree_dot, width="stretch")
-    ai = frame.arrays["accept_index"].reshape(-1).tolist()
-    pr = frame.arrays["predicts"].reshape(-1).tolist()
-    ui.chip_row("accept_index", [ui.chip(v, "accepted" if v >= 0 else "pending", f"accept_index[0][{j}] = {v}") for j, v in enumerate(ai)])
-    written = {i for e in seen for (name, i, _) in e.writes if name == "predicts"}
-    if n <= 12:
-        ui.chip_row("predicts", [ui.chip(vocab[v], "accepted", f"predicts[{j}] = {v} ({vocab[v]})") if j in written and 0 <= v < len(vocab)
-                                 else ui.chip("·", "pending", f"predicts[{j}]: not written (init {v})") for j, v in enumerate(pr)])
-    else:  # 64 chips would bury the few that matter: list the rows written so far
-        ui.chip_row(tr("predicts (rows written)", "predicts（已写入的行）"),
-                    [ui.chip(f"{j}→{vocab[pr[j]]}", "accepted", f"predicts[{j}] = {pr[j]} ({vocab[pr[j]]})") for j in sorted(written)]
-                    or [ui.chip("·", "pending", tr("nothing written yet", "尚未写入"))])
-with right:
-    step_fig = step_fig_what = None  # the chart of this step, for the export box
+def to_frame(k: int) -> player.Frame:
+    """The tree, the level scan (coin against the siblings' buckets), the work buffer and the arrays after k events."""
+    seen = events[:k]
+    view = steps.scan_view(typed[:k], n, parents=tree.parents)
+    states, parent = view.states, view.parent
+    bonus = (view.bonus[0], vocab[view.bonus[1]]) if view.bonus else None
+    path = [i for i in range(n) if states[i] == "accepted"] + [parent]
+    shown = set(path) | {c for i in path for c in children[i]} if BIG else None
+    dot = sc.sampling_tree_dot(list(tree.parents), labels, states, hovers=hovers, captions=node_caps, bonus=bonus,
+                               bonus_caption=ui.term("bonus"), show=shown, more_caption=tr("more", "个节点"))
+    rows = sampling_page.array_rows(frames[k].arrays, seen, vocab, compact=BIG)
+    terminal_phase = any(e.kind in ("residual", "terminal", "commit") for e in seen)
     sibs = children[parent]
-    if sibs and not (ev is not None and ev.kind in ("residual", "terminal", "commit")):
+    table = None
+    if sibs and not terminal_phase:
         buckets = dist.sibling_buckets(p_rows[parent], [tree.tokens[c] for c in sibs], sibs, threshold_single=s.threshold_single,
                                        threshold_acc=s.threshold_acc, semantics=s.semantics)
-        verdicts = {}
-        for e in seen:
-            if e.kind in ("accept", "reject") and e.node in sibs:
-                verdicts[sibs.index(e.node)] = "accepted" if e.kind == "accept" else "rejected"
-        st.markdown(tr("**Level scan under node {p} ({t})** — coin u[{p}] against the buckets",
-                       "**节点 {p}（{t}）下的一层扫描** — 随机数 u[{p}] 对照各个桶", p=parent, t=labels[parent]))
-        step_fig = _fig("buckets_figure", buckets, [f"{c}: {labels[c]}" for c in sibs], float(req.coins[parent]),
-                        current=sibs.index(current_child) if current_child in sibs else None,
-                        verdicts=verdicts, threshold_acc=s.threshold_acc,
-                        text={"rest": tr("no sibling: relu(p − buffer)", "全部拒绝：relu(p − buffer)"),
-                              "x": tr("coin u (0..1)", "随机数 u（0..1）")})
-        step_fig_what = tr("The level scan under node {p} (step {c})", "节点 {p} 下的一层扫描（第 {c} 步）", p=parent, c=cur)
-        st.plotly_chart(step_fig, width="stretch", key="to_buckets")
-    buf_row = frame.arrays["draft_probs"].reshape(n, -1)[parent]
-    res_ev = next((e for e in seen if e.kind == "residual"), None)
-    term_ev = next((e for e in seen if e.kind == "terminal"), None)
-    st.markdown(tr("**Row {p}: p, the work buffer, relu(p − buffer)**", "**第 {p} 行：p、工作缓冲区、relu(p − buffer)**", p=parent))
-    buffer_fig = _fig("buffer_figure", vocab, p_rows[parent], buf_row, dist=res_ev.data["dist"] if res_ev else None,
-                      coin_final=req.coin_final if term_ev else None,
-                      chosen=term_ev.data["token"] if term_ev else None,
-                      text={"p": tr("p (Target row)", "p（Target 行）"), "buf": tr("work buffer draft_probs", "工作缓冲区 draft_probs"),
-                            "cdf": tr("terminal draw", "终止采样")})
-    if step_fig is None:
-        step_fig = buffer_fig
-        step_fig_what = tr("Row {p}: p, the work buffer (step {c})", "第 {p} 行：p 与工作缓冲区（第 {c} 步）", p=parent, c=cur)
-    st.plotly_chart(buffer_fig, width="stretch", key="to_buffer")
+        verdict = {e.node: "accept" if e.data["accepted"] else "reject" for e in seen if e.kind == "accept_test" and e.node in sibs}
+        rows.append(player.Row(tr("coin u[{p}] for the children of {t}", "节点 {t} 的子节点用随机数 u[{p}]", p=parent, t=labels[parent]),
+                               [(f"{req.coins[parent]:.3f}", "compared", tr("one coin per level, shared by the siblings",
+                                                                           "每层一个随机数，由兄弟节点共享"))]))
+        table = [[tr("sibling", "兄弟节点"), "p", "prob_acc", tr("coin bucket", "随机数桶"), tr("verdict", "结果")]]
+        for bk in buckets:
+            v = verdict.get(bk.node)
+            here = view.focus == bk.node and v is None
+            state = "accepted" if v == "accept" else "rejected" if v == "reject" else ("current" if here else "pending")
+            word = ui.term("accepted") if v == "accept" else ui.term("rejected") if v == "reject" else ("?" if here else "…")
+            table.append([(f"{bk.node}: {labels[bk.node]}", "current" if view.focus == bk.node else "", ""), f"{bk.p:.3g}",
+                          f"{bk.prob_acc:.3g}", (f"[{bk.lo:.3g}, {bk.hi:.3g})", state, tr("accepted iff the coin falls here",
+                                                                                          "随机数落在此区间即接受")),
+                          (word, state, "")])
+    buf = frames[k].arrays["draft_probs"].reshape(n, -1)[parent]
+    rows.append(player.Row(tr("p, row {p}", "p，第 {p} 行", p=parent), sampling_page.dist_chips(vocab, p_rows[parent], skip_zero=skip_zero)))
+    rows.append(player.Row(tr("work buffer draft_probs[{p}]", "工作缓冲区 draft_probs[{p}]", p=parent),
+                           sampling_page.dist_chips(vocab, buf, skip_zero=skip_zero)))
+    if res_ev is not None and any(e is res_ev for e in seen):
+        values = [float(x) for x in res_ev.data["dist"]]
+        total = sum(values)
+        chosen = term_ev.data["token"] if any(e is term_ev for e in seen) else None
+        rows.append(player.Row(tr("relu(p − buffer), normalised", "relu(p − buffer)，归一化"),
+                               sampling_page.dist_chips(vocab, [x / total if total > 0 else 0.0 for x in values], chosen, skip_zero=skip_zero)))
+        rows.append(player.Row("u_final", [(f"{req.coin_final:.3f}", "compared" if chosen is None else "bonus", "")]
+                               + ([f"→ {vocab[chosen]}"] if chosen is not None else [])))
+    caption = captions.plain(captions.caption(typed[k - 1] if k else None, s, ui.lang()))
+    return player.Frame(dot=dot, caption=caption, rows=rows, table=table,
+                        alt=tr("the verify tree at step {k}", "第 {k} 步的验证树", k=k))
+
+
+views = [to_frame(k) for k in range(len(frames))]
+with walk_box:
+    st.subheader(tr("The sibling scan, step by step", "逐步查看兄弟节点扫描"))
+    player.show(views, key=STEP, start=cur, links=player.step_links(KEY, SLOT, STEP, len(views)))
+    ui.legend()
+tree_dot = views[cur].dot
+
+st.header(tr("2. The end state", "2. 最终结果"))
+sampling_page.end_state_note()
+final = steps.scan_view(typed, n, parents=tree.parents)
+step_fig = step_fig_what = None  # the terminal draw, for the export box
+if res_ev is not None:
+    row = final.parent
+    step_fig = _fig("buffer_figure", vocab, p_rows[row], frames[-1].arrays["draft_probs"].reshape(n, -1)[row], dist=res_ev.data["dist"],
+                    coin_final=req.coin_final if term_ev else None, chosen=term_ev.data["token"] if term_ev else None,
+                    text={"p": tr("p (Target row)", "p（Target 行）"), "buf": tr("work buffer draft_probs", "工作缓冲区 draft_probs"),
+                          "cdf": tr("terminal draw", "终止采样")})
+    step_fig_what = tr("Row {p}: p, the work buffer, relu(p − buffer)", "第 {p} 行：p、工作缓冲区、relu(p − buffer)", p=row)
+    st.markdown(f"**{step_fig_what}**")
+    st.plotly_chart(step_fig, width="stretch", key="to_buffer")
 
 c = run.commit
 st.success(tr("Output this round: **{o}** — accept_index {ai}, accept_lens = {al}; next root **{nr}**.",

@@ -213,8 +213,8 @@ def on_slider():
 
 
 nav = st.columns([1, 1, 5])
-nav[0].button(ui.tr("◀ Back", "◀ 上一站"), key="w_tour_back", on_click=go(max(0, step - 1)), disabled=step == 0, width="stretch")
-nav[1].button(ui.tr("Next ▶", "下一站 ▶"), key="w_tour_next", on_click=go(min(len(STOPS) - 1, step + 1)),
+nav[0].button(ui.tr("Back", "上一站"), icon=":material/arrow_back:", key="w_tour_back", on_click=go(max(0, step - 1)), disabled=step == 0, width="stretch")
+nav[1].button(ui.tr("Next", "下一站"), icon=":material/arrow_forward:", key="w_tour_next", on_click=go(min(len(STOPS) - 1, step + 1)),
               disabled=step == len(STOPS) - 1, width="stretch", type="primary")
 with nav[2]:
     st.select_slider(ui.tr("Stop", "站点"), options=list(range(len(STOPS))), key=SLIDER, on_change=on_slider,

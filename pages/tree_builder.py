@@ -6,6 +6,7 @@ positions and the tree mask update together; the selected node is highlighted in
 import streamlit as st
 
 from specviz.errors import SpecvizError
+from specviz.scenario import scenario_from_json
 from specviz.render.mask import mask_heatmap, mask_storage_text
 from specviz.render.tables import retrieve_table, selected_style
 from specviz.render.tree import tree_dot
@@ -125,13 +126,13 @@ def on_mode():
 @st.cache_data(show_spinner=False, max_entries=64)
 def _views(text: str, b: int, mode: str) -> dict:
     """edits.tree_views, cached on the scenario JSON (build_tree runs once per tree)."""
-    return edits.tree_views(ui.scenario_from_json(text), b, mode)
+    return edits.tree_views(scenario_from_json(text), b, mode)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _mask_fig(text: str, b: int, mode: str, selected: int, words: tuple):
     v = _views(text, b, mode)
-    t = ui.scenario_from_json(text).tree(b)
+    t = scenario_from_json(text).tree(b)
     return mask_heatmap(v["matrix"], [s.label(x) for x in t.tokens], selected=selected, words=words)
 
 

@@ -69,6 +69,14 @@ def triton_mode() -> str | None:
     return None
 
 
+def cdf_order(name: str) -> str:
+    """The float32 order of operations a backend's inverse-CDF draws follow (``specviz.reference.cdf``):
+    "gpu" for the Triton kernels compiled for a GPU, else "interpreter" (numpy, torch, Triton under
+    TRITON_INTERPRET=1, SGLang's Triton kernels under the interpreter). Use it to ask the reference
+    for the tokens a backend must draw: ``with cdf.summation_order(cdf_order(name)): ...``."""
+    return "gpu" if name == "triton" and triton_mode() == "gpu" else "interpreter"
+
+
 def _reason(name: str) -> str | None:
     if name == "numpy":
         return None

@@ -16,6 +16,7 @@ Hand-derived expectations (SEMANTICS.md §0.4-§0.6):
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -44,6 +45,24 @@ def _output(at: AppTest) -> str:
     msgs = [s.value for s in at.success if s.value.startswith(("Output this round", "本轮输出"))]
     assert msgs, [s.value for s in at.success]
     return msgs[0]
+
+
+def _player(at: AppTest) -> dict:
+    """The step player's data (every frame of the walk), read from its iframe document."""
+    frames = at.get("iframe")
+    assert frames, "no step player on the page"
+    m = re.search(r'<script type="application/json" id="sv-data">(.*?)</script>', frames[0].proto.srcdoc, re.S)
+    assert m, "no player data"
+    return json.loads(m.group(1))
+
+
+def _cells(frame: dict) -> list[list[str]]:
+    return [[c[0] for c in row] for row in (frame.get("table") or [])]
+
+
+def _chips(frame: dict, label: str) -> list[str]:
+    row = next(r for r in frame["rows"] if r["label"].startswith(label))
+    return [c if isinstance(c, str) else c[0] for c in row["chips"]]
 
 
 def _metric(at: AppTest, label: str) -> str:
@@ -106,15 +125,20 @@ def test_chain_bad_p_row_names_the_field_and_keeps_other_edits():
     assert any("requests[0].target_probs[1]" in e.value for e in at.error)
 
 
-def test_chain_step_controls_walk_the_trace():
+def test_chain_player_walks_the_trace():
+    """Every step is in the player (stepping needs no rerun); new inputs start it at the outcome."""
     at = _run(CHAIN)
-    at.button(key="w_first::chain").click().run()
-    assert at.info[0].value.startswith("**Step 0/")
-    at.button(key="w_next::chain").click().run()
-    at.button(key="w_next::chain").click().run()
-    at.button(key="w_next::chain").click().run()
-    _clean(at)
-    assert "Step 3/" in at.info[0].value and "Test u·q < p" in at.info[0].value
+    data = _player(at)
+    frames = data["frames"]
+    assert data["start"] == len(frames) - 1  # new inputs: the outcome first
+    assert frames[0]["caption"].startswith("Start")
+    assert "Test u·q < p" in frames[3]["caption"]
+    # u[0] = .7: the test of slot 1 shows its numbers and verdict from step 3 on, not before.
+    assert _cells(frames[2])[1][-1] == "…"
+    assert _cells(frames[3])[1][5:] == ["0.42", "0.42 ≥ 0.3", "rejected"]
+    assert _chips(frames[-1], "predicts") == ["B", "·"]  # the residual draw wrote B at row 0
+    assert _chips(frames[-1], "u_final") == ["0.250", "→ B"]
+    assert not any("u_final" in r["label"] for r in frames[4]["rows"])  # the terminal draw appears at its step
 
 
 def test_chain_monte_carlo_matches_p():
@@ -151,13 +175,16 @@ def test_target_only_steps_fill_the_buffer():
     at.slider(key="w_to_coin0").set_value(0.9).run()  # A and B both rejected: buffer (.5 .3), terminal X
     _clean(at)
     assert "**X**" in _output(at)
-    at.button(key="w_first::target_only").click().run()
-    texts = []
-    for _ in range(6):
-        at.button(key="w_next::target_only").click().run()
-        texts.append(at.info[0].value)
-    _clean(at)
+    frames = _player(at)["frames"]
+    texts = [f["caption"] for f in frames[:7]]
     assert any("work buffer draft_probs[row 0][A]" in t for t in texts), texts
+    k = next(i for i, t in enumerate(texts) if "work buffer draft_probs[row 0][A]" in t)
+    assert _chips(frames[k - 1], "work buffer")[0] == "A 0"  # the buffer fills at that step
+    assert _chips(frames[k], "work buffer")[0] == "A 0.5"
+    # the level scan: A's bucket [0, .5) and B's [.5, .8) against u[0] = .9: both rejected
+    scans = [[r[3:] for r in _cells(f)[1:]] for f in frames]
+    assert [["[0, 0.5)", "rejected"], ["[0.5, 0.8)", "rejected"]] in scans, scans
+    assert [["[0, 0.5)", "…"], ["[0.5, 0.8)", "…"]] == scans[0]  # nothing decided at step 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -281,3 +308,18 @@ def test_target_only_takes_the_tree_builder_tree():
     assert req["tree"]["parents"] == [-1, 0, 0, 1, 1, 2]
     assert req["target_probs"][0] == [0.5, 0.3, 0, 0, 0.2, 0] and req["target_probs"][5] == pytest.approx([1 / 6] * 6)
     assert "**A C X**" in _output(at)  # same coins on the shared nodes: the walk is unchanged
+
+
+@pytest.mark.parametrize("path,slider", [(CHAIN, "w_chain_coin0"), (TARGET_ONLY, "w_to_coin0"), (DSPARK, "w_ds_vlen")],
+                         ids=["chain", "target_only", "dspark"])
+def test_presentation_mode_folds_the_inputs_under_the_player(path, slider):
+    """Presentation mode: the player draws large (``present``), the inputs fold into a closed expander,
+    and the panels under the player say they show the end state."""
+    at = AppTest.from_file(path, default_timeout=TIMEOUT)
+    at.session_state["sv_present"] = True
+    at.run()
+    _clean(at)
+    assert _player(at)["present"] is True
+    folded = [e for e in at.expander if e.label.startswith("1. Inputs")]
+    assert folded and folded[0].slider(key=slider) is not None
+    assert any("the end state" in c.value for c in at.caption)

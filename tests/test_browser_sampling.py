@@ -20,11 +20,18 @@ from tests.conftest import wait_for_app  # noqa: E402
 
 
 
+def _player(page):
+    """The step player (an iframe of our fixed page): every frame is in the browser, stepping needs no server."""
+    player = page.frame_locator('[data-testid="stIFrame"]').first
+    player.locator("[data-sv-step]").wait_for(timeout=30_000)
+    return player
+
+
 def _charts_drawn(page, graphviz: bool = True) -> None:
-    """Wait until the page's charts have been drawn (plotly's SVG; the graphviz SVG when the page has one)."""
+    """Wait until the page's charts have been drawn (plotly's SVG; the step player's figure when ``graphviz``)."""
     page.locator('[data-testid="stPlotlyChart"] .main-svg').first.wait_for(timeout=30_000)
     if graphviz:
-        page.locator('[data-testid="stGraphVizChart"] svg').first.wait_for(timeout=30_000)
+        expect(_player(page).locator("[data-sv-img]")).to_have_attribute("src", re.compile("^data:image/svg"), timeout=30_000)
     page.wait_for_timeout(500)
 
 
@@ -51,7 +58,9 @@ def _no_exception(page) -> None:
 
 
 def _step_text(page) -> str:
-    return page.locator('[data-testid="stAlertContentInfo"]').first.inner_text()
+    """The player's step counter and caption ("Step k/N" + the explanation line)."""
+    player = _player(page)
+    return player.locator("[data-sv-step]").inner_text() + " " + player.locator("[data-sv-caption]").inner_text()
 
 
 def _press(page, label: str) -> None:
@@ -59,15 +68,20 @@ def _press(page, label: str) -> None:
     wait_for_app(page)
 
 
+def _step(page, which: str) -> None:
+    """A step button of the player (first / back / next / last): answered in the browser, no rerun."""
+    _player(page).locator(f'[data-sv-btn="{which}"]').click()
+
+
 def _walk_steps(page) -> None:
-    """⏮ goes to step 0, ▶ advances: the step caption changes with each press."""
-    _press(page, "first")
+    """first goes to step 0, next advances: the step caption changes with each press."""
+    _step(page, "first")
     first = _step_text(page)
     assert re.search(r"\b0/\d+", first), first
-    _press(page, "next")
+    _step(page, "next")
     second = _step_text(page)
     assert second != first and re.search(r"\b1/\d+", second), second
-    _press(page, "next")
+    _step(page, "next")
     third = _step_text(page)
     assert re.search(r"\b2/\d+", third), third
 
@@ -80,16 +94,15 @@ def test_chain_sampling_page(page, open_page, screenshot_dir):
     page.screenshot(path=str(screenshot_dir / "chain_sampling_final.png"))
     _shot_from(page, screenshot_dir / "chain_sampling_mass_check_monte_carlo.png", "3. Why the output is distributed as p")
     _walk_steps(page)
-    _press(page, "next")
-    _press(page, "next")
-    _charts_drawn(page)
+    _step(page, "next")
+    _step(page, "next")
     page.screenshot(path=str(screenshot_dir / "chain_sampling_step4.png"))
     _no_exception(page)
     # u[0] = .4: A is accepted, the whole chain is accepted, the bonus comes from plain p'.
     _press(page, ".4 accept")
     _charts_drawn(page)
     expect(page.get_by_text("Output this round: A B", exact=False).first).to_be_visible()
-    _shot_from(page, screenshot_dir / "chain_sampling_accepted_bonus.png", "2. Step through the Accept")
+    _shot_from(page, screenshot_dir / "chain_sampling_accepted_bonus.png", "The Accept, step by step")
 
 
 def test_target_only_page(page, open_page, screenshot_dir):
@@ -99,8 +112,7 @@ def test_target_only_page(page, open_page, screenshot_dir):
     page.screenshot(path=str(screenshot_dir / "target_only_final.png"))
     _shot_from(page, screenshot_dir / "target_only_monte_carlo.png", "3. Monte Carlo: exact at thresholds 1, biased below")
     _walk_steps(page)
-    _press(page, "next")
-    _charts_drawn(page)
+    _step(page, "next")
     page.screenshot(path=str(screenshot_dir / "target_only_step3.png"))
     _no_exception(page)
 
@@ -109,16 +121,15 @@ def test_dspark_page(page, open_page, screenshot_dir):
     _goto(page, open_page, "DSpark chain")
     _no_exception(page)
     expect(page.get_by_text("correct_len", exact=False).first).to_be_visible()
-    _charts_drawn(page, graphviz=False)
+    _charts_drawn(page)
     page.screenshot(path=str(screenshot_dir / "dspark_final.png"))
-    _shot_from(page, screenshot_dir / "dspark_buffers_alignment.png", "3. Lengths, the out-token buffer and the KV commit")
+    _shot_from(page, screenshot_dir / "dspark_buffers_alignment.png", "2. Lengths, the out-token buffer and the KV commit")
     _walk_steps(page)
-    _charts_drawn(page, graphviz=False)
     page.screenshot(path=str(screenshot_dir / "dspark_step2.png"))
     _no_exception(page)
-    page.get_by_text("sampling (reuses the chain rejection sampler, p/q)").click()
+    page.get_by_text("chain_rejection_sampling · p/q").click()
     wait_for_app(page)
-    page.locator('[data-testid="stGraphVizChart"] svg').first.wait_for(timeout=30_000)
+    expect(_player(page).locator("[data-sv-table]")).to_contain_text("u·q", timeout=30_000)
     _no_exception(page)
     page.screenshot(path=str(screenshot_dir / "dspark_sampling.png"))
 
@@ -145,4 +156,80 @@ def test_target_only_in_chinese_with_a_64_node_tree(page, open_page, screenshot_
     expect(page.get_by_text("Target-only Tree Sampling", exact=False).first).to_be_visible()
     _charts_drawn(page)
     page.screenshot(path=str(screenshot_dir / "target_only_zh_64_nodes.png"))
-    _shot_from(page, screenshot_dir / "target_only_zh_64_nodes_walk.png", "2. 逐步查看兄弟节点扫描")
+    _shot_from(page, screenshot_dir / "target_only_zh_64_nodes_walk.png", "逐步查看兄弟节点扫描")
+
+
+def _projector(page, width: int = 1280, height: int = 720) -> None:
+    """A projector's window, the sidebar collapsed."""
+    page.set_viewport_size({"width": width, "height": height})
+    collapse = page.locator('[data-testid="stSidebarCollapseButton"] button, [data-testid="stSidebarHeader"] button').first
+    if collapse.count():
+        page.locator('[data-testid="stSidebar"]').first.hover()  # the collapse arrow shows on hover
+        collapse.click(force=True)
+    page.wait_for_timeout(800)
+    assert page.locator('[data-testid="stSidebar"]').first.bounding_box()["width"] < 50 or \
+        page.locator('[data-testid="stSidebar"]').first.get_attribute("aria-expanded") == "false"
+
+
+def _fits(player, *selectors, height: int = 720) -> None:
+    """Each element of the player lies inside the window without scrolling (boxes are in the page's viewport)."""
+    for sel in selectors:
+        if sel == "[data-sv-table]" and not player.locator(sel).count():  # a frame without a table
+            continue
+        box = player.locator(sel).first.bounding_box()
+        assert box and box["y"] >= 0 and box["y"] + box["height"] <= height, (sel, box)
+
+
+@pytest.mark.parametrize("title,lang,shot,size", [("Target-only tree sampling", "en", "target_only", (1280, 720)),
+                                                  ("DSpark chain", "zh", "dspark", (1280, 720)),
+                                                  ("Chain rejection sampling", "zh", "chain_sampling", (1920, 1080))])
+def test_key_picture_fits_a_projector(page, open_page, screenshot_dir, title, lang, shot, size):
+    """1280×720 (and 1920×1080), sidebar collapsed: tree + accept_index/predicts (target-only), the window +
+    correct_len + commit (DSpark), chain + p/q/coin table (chain) are on screen without scrolling, at the last
+    step (the outcome) and at step 1."""
+    _goto(page, open_page, title)
+    if lang == "zh":
+        page.get_by_text("简体中文").first.click()
+        wait_for_app(page)
+    w, h = size
+    _projector(page, w, h)
+    player = _player(page)
+    expect(player.locator("[data-sv-img]")).to_have_attribute("src", re.compile("^data:image/svg"), timeout=30_000)
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(screenshot_dir / f"{shot}_{lang}_{w}x{h}_last.png"))
+    _fits(player, "[data-sv-img]", "[data-sv-rows]", "[data-sv-caption]", "[data-sv-table]", height=h)
+    _step(page, "first")
+    _step(page, "next")
+    page.screenshot(path=str(screenshot_dir / f"{shot}_{lang}_{w}x{h}_step1.png"))
+    _fits(player, "[data-sv-img]", "[data-sv-rows]", "[data-sv-caption]", height=h)
+
+
+def test_chain_arrow_keys_step_in_the_browser(page, open_page, screenshot_dir):
+    """→ anywhere on the chain page steps the player: the step text and caption change, the p/q test's
+    verdict appears at its step, and the server runs no script (no rerun). At 1280×720 with the sidebar
+    collapsed the chain, the p/q/coin table with its verdict and the caption are on screen without scrolling."""
+    _goto(page, open_page, "Chain rejection sampling")
+    _projector(page)
+    player = _player(page)
+    page.evaluate("""() => { window.__runs = 0; const app = document.querySelector('[data-testid="stApp"]');
+        new MutationObserver(() => { if (app.getAttribute('data-test-script-state') === 'running') window.__runs++; })
+          .observe(app, {attributes: true}); }""")
+    step = player.locator("[data-sv-step]")
+    page.locator("h1").first.click()  # focus on the app page itself, outside the player
+    page.keyboard.press("Home")
+    expect(step).to_have_text(re.compile(r"^Step 0/"))
+    before = player.locator("[data-sv-caption]").inner_text()
+    for k in (1, 2, 3):
+        page.keyboard.press("ArrowRight")
+        expect(step).to_have_text(re.compile(rf"^Step {k}/"))
+    caption = player.locator("[data-sv-caption]").inner_text()
+    assert caption != before and "Test u·q < p" in caption, caption
+    expect(player.locator("[data-sv-table]")).to_contain_text("rejected")  # u[0] = .7: .42 ≥ .3
+    page.keyboard.press("ArrowLeft")
+    expect(step).to_have_text(re.compile(r"^Step 2/"))
+    expect(player.locator("[data-sv-table]")).not_to_contain_text("rejected")  # not decided yet at step 2
+    page.keyboard.press("ArrowRight")
+    assert page.evaluate("window.__runs") == 0, "a step must not rerun the page"
+    # The key picture fits a projector: figure, table (verdict) and caption inside the 720 px window.
+    _fits(player, "[data-sv-img]", "[data-sv-table]", "[data-sv-caption]", "[data-sv-rows]")
+    page.screenshot(path=str(screenshot_dir / "chain_sampling_1280x720_step3.png"))

@@ -22,11 +22,14 @@ from pathlib import Path
 import pytest
 
 from specviz import safety
+from specviz.captions import walk_summary
+from specviz.engine import run_scenario
 from specviz.audit import MAX_PASTE_CHARS, parse_array, parse_claimed_text
 from specviz.errors import SpecvizError
 from specviz.export import animation_html, check_pytest_source, pytest_file
 from specviz.pitfalls import preset
 from specviz.render.sampling_charts import chain_dot, sampling_tree_dot
+from specviz.scenario import scenario_from_json
 from specviz.render.tree import forest_dot, tree_dot
 from specviz.scenario import MAX_SCENARIO_CHARS, load_scenario, scenario_from_dict
 from specviz.share import MAX_TOKEN_CHARS, ShareState, decode_state, encode_state
@@ -414,7 +417,10 @@ def test_animation_html_keeps_every_user_string_as_data(lang):
             assert page.count(marker) == benign.count(marker), marker  # the template's own tags only
         assert page.count("</script>") == 2 and "\u2028" not in page and "\u2029" not in page
         data = _script_data(page)
-        assert data["title"] == f"specviz · {s.title or s.name}" and data["desc"] == s.describe(lang)
+        # title and description are derived from the live walk (issue 9); the user's strings stay text in them
+        commit = run_scenario(s, with_trace=False).commits[0]
+        assert data["title"] == f"specviz · {s.name}: {walk_summary(s, commit, lang)}"
+        assert data["desc"].startswith(s.describe(lang))
         assert data["vocab"].count("__DESC__") == ("__DESC__" in s.vocab[:40])  # a placeholder-named label stays itself
         flat = json.dumps(data["frames"], ensure_ascii=False)
         for label in s.vocab[:6]:
@@ -438,7 +444,8 @@ def test_exported_animation_runs_no_script_in_chromium(tmp_path, browser):
     page.click("#next")
     page.wait_for_timeout(1500)  # a meta refresh of 0 s or an onerror would have fired by now
     assert page.locator("body").get_attribute("data-step") == "2"
-    assert page.locator("h1").inner_text() == f"specviz · {LONG_PAYLOADS[1]}"
+    commit = run_scenario(s, with_trace=False).commits[0]
+    assert page.locator("h1").inner_text() == f"specviz · {s.name}: {walk_summary(s, commit, 'en')}"  # text, as written
     assert page.locator("#stage iframe, #stage img, #desc iframe, #desc meta, h1 img").count() == 0
     assert page.locator("g.node text").first.text_content().startswith(s.label(s.tree(0).tokens[0]))
     context.close()
@@ -544,11 +551,12 @@ def test_pages_render_hostile_strings_as_text(page, rotate):
     at.run()
     assert not at.exception, at.exception
     _check_markup(at)
-    nxt = [b for b in at.button if b.key and b.key.startswith("w_next::")]
-    if nxt:  # one step further: the walk's sentences name the tokens
-        nxt[0].click().run()
-        assert not at.exception, at.exception
-        _check_markup(at)
+    # Every step of a walk is in the step player (one iframe of our fixed page): the labels sit there as
+    # JSON data written with textContent, never as markup (tests/test_player.py covers the escaping).
+    for f in at.get("iframe"):
+        src = f.proto.srcdoc
+        data = src[src.index('id="sv-data">'):]
+        assert "<script" not in data[len('id="sv-data">'):data.index("</script>")], page
 
 
 def test_bad_pitfall_link_leaves_the_page_working():
@@ -576,29 +584,30 @@ def test_bad_link_in_the_app_is_a_named_error(name):
 
 
 def test_older_link_in_the_url_never_undoes_a_click():
-    """Finding 10: step 2, then ▶ while the URL still holds an older ?s= (the click raced the address-bar
-    update, or the browser went Back): the page shows step 3, not the older link's step. (The greedy page
-    steps in the browser now; the chain page still steps on the server.)"""
+    """Finding 10: an edit while the URL still holds an older ?s= (the click raced the address-bar update,
+    or the browser went Back) keeps the edit: the older link is not applied again. (Stepping itself now
+    happens in the browser, in the step player, so it never reruns the page.)"""
     from streamlit.testing.v1 import AppTest
 
     s = preset("pq_example")
+    first = encode_state(ShareState(page="chain_sampling", slot="chain", scenario=s, step_key="chain", step=1))
     at = AppTest.from_file(str(ROOT / "pages" / "chain_sampling.py"), default_timeout=120)
-    at.query_params["s"] = encode_state(ShareState(page="chain_sampling", slot="chain", scenario=s, step_key="chain", step=0))
+    at.query_params["s"] = first
     at.run()
-    assert at.session_state["sv_step::chain"] == 0
-    tokens = []
-    for want in (1, 2):
-        at.button(key="w_next::chain").click().run()
-        assert at.session_state["sv_step::chain"] == want
-        tok = at.query_params["s"]
-        tokens.append(tok[0] if isinstance(tok, list) else tok)
-    at.query_params["s"] = tokens[0]  # the older URL (step 1) comes back with the next click
-    at.button(key="w_next::chain").click().run()
+    assert at.session_state["sv_step::chain"] == 1
+    assert _player_start(at) == 1  # the link's step is where the player starts
+    at.button(key="w_chain_q1").click().run()  # u[0] = .4, with the older link still in the URL
     assert not at.exception
-    assert at.session_state["sv_step::chain"] == 3
-    at.query_params["s"] = encode_state(ShareState(page="chain_sampling", slot="chain", scenario=s, step_key="chain", step=0))  # the first link again
+    assert scenario_from_json(at.session_state["sv_scn::chain"]).requests[0].coins[0] == pytest.approx(0.4)
+    assert _player_start(at) == at.session_state["sv_step::chain"] > 1  # new inputs: their outcome first
+    at.query_params["s"] = first  # the first link again
     at.run()
-    assert at.session_state["sv_step::chain"] == 3
+    assert scenario_from_json(at.session_state["sv_scn::chain"]).requests[0].coins[0] == pytest.approx(0.4)
+
+
+def _player_start(at) -> int:
+    src = at.get("iframe")[0].proto.srcdoc
+    return json.loads(re.search(r'id="sv-data">(.*?)</script>', src, re.S).group(1))["start"]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -74,6 +74,7 @@ def test_wheel_carries_the_app_the_presets_and_the_console_command(wheel):
             "specviz/_app/scenarios/examples/audit_example.json"}
     want |= {f"specviz/_app/pages/{p.name}" for p in (ROOT / "pages").glob("*.py")}
     want |= {f"specviz/_app/scenarios/{p.name}" for p in (ROOT / "scenarios").glob("*.json")}
+    want |= {p.relative_to(ROOT).as_posix() for p in (ROOT / "specviz").rglob("*.py")}  # subpackages too (specviz.audit)
     assert want <= names, sorted(want - names)
     assert not [n for n in names if n.startswith(("tests/", "specviz/_app/tests"))]
     assert re.search(r"^specviz = specviz\.cli:main$", entry, re.M)

@@ -35,7 +35,8 @@ def _labels():
 @pytest.mark.parametrize("text", HOSTILE)
 def test_hostile_text_stays_data(text):
     dot = tree_dot([-1, 0], ["R", "A"], links=True)  # DOT quoting of labels: issue 8 finding 8 (security helper)
-    frames = [player.Frame(dot=dot, caption=text, rows=[player.Row(text, [(text, "accepted", text)], code=text)])]
+    frames = [player.Frame(dot=dot, caption=text, rows=[player.Row(text, [(text, "accepted", text)], code=text)],
+                           table=[[text, "p"], [(text, "rejected", text), text]])]
     html = player.build_html(frames, labels=_labels(), links=[f"http://x/greedy?s={text}"])
     # The template's own two </script> closers are the only ones; nothing else opens a tag from the data.
     assert html.count("</script>") == 2
@@ -43,6 +44,7 @@ def test_hostile_text_stays_data(text):
     data = _data(html)
     assert data["frames"][0]["caption"] == text
     assert data["frames"][0]["rows"][0] == {"label": text, "chips": [[text, "accepted", text]], "code": text}
+    assert data["frames"][0]["table"] == [[[text, "", ""], ["p", "", ""]], [[text, "rejected", text], [text, "", ""]]]
     assert data["links"] == [f"http://x/greedy?s={text}"]
     assert data["svgs"][0].startswith("data:image/svg+xml;base64,")  # figures go through <img>: no script
 
@@ -64,3 +66,12 @@ def test_arrow_words_are_a_key_not_edge_labels(words, n):
     assert words[0] in dot  # the key names the first-child arrow
     if n <= 16:
         assert words[1] in dot
+
+
+def test_table_is_optional_and_cells_are_written_as_text():
+    """A frame without a table sends none; the template writes cells with textContent only."""
+    dot = tree_dot([-1, 0], ["R", "A"])
+    html = player.build_html([player.Frame(dot=dot, caption="c")], labels=_labels())
+    assert _data(html)["frames"][0]["table"] is None
+    script = html[html.index("const D = JSON.parse"):]
+    assert "td.textContent = text" in script and "innerHTML" not in script and "insertAdjacentHTML" not in script

@@ -11,7 +11,7 @@ pytest.importorskip("streamlit")
 
 from specviz import edits, engine  # noqa: E402
 from specviz.scenario import load_scenario, scenario_from_json  # noqa: E402
-from specviz.ui import common as ui  # noqa: E402
+from specviz.ui import backend_cache as ui  # noqa: E402  (the cache's own module: its internals)
 
 ROOT = Path(__file__).resolve().parents[1]
 

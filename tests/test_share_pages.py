@@ -86,17 +86,23 @@ def _send_batch_kv():
     return _ok(at.toggle(key="w_sv_wrong::batch").set_value(True).run())
 
 
+def _at_step(at: AppTest, key: str, back: int) -> AppTest:
+    """Stepping happens in the browser (the step player); the session's step is what a link carries."""
+    at.session_state[f"sv_step::{key}"] = at.session_state[f"sv_step::{key}"] - back
+    return _ok(at.run())
+
+
 def _send_chain_sampling():
     at = _click(_start("chain_sampling"), "w_chain_q3")  # u[0] = .7: the draft is rejected
-    return _click(at, "w_back::chain", 2)
+    return _at_step(at, "chain", 2)
 
 
 def _send_target_only():
-    return _click(_start("target_only", "target_only", preset("thresholds_below_1")), "w_back::target_only", 3)
+    return _at_step(_start("target_only", "target_only", preset("thresholds_below_1")), "target_only", 3)
 
 
 def _send_dspark():
-    return _click(_start("dspark", "dspark", preset("dspark_sampling")), "w_back::dspark", 2)
+    return _at_step(_start("dspark", "dspark", preset("dspark_sampling")), "dspark", 2)
 
 
 PAGES = {
@@ -137,6 +143,9 @@ def shown(at: AppTest) -> list:
     out += [("table", t.value.to_json()) for t in at.main.get("table")]  # the values (a Styler's id is random)
     out += [("dataframe", str(d.proto.data)) for d in at.main.get("arrow_data_frame")]
     out += [("metric", m.label, m.value) for m in at.main.get("metric")]
+    for f in at.get("iframe"):  # the step player: its start step and what that frame shows
+        data = json.loads(re.search(r'id="sv-data">(.*?)</script>', f.proto.srcdoc, re.S).group(1))
+        out.append(("player", data["start"], data["frames"][data["start"]]))
     return out
 
 

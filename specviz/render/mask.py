@@ -41,7 +41,7 @@ def mask_heatmap(matrix, labels, *, selected=None, title: str = "", words=("atte
 
 
 def mask_storage_text(matrix, mode: str, seq_len: int, selected=None, stored=None) -> str:
-    """How ``mode`` stores one request's mask, one line per row (the selected row marked ▶).
+    """How ``mode`` stores one request's mask, one line per row (the selected row marked ">").
 
     full_mask: the prefix columns (all True) then the n tree columns; qlen_only: the n tree
     columns; qlen_only_bitpacking: one integer per row, bit j = column j (``stored``, the
@@ -52,7 +52,7 @@ def mask_storage_text(matrix, mode: str, seq_len: int, selected=None, stored=Non
     out = []
     for i in range(n):
         bits = "".join("1" if v else "0" for v in m[i])
-        mark = "▶" if i == selected else " "
+        mark = ">" if i == selected else " "
         if mode == "qlen_only_bitpacking":
             value = int(stored[i]) if stored is not None else int(sum(1 << j for j in range(n) if m[i, j]))
             out.append(f"{mark} row {i:>2}: {value:>6} = 0b{bits[::-1]}")

@@ -11,7 +11,8 @@ server sends, per rerun, one self-contained HTML document (``static/player.html`
 All of it is JSON inside ``<script type="application/json">``, escaped for a script context;
 the player writes every text with ``textContent``, never as markup.
 
-    frames = [player.Frame(dot=..., caption="...", rows=[player.Row("accept_index", [("0", "accepted", "slot 0")])])]
+    frames = [player.Frame(dot=..., caption="...", rows=[player.Row("accept_index", [("0", "accepted", "slot 0")])],
+                           table=[["slot", "p"], ["1", ("0.3", "accepted", "p(A)")]])]  # table: optional
     player.show(frames, key="greedy", start=ui.step("greedy"))
 """
 from __future__ import annotations
@@ -42,6 +43,7 @@ class Frame:
     caption: str  # the explanation line
     rows: list = field(default_factory=list)  # [Row]
     alt: str = ""  # the figure's text alternative
+    table: list | None = None  # optional: rows of cells, the first row the header; a cell is text or (text, state, hover)
 
 
 def script_json(value) -> str:
@@ -59,6 +61,12 @@ def _row(r: Row) -> dict:
     return out
 
 
+def _cell(c) -> list:
+    if isinstance(c, (tuple, list)):
+        return [str(c[0]), str(c[1]) if len(c) > 1 and c[1] else "", str(c[2]) if len(c) > 2 else ""]
+    return [str(c), "", ""]
+
+
 def build_html(frames: list[Frame], *, start: int = 0, labels: dict, speed: float = 1.0, present: bool = False,
                links: list[str] | None = None) -> str:
     """The player document for ``frames`` (pure: no streamlit)."""
@@ -70,7 +78,8 @@ def build_html(frames: list[Frame], *, start: int = 0, labels: dict, speed: floa
     data = {
         "start": int(start), "speed": float(speed), "speeds": list(SPEEDS), "present": bool(present), "labels": labels,
         "colors": colors, "svgs": [svg_data_url(s) for s in svgs], "links": [str(u) for u in links] if links else None,
-        "frames": [{"svg": index[f.dot], "caption": str(f.caption), "alt": str(f.alt), "rows": [_row(r) for r in f.rows]}
+        "frames": [{"svg": index[f.dot], "caption": str(f.caption), "alt": str(f.alt), "rows": [_row(r) for r in f.rows],
+                    "table": [[_cell(c) for c in row] for row in f.table] if f.table else None}
                    for f in frames],
     }
     head, tail = TEMPLATE.split(PLACEHOLDER)  # one slot, filled once: data cannot reach another placeholder
@@ -98,7 +107,7 @@ def step_links(page: str, slot: str, step_key: str, count: int, extra: dict | No
     if count > 512:
         return None
     state = share_ui.current_state(page, slot, step_key, extra)
-    base = f"{share_ui._base_url()}/{page}?{QUERY_KEY}="
+    base = f"{share_ui.base_url()}/{page}?{QUERY_KEY}="
     try:
         return [base + encode_state(dataclasses.replace(state, step=k)) for k in range(count)]
     except SpecvizError:

@@ -57,3 +57,46 @@ def require_algorithm(s, key: str, slot: str, step_key: str, algorithms: tuple, 
         st.rerun()
     share_ui.sidebar_controls(key, s, slot=slot, step_key=step_key)
     st.stop()
+
+
+# -- the step player's frames (every step goes to the browser at once) ------------------------------
+
+def array_rows(arrays: dict, seen, vocab: list, compact: bool = False) -> list:
+    """accept_index and predicts after the events ``seen``, as the player's chip rows.
+
+    ``compact``: list only the predicts rows written so far (a big tree's 64 chips would bury them)."""
+    from specviz.ui import player
+
+    ai = arrays["accept_index"].reshape(-1).tolist()
+    pr = arrays["predicts"].reshape(-1).tolist()
+    last = {(name, i) for e in seen[-1:] for (name, i, _) in e.writes}
+    rows = [player.Row("accept_index", [(v, "current" if ("accept_index", j) in last else ("accepted" if v >= 0 else "pending"),
+                                         f"accept_index[0][{j}] = {v}") for j, v in enumerate(ai)])]
+    written = {i for e in seen for (name, i, _) in e.writes if name == "predicts"}
+
+    def word(v):
+        return vocab[v] if 0 <= v < len(vocab) else str(v)
+
+    if compact:
+        rows.append(player.Row(ui.tr("predicts (rows written)", "predicts（已写入的行）"),
+                               [(f"{j}→{word(pr[j])}", "current" if ("predicts", j) in last else "accepted", f"predicts[{j}] = {pr[j]}")
+                                for j in sorted(written)] or [("·", "pending", ui.tr("nothing written yet", "尚未写入"))]))
+    else:
+        rows.append(player.Row("predicts", [(word(v), "current" if ("predicts", j) in last else "accepted", f"predicts[{j}] = {v} ({word(v)})")
+                                            if j in written else ("·", "pending", f"predicts[{j}]: not written (init {v})")
+                                            for j, v in enumerate(pr)]))
+    return rows
+
+
+def dist_chips(vocab: list, values, chosen: int | None = None, fmt: str = "{:.3g}", skip_zero: bool = False) -> list:
+    """One chip per token: ``A .25`` (the chosen token marked as the bonus); ``skip_zero``: only tokens with mass."""
+    out = [(f"{t} {fmt.format(float(v))}", "bonus" if chosen == i else ("pending" if float(v) <= 0 else "compared"),
+            f"{t}: {float(v):.4g}") for i, (t, v) in enumerate(zip(vocab, values)) if not skip_zero or float(v) > 0 or chosen == i]
+    return out or ["0"]
+
+
+def end_state_note() -> None:
+    """Under the player: what follows is the end state, whatever step the player shows."""
+    st.caption(ui.tr("Below: the end state, after the walk's last step (the player above steps in your browser; "
+                     "the panels below do not follow it).",
+                     "下面是最终结果，即最后一步之后的状态（上面的播放器在浏览器中单步；下面的面板不随之变化）。"))

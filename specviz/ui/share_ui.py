@@ -120,7 +120,7 @@ def link_arrived(page: str) -> dict | None:
     return None
 
 
-def _base_url() -> str:
+def base_url() -> str:
     try:
         url = st.context.url or ""
     except Exception:  # noqa: BLE001
@@ -155,7 +155,7 @@ def share_controls(page: str, slot: str | None = None, step_key: str | None = No
     except SpecvizError as exc:
         st.warning(ui.tr("No link for this view: {d}", "此视图无法生成链接：{d}", d=exc.detail))
         return None
-    url = f"{_base_url()}/{page}?{QUERY_KEY}={token}"
+    url = f"{base_url()}/{page}?{QUERY_KEY}={token}"
     _remember(token)
     if _query_token() != token:
         st.session_state[APPLIED] = token

@@ -1,0 +1,95 @@
+"""Page setup: the stylesheet, presentation mode, the sidebar (language, backend, scenario),
+and routing a first request through app.py.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from specviz.ui.backend_cache import backend_selector
+from specviz.ui.i18n import LANGS, tr
+from specviz.ui.scenarios import scenario_io
+from specviz.ui.state import widget
+
+# -------------------------------------------------------------------------------------------
+# Page setup
+# -------------------------------------------------------------------------------------------
+
+# Streamlit's stylesheet forces one small font size on every graphviz <text>, which ignores the
+# DOT fontsize (nodes are laid out for 18-26 pt text, then drawn at ~11 px). Give each text its
+# own size back: one rule per size the renderers use (graphviz writes font-size="18.00").
+_GRAPH_FONT_CSS = "".join(
+    f'[data-testid="stGraphVizChart"] svg text[font-size="{k}.00"]{{font-size:{k}px !important}}' for k in range(6, 49))
+
+CSS = "<style>" + _GRAPH_FONT_CSS + """
+/* Projector-sized: larger base text, tables and code; little space above the title. */
+[data-testid="stMainBlockContainer"] { padding-top: 2.2rem; }
+/* A figure never grows past the window's height (a projector is 720 px tall): it scales down whole. */
+[data-testid="stGraphVizChart"] svg { max-height: calc(100vh - 140px); width: auto; max-width: 100%; }
+h1 { padding-top: 0.2rem !important; }
+html, body, [data-testid="stAppViewContainer"] { font-size: 19px; }
+[data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li { font-size: 1.05rem; }
+[data-testid="stDataFrame"] div, [data-testid="stTable"] td, [data-testid="stTable"] th { font-size: 1.0rem; }
+[data-testid="stCode"] code { font-size: 0.9rem; }
+.sv-chip { display: inline-block; min-width: 2.4em; padding: .15em .5em; margin: .1em; border-radius: .35em;
+           text-align: center; font-weight: 600; font-family: ui-monospace, monospace; border: 2px solid transparent; }
+.sv-row { display: flex; flex-wrap: wrap; align-items: center; gap: .2em; margin: .2em 0 .6em 0; }
+.sv-label { font-weight: 600; margin-right: .6em; min-width: 9em; }
+.sv-grey { color: #777; text-decoration: line-through; }
+.sv-big { font-size: 1.25rem; }
+[data-testid="stTable"] table { font-size: 1.0rem; }
+</style>
+"""
+
+
+# Presentation mode: larger text everywhere (the step player enlarges its own caption).
+PRESENT_CSS = """<style>
+html, body, [data-testid="stAppViewContainer"] { font-size: 24px; }
+[data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li { font-size: 1.1rem; }
+h1 { font-size: 2.2rem !important; padding-top: 0 !important; }
+[data-testid="stMain"] [data-testid="stCaptionContainer"] { display: none; }
+</style>"""
+
+
+def presenting() -> bool:
+    """True in presentation mode (sidebar toggle, or ``present`` in a shared link's extras)."""
+    return bool(st.session_state.get("sv_present", False))
+
+
+def editing_area(title: str):
+    """A container for a page's editing controls: folded into a closed expander in presentation
+    mode (the key picture stays on screen), a plain container otherwise."""
+    return st.expander(title, expanded=False, icon=":material/edit:") if presenting() else st.container()
+
+
+def route_through_app() -> None:
+    """Send a deep link (e.g. /greedy opened in a fresh server) through app.py's router.
+
+    Streamlit runs a file of ``pages/`` on its own (its old multipage mode) while no script has
+    called ``st.navigation`` yet in this server process, which happens when the very first
+    request is a deep link: the page then has no router, no titles and no Triton set-up. Switching
+    that mode off and rerunning runs app.py, whose st.navigation resolves the same URL path.
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
+def page_setup(page: str, slot: str | None = "tree") -> None:
+    """Per page: CSS, and the sidebar with the language toggle, backend selector and scenario I/O."""
+    route_through_app()
+    from specviz.ui import markup
+
+    markup.fixed_markup(CSS)
+    st.session_state["sv_page"] = page
+    st.session_state["sv_playing_keys"] = set()
+    widget(st.sidebar.radio, "Language / 语言", "sv_lang", "en", options=list(LANGS), format_func=LANGS.get, horizontal=True)
+    widget(st.sidebar.toggle, tr("Presentation mode", "演示模式"), "sv_present", False,
+           help=tr("Large text, editing controls folded away, ← → and space step the walk.",
+                   "大字号，收起编辑控件，← → 和空格键单步或播放。"))
+    if presenting():
+        markup.fixed_markup(PRESENT_CSS)
+    backend_selector()
+    if slot is not None:
+        scenario_io(slot)

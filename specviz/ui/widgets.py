@@ -1,0 +1,62 @@
+"""Small pieces of fixed markup: coloured chips with exact-value hovers, state tables, the legend,
+page links. Every user-controlled text goes through ``specviz.ui.markup`` escaping.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from specviz.ui.i18n import term, tr
+from specviz.ui.scenarios import ROOT
+
+# -------------------------------------------------------------------------------------------
+# Small HTML pieces (chips: a value with a state colour and an exact-value hover)
+# -------------------------------------------------------------------------------------------
+
+def chip(text, state: str = "pending", title: str = "") -> str:
+    """A chip's HTML (text and title escaped): see specviz.ui.markup."""
+    from specviz.ui import markup
+
+    return markup.chip(text, state, title)
+
+
+def chip_row(label: str, chips: list[str]) -> None:
+    """A labelled row of chips (label and any non-chip item escaped): see specviz.ui.markup."""
+    from specviz.ui import markup
+
+    markup.row(label, chips)
+
+
+STYLED_ROWS_LIMIT = 40  # beyond this a Styler costs more than a rerun may (~0.4 ms a cell); text marks carry the state
+
+
+def state_table(df, states: dict) -> None:
+    """A table whose rows are coloured by state (``{row position: state}``); every cell also
+    carries its text mark. Up to STYLED_ROWS_LIMIT rows: a static coloured table; beyond: a plain
+    scrollable dataframe (the ✓ / ✗ marks in the cells still say the state)."""
+    from specviz.render.tables import highlight_rows
+
+    if len(df) <= STYLED_ROWS_LIMIT:
+        st.table(highlight_rows(df, states).hide(axis="index"))
+    else:
+        st.dataframe(df, hide_index=True, width="stretch", height=420)
+
+
+def legend() -> None:
+    """The colour legend (accepted / rejected / pending / bonus / discarded)."""
+    chip_row(tr("Legend", "图例"), [chip(term(k), k) for k in ("accepted", "rejected", "pending")]
+             + [chip(term("bonus"), "bonus"), chip(tr("current", "当前"), "current"), chip(term("discarded"), "discarded")])
+
+
+def page_link(path: str, label: str, icon: str | None = None, help: str | None = None) -> bool:
+    """st.page_link to ``path`` (relative to the repository root) when that page file exists.
+
+    Returns False (and draws nothing) when the file is missing; outside the router (a page run on
+    its own, e.g. by AppTest) the label is shown as plain text instead.
+    """
+    if not (ROOT / path).exists():
+        return False
+    try:
+        st.page_link(str(ROOT / path), label=label, icon=icon, help=help)
+    except Exception:  # noqa: BLE001  not registered with st.navigation: plain text
+        st.markdown(f"{icon or '→'} **{label}**")
+    return True
