@@ -36,12 +36,13 @@ def _load_backends() -> None:
 
     try:
         _AVAILABLE.update(avail())  # imports torch, Triton and the kernels
+        freeze_import_heap()
     except Exception as exc:  # noqa: BLE001  never leave the pages waiting: numpy still works
         from specviz.backends import BACKENDS
 
         _AVAILABLE.update({b: (None if b == "numpy" else f"failed to load ({type(exc).__name__}: {exc})") for b in BACKENDS})
-    freeze_import_heap()
-    _LOADED.set()
+    finally:
+        _LOADED.set()  # whatever happened, no page waits forever
 
 
 def start_loading_backends() -> None:
