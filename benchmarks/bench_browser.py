@@ -12,8 +12,10 @@ the click until the view shows the change:
 Prints median and p95 per interaction, the machine's load average before and after (the machine
 is shared: compare ratios inside one run), and writes JSON with ``--json``.
 
-Interactions: next step (greedy; next_step_chain / _target_only / _dspark on those pages), back to first step (greedy), change a target prediction
-(greedy), add child (tree builder), move a coin slider (chain), page switch (greedy <-> chain),
+Interactions: next step (greedy; next_step_chain / _target_only / _dspark on those pages), back to
+first step (greedy), change a target prediction (greedy), add child and delete a node (tree builder),
+move a coin slider, type a p cell, switch the semantics (chain), switch the backend numpy <-> torch
+(greedy), page switch (greedy <-> chain),
 language switch, play speed (greedy, 2 steps/s for 6 steps) and the first visit of a page after
 the server reports healthy (one fresh server per page).
 """
@@ -130,10 +132,18 @@ def now(page) -> float:
     return page.evaluate("performance.now()")
 
 
-def timed_rerun(page, action, timeout=60_000) -> float:
+LOST: list[str] = []  # clicks that never started a rerun (counted and reported, not timed)
+
+
+def timed_rerun(page, action, timeout=20_000) -> float | None:
+    """Seconds from the click to the redrawn page; None (counted in LOST) when no rerun came."""
     t0 = now(page)
     action()
-    t1 = page.wait_for_function(RERUN_DONE_JS, arg=t0, timeout=timeout, polling="raf").json_value()
+    try:
+        t1 = page.wait_for_function(RERUN_DONE_JS, arg=t0, timeout=timeout, polling="raf").json_value()
+    except Exception:  # noqa: BLE001  playwright's TimeoutError: a lost click, reported as such
+        LOST.append(getattr(action, "__name__", "click"))
+        return None
     return (t1 - t0) / 1000
 
 
@@ -283,6 +293,57 @@ def bench_coin_slider(page, base, repeats):
     return out
 
 
+def bench_delete_node(page, base, repeats):
+    """Tree builder: add a child (untimed), then time "Delete subtree" on it."""
+    goto(page, f"{base}/tree_builder")
+    out = []
+    for _ in range(repeats):
+        timed_rerun(page, page.get_by_role("button", name=re.compile("Add child|添加子节点")).first.click)
+        btn = page.get_by_role("button", name=re.compile("Delete subtree|删除子树")).first
+        out.append(timed_rerun(page, btn.click))
+    return out
+
+
+def bench_pq_cell(page, base, repeats):
+    """Chain page: type a new value into the p table's first cell (row 0, token A), Enter."""
+    goto(page, f"{base}/chain_sampling")
+    out = []
+    grid = page.locator('[data-testid="stDataFrame"]').first
+    for k in range(repeats):
+        grid.scroll_into_view_if_needed()
+        box = grid.bounding_box()
+        # The first data column sits right of the row labels; the first data row below the header (~35 px rows).
+        page.mouse.dblclick(box["x"] + box["width"] * 0.42, box["y"] + 35 * 1.5)
+        editor = page.locator(".gdg-input").first
+        editor.wait_for(timeout=10_000)
+        editor.fill(f"{0.31 + 0.01 * (k % 9):.2f}")  # a new value each time (the row then asks to be normalised)
+        out.append(timed_rerun(page, lambda: editor.press("Enter")))
+    return out
+
+
+def bench_semantics(page, base, repeats):
+    """Chain page: the semantics radio, 0.5.23 <-> earlier."""
+    goto(page, f"{base}/chain_sampling")
+    out = []
+    for k in range(repeats):
+        target = ["earlier", "0.5.23"][k % 2]
+        radio = page.locator('[data-testid="stRadio"]').filter(has_text="earlier").locator("label").filter(
+            has_text=re.compile("^" + re.escape(target) + "$")).first
+        radio.scroll_into_view_if_needed()
+        out.append(timed_rerun(page, radio.click))
+    return out
+
+
+def bench_backend(page, base, repeats):
+    """Greedy page: the sidebar backend select box, numpy <-> torch."""
+    goto(page, f"{base}/greedy")
+    out = []
+    for k in range(repeats):
+        opt = ["torch", "numpy (reference)"][k % 2]
+        out.append(timed_rerun(page, lambda: _select_option(page, r"^(Backend|后端)", opt)))
+    return out
+
+
 def bench_page_switch(page, base, repeats):
     goto(page, f"{base}/greedy")
     out = []
@@ -296,8 +357,8 @@ def bench_page_switch(page, base, repeats):
 def bench_language(page, base, repeats):
     goto(page, f"{base}/greedy")
     out = []
-    for k in range(repeats):
-        target = ["简体中文", "English"][k % 2]
+    for _ in range(repeats):
+        target = "English" if "贪心" in page.locator("h1").first.inner_text() else "简体中文"  # the other language
         radio = page.locator('[data-testid="stSidebar"] label').filter(has_text=target).first
         out.append(timed_rerun(page, radio.click))
     return out
@@ -325,10 +386,16 @@ def bench_play(page, base, repeats):
     return [rate / speed]  # 1.0 = the labelled speed
 
 
+BADGE_JS = """() => document.body.innerText.includes('All backends agree') ? performance.now() : false"""
+
+
 def bench_first_visit(repeats, pages=("tree_builder", "chain_sampling", "greedy"), pw=None):
+    """Per page, a fresh server: seconds until the page is drawn (the script done, every graph
+    drawn), and until the "All backends agree" badge shows (the backends may still be loading when
+    the page is first drawn: it then says so and redraws itself)."""
     out = {}
     for name in pages:
-        times = []
+        times, badge = [], []
         for _ in range(max(1, repeats // 3)):
             with start_app_server(Path("/tmp") / f"bench_browser_{os.getpid()}.log") as base:
                 browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -338,8 +405,11 @@ def bench_first_visit(repeats, pages=("tree_builder", "chain_sampling", "greedy"
                 page.goto(f"{base}/{name}", wait_until="domcontentloaded")
                 page.wait_for_function(RERUN_DONE_JS, arg=0, timeout=120_000, polling="raf")
                 times.append(time.monotonic() - t0)
+                page.wait_for_function(BADGE_JS, timeout=120_000, polling=50)
+                badge.append(time.monotonic() - t0)
                 browser.close()
         out[f"first_visit_{name}"] = times
+        out[f"first_badge_{name}"] = badge
     return out
 
 
@@ -349,8 +419,10 @@ BENCHES = {
     "next_step_target_only": lambda page, base, repeats: bench_next_step(page, base, repeats, "target_only"),
     "next_step_dspark": lambda page, base, repeats: bench_next_step(page, base, repeats, "dspark"),
     "next_step_chain_inpage": lambda page, base, repeats: bench_next_step_inpage(page, base, repeats, "chain_sampling"),
-    "next_step_target_only_inpage": lambda page, base, repeats: bench_next_step_inpage(page, base, repeats, "target_only"), "first_step": bench_first_step, "target_prediction": bench_target_prediction,
-    "add_child": bench_add_child, "coin_slider": bench_coin_slider, "page_switch": bench_page_switch,
+    "next_step_target_only_inpage": lambda page, base, repeats: bench_next_step_inpage(page, base, repeats, "target_only"),
+    "first_step": bench_first_step, "target_prediction": bench_target_prediction,
+    "add_child": bench_add_child, "delete_node": bench_delete_node, "coin_slider": bench_coin_slider,
+    "pq_cell": bench_pq_cell, "semantics": bench_semantics, "backend": bench_backend, "page_switch": bench_page_switch,
     "language": bench_language, "play_speed_ratio": bench_play,
 }
 
@@ -383,9 +455,10 @@ def main() -> None:
                 goto(page, f"{base}/chain_sampling")
                 goto(page, f"{base}/tree_builder")
                 for name in todo:
-                    results[name] = BENCHES[name](page, base, args.repeats)
+                    lost0 = len(LOST)
+                    results[name] = [x for x in BENCHES[name](page, base, args.repeats) if x is not None]
                     print(f"{name:24s} median {statistics.median(results[name]):6.3f}  p95 {p95(results[name]):6.3f}  "
-                          f"(n={len(results[name])})", flush=True)
+                          f"(n={len(results[name])}, lost clicks {len(LOST) - lost0})", flush=True)
                 browser.close()
         if "first_visit" in names:
             for k, v in bench_first_visit(args.repeats, pw=pw).items():

@@ -49,6 +49,7 @@ VALUES = ("B", "C")
 EXPECT = {"B": 1, "C": 2}  # num_correct_drafts for Target(A) = B / C on the running example
 NCD_RE = re.compile(r"num_correct_drafts = (\d+)`")
 TIMEOUT_S = 60.0
+ERROR_TEXTS: list[str] = []  # what the errors said (the first few are printed with each row)
 
 
 def _strings(msg) -> list[str]:
@@ -101,6 +102,7 @@ class Student:
                 which = el.WhichOneof("type")
                 if which in ("exception", "alert") and (which == "exception" or el.alert.format == el.alert.ERROR):
                     seen["error"] = True
+                    ERROR_TEXTS.append(el.exception.message if which == "exception" else el.alert.body)
                 if which == "selectbox" and el.selectbox.label.startswith("Target(A)"):
                     self.target_a_id = el.selectbox.id
                 for s in _strings(el):
@@ -217,7 +219,8 @@ async def one_class(url: str, students: int, clicks: int, pid: int) -> dict:
     times = [t for s in class_ for t in s.times]
     return {"students": students, "edits": len(times), "p50": statistics.median(times) if times else float("nan"),
             "p95": p95(times), "errors": sum(s.errors for s in class_), "leaks": sum(s.leaks for s in class_),
-            "lost": sum(s.lost for s in class_), "crashed": len(crashed), "rss_mb": max(peak)}
+            "lost": sum(s.lost for s in class_), "crashed": len(crashed), "rss_mb": max(peak),
+            "error_texts": sorted(set(ERROR_TEXTS))[:3]}
 
 
 def main() -> None:

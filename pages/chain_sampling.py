@@ -8,7 +8,7 @@ import streamlit as st
 
 from specviz import captions, edits, steps
 from specviz import distributions as dist
-from specviz.engine import scenario_inputs
+from specviz.engine import scenario_inputs, scenario_key
 from specviz.errors import SpecvizError
 from specviz.frames import replay
 from specviz.render import sampling_charts as sc
@@ -390,7 +390,8 @@ trials = heavy.cap_trials(trials, s.n, s.vocab_size)  # at most MAX_TRIAL_CELLS 
 mc_seed = m2.number_input(tr("seed", "种子"), 0, 10**6, 1, key="w_chain_mc_seed")
 from_q = m3.toggle(tr("the Draft samples its first token from q (as a real Draft does)", "Draft 按 q 抽取第一个 token（真实 Draft 的做法）"),
                    value=True, key="w_chain_mc_fromq")
-mc_args = (s.to_json(indent=None), ui.backend(), int(trials), int(mc_seed), bool(from_q))
+# Keyed without the coins (Monte Carlo draws its own): moving a coin slider keeps the result.
+mc_args = (scenario_key(s, zero_coins=True), ui.backend(), int(trials), int(mc_seed), bool(from_q))
 if slow and st.session_state.get("sv_chain_mc_ran") != mc_args:
     st.info(tr("{b} runs the kernels one program at a time (about 30 trials per second here): press the button to run.",
                "{b} 逐个程序解释执行内核（此处约每秒 30 次试验）：请按按钮运行。", b=ui.backend_label(ui.backend())))

@@ -9,7 +9,7 @@ import streamlit as st
 
 from specviz import captions, edits, steps
 from specviz import distributions as dist
-from specviz.engine import scenario_inputs
+from specviz.engine import scenario_inputs, scenario_key
 from specviz.errors import SpecvizError
 from specviz.frames import replay
 from specviz.render import sampling_charts as sc
@@ -292,7 +292,8 @@ choices = [50, 100, 200, 500] if slow else [1000, 4000, 10000, 40000]
 trials = m1.select_slider(tr("trials N", "试验次数 N"), choices, value=choices[1], key=f"w_to_mc_n::{slow}")
 trials = heavy.cap_trials(trials, s.n, s.vocab_size)  # at most MAX_TRIAL_CELLS cells per click
 mc_seed = m2.number_input(tr("seed", "种子"), 0, 10**6, 1, key="w_to_mc_seed")
-mc_args = (s.to_json(indent=None), ui.backend(), int(trials), int(mc_seed))
+# Keyed without the coins (Monte Carlo draws its own): moving a coin slider keeps the result.
+mc_args = (scenario_key(s, zero_coins=True), ui.backend(), int(trials), int(mc_seed))
 if slow and st.session_state.get("sv_to_mc_ran") != mc_args:
     st.info(tr("{b} runs the kernels one program at a time (about 30 trials per second here): press the button to run.",
                "{b} 逐个程序解释执行内核（此处约每秒 30 次试验）：请按按钮运行。", b=ui.backend_label(ui.backend())))

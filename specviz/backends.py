@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.util
 import os
 from dataclasses import fields, is_dataclass, replace
 from types import SimpleNamespace
@@ -31,10 +32,11 @@ def _torch():
 
 
 def to_torch(value):
-    """numpy arrays (and tuples / result dataclasses of them) -> torch tensors: the one conversion."""
-    torch = _torch()
+    """numpy arrays (and tuples / result dataclasses of them) -> torch tensors: the one conversion.
+    torch is imported only when there is an array to convert (the numpy backend's Monte Carlo
+    counts stay numpy, so a page running it never waits seconds for torch)."""
     if isinstance(value, np.ndarray):
-        return torch.from_numpy(np.ascontiguousarray(value))
+        return _torch().from_numpy(np.ascontiguousarray(value))
     if isinstance(value, tuple):
         return tuple(to_torch(v) for v in value)
     if is_dataclass(value) and type(value).__name__ != "SampleCounts":
@@ -56,12 +58,12 @@ def _numpy_backend() -> SimpleNamespace:
 
 def triton_mode() -> str | None:
     """'gpu', 'interpreter', or None when Triton cannot run here."""
+    if os.environ.get("TRITON_INTERPRET") == "1":  # decided without importing torch (seconds): a label needs no GPU probe
+        return "interpreter" if importlib.util.find_spec("torch") is not None else None
     try:
         torch = _torch()
     except ImportError:
         return None
-    if os.environ.get("TRITON_INTERPRET") == "1":
-        return "interpreter"
     if torch.cuda.is_available():
         return "gpu"
     return None

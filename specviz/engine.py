@@ -7,6 +7,8 @@ app animates (only the reference records traces; other backends are compared wit
 """
 from __future__ import annotations
 
+import functools
+import json
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -60,6 +62,41 @@ class Run:
         from .notebook import run_svg
 
         return run_svg(self)
+
+
+# Fields that name or describe a scenario but never change what it computes (an edit drops the
+# preset's title, so a key that kept them would miss on a scenario the server has already run).
+PRESENTATION_FIELDS = ("title", "description", "description_zh")  # and the name, which a scenario must have:
+_KEY_CACHE_MAX_CHARS = 1 << 20  # scenario texts above this are keyed afresh each time (never held twice)
+
+
+def scenario_key(s: Scenario, *, zero_coins: bool = False) -> str:
+    """The canonical JSON of what ``s`` computes: a cache key shared by every session.
+
+    Sorted keys, defaults left out, titles/descriptions dropped and one name for all; a valid scenario text
+    (``scenario_from_json`` reads it back). ``zero_coins``: every coin set to 0, for results that
+    draw their own coins (Monte Carlo), so moving a coin slider keeps them cached."""
+    text = s.compact_json
+    if len(text) > _KEY_CACHE_MAX_CHARS:
+        return _canonical(text, zero_coins)
+    return _canonical_cached(text, zero_coins)
+
+
+def _canonical(text: str, zero_coins: bool) -> str:
+    data = json.loads(text)
+    for k in PRESENTATION_FIELDS:
+        data.pop(k, None)
+    data["name"] = "key"  # the same name for all
+    if zero_coins:
+        for r in data.get("requests", ()):
+            if r.get("coins") is not None:
+                r["coins"] = [0.0] * len(r["coins"])
+            if r.get("coin_final") is not None:
+                r["coin_final"] = 0.0
+    return json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+_canonical_cached = functools.lru_cache(maxsize=64)(_canonical)
 
 
 def scenario_inputs(s: Scenario) -> dict:
