@@ -281,17 +281,11 @@ def chain_frame(k: int) -> player.Frame:
                           "?", "?", ("…", "current" if here else "pending", "")])
     rows = sampling_page.array_rows(frames[k].arrays, seen, vocab)
     if res_ev is not None and any(e.kind == "residual" for e in seen):
-        values = res_ev.data["dist"]
-        total = float(sum(values))
         chosen = term_ev.data["token"] if any(e is term_ev for e in seen) else None
         src = tr("residual max(p − q, 0), normalised", "residual max(p − q, 0)，归一化") if res_ev.data.get("q") is not None \
             else tr("plain p (every draft accepted)", "直接用 p（全部 Draft 被接受）")
-        rows.append(player.Row(tr("terminal draw at row {r}: {src}", "第 {r} 行的终止采样：{src}", r=res_ev.node, src=src),
-                               sampling_page.dist_chips(vocab, [v / total if total > 0 else 0.0 for v in values], chosen)))
-        rows.append(player.Row("u_final", [(f"{req.coin_final:.3f}", "compared" if chosen is None else "bonus",
-                                            tr("the inverse-CDF draw picks the first token whose cumulative mass exceeds u_final",
-                                               "逆 CDF 采样：选出累计质量首次超过 u_final 的 token"))]
-                               + ([f"→ {vocab[chosen]}"] if chosen is not None else [])))
+        rows += sampling_page.terminal_draw_rows(tr("terminal draw at row {r}: {src}", "第 {r} 行的终止采样：{src}", r=res_ev.node, src=src),
+                                                 vocab, res_ev.data["dist"], chosen, req.coin_final)
     caption = captions.plain(captions.caption(typed[k - 1] if k else None, s, ui.lang()))
     return player.Frame(dot=dot, caption=caption, rows=rows, table=table,
                         alt=tr("the draft chain at step {k}", "第 {k} 步的 Draft 链", k=k))

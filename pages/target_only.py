@@ -226,13 +226,9 @@ def to_frame(k: int) -> player.Frame:
     rows.append(player.Row(tr("work buffer draft_probs[{p}]", "工作缓冲区 draft_probs[{p}]", p=parent),
                            sampling_page.dist_chips(vocab, buf, skip_zero=skip_zero)))
     if res_ev is not None and any(e is res_ev for e in seen):
-        values = [float(x) for x in res_ev.data["dist"]]
-        total = sum(values)
         chosen = term_ev.data["token"] if any(e is term_ev for e in seen) else None
-        rows.append(player.Row(tr("relu(p − buffer), normalised", "relu(p − buffer)，归一化"),
-                               sampling_page.dist_chips(vocab, [x / total if total > 0 else 0.0 for x in values], chosen, skip_zero=skip_zero)))
-        rows.append(player.Row("u_final", [(f"{req.coin_final:.3f}", "compared" if chosen is None else "bonus", "")]
-                               + ([f"→ {vocab[chosen]}"] if chosen is not None else [])))
+        rows += sampling_page.terminal_draw_rows(tr("relu(p − buffer), normalised", "relu(p − buffer)，归一化"), vocab,
+                                                 res_ev.data["dist"], chosen, req.coin_final, skip_zero=skip_zero)
     caption = captions.plain(captions.caption(typed[k - 1] if k else None, s, ui.lang()))
     return player.Frame(dot=dot, caption=caption, rows=rows, table=table,
                         alt=tr("the verify tree at step {k}", "第 {k} 步的验证树", k=k))

@@ -95,6 +95,20 @@ def dist_chips(vocab: list, values, chosen: int | None = None, fmt: str = "{:.3g
     return out or ["0"]
 
 
+def terminal_draw_rows(label: str, vocab: list, values, chosen: int | None, coin: float, skip_zero: bool = False) -> list:
+    """The terminal draw as two player rows: the normalised distribution (chosen token marked) and
+    u_final -> the token, once drawn. ``values``: the unnormalised terminal distribution."""
+    from specviz.ui import player
+
+    values = [float(x) for x in values]
+    total = sum(values)
+    hint = ui.tr("the inverse-CDF draw picks the first token whose cumulative mass exceeds u_final",
+                 "逆 CDF 采样：选出累计质量首次超过 u_final 的 token")
+    return [player.Row(label, dist_chips(vocab, [v / total if total > 0 else 0.0 for v in values], chosen, skip_zero=skip_zero)),
+            player.Row("u_final", [(f"{coin:.3f}", "compared" if chosen is None else "bonus", hint)]
+                       + ([f"→ {vocab[chosen]}"] if chosen is not None else []))]
+
+
 def end_state_note() -> None:
     """Under the player: what follows is the end state, whatever step the player shows."""
     st.caption(ui.tr("Below: the end state, after the walk's last step (the player above steps in your browser; "
