@@ -167,6 +167,11 @@ def player_frame(page):
 def click_step_button(page, which: str) -> None:
     """Press next / first in the player if there is one, else the server-side step buttons."""
     f = player_frame(page)
+    for _ in range(50):  # the player's iframe may still be loading (or redrawn by the backend loader)
+        if f is not None or page.get_by_role("button", name="Next", exact=True).count():
+            break
+        page.wait_for_timeout(200)
+        f = player_frame(page)
     if f is not None:
         f.click(f'[data-sv-btn="{which}"]')
         return
