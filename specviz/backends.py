@@ -82,8 +82,8 @@ def _reason(name: str) -> str | None:
         return None
     try:
         _torch()
-    except ImportError:
-        return "torch is not installed: pip install -r requirements.txt"
+    except ImportError as exc:
+        return f"torch could not be imported ({exc}): pip install -r requirements.txt"
     if name == "torch":
         try:
             importlib.import_module("kernels.torch_backend")

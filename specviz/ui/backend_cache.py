@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 import numpy as np
 import streamlit as st
@@ -35,7 +36,14 @@ def _load_backends() -> None:
     from specviz.backends import available_backends as avail
 
     try:
-        _AVAILABLE.update(avail())  # imports torch, Triton and the kernels
+        # Imports torch, Triton and the kernels. An import racing another thread's import of the same
+        # package can fail once on a partly initialised module; a later attempt sees the whole module.
+        for attempt in range(3):
+            found = avail()
+            if not any(why and "import" in why for why in found.values()) or attempt == 2:
+                break
+            time.sleep(0.5)
+        _AVAILABLE.update(found)
         freeze_import_heap()
     except Exception as exc:  # noqa: BLE001  never leave the pages waiting: numpy still works
         from specviz.backends import BACKENDS
