@@ -78,7 +78,7 @@ def _store(build, err_key="sv_chain_err"):
     try:
         ui.set_scenario(SLOT, build(ui.scenario(SLOT)))
     except SpecvizError as exc:
-        st.session_state[err_key] = (exc.field, exc.detail)
+        ui.defer_error(err_key, exc)
 
 
 def _on_coin(i: int):
@@ -166,9 +166,7 @@ with edit_box:
                      help=tr(".5 × .6 = .3 is not < .3: the test is strict", ".5 × .6 = .3 不小于 .3：严格不等式"))
         qc[2].button(tr(".7 reject", ".7 拒绝"), key="w_chain_q3", on_click=_set_coin0(0.7), width="stretch",
                      help=tr(".7 × .6 = .42 ≥ .3", ".7 × .6 = .42 ≥ .3"))
-        if "sv_chain_err" in st.session_state:
-            f, d = st.session_state.pop("sv_chain_err")
-            st.error(f"**{f}**: {d}", icon=":material/warning:")
+        ui.show_deferred_error("sv_chain_err")
 
     # p / q tables
     def _table(name: str, rows, row_labels):

@@ -70,7 +70,7 @@ def _cb(field: str, wkey: str, index: int | None = None, cast=None):
         try:
             ui.set_scenario(SLOT, edits.set_slot(ui.scenario(SLOT), field, index, v))
         except SpecvizError as exc:
-            st.session_state["sv_ds_err"] = (exc.field, exc.detail)
+            ui.defer_error("sv_ds_err", exc)
     return cb
 
 
@@ -85,9 +85,7 @@ def _mode():
 edit_box = ui.editing_area(tr("1. Inputs", "1. 输入"))
 with edit_box:
     st.header(tr("1. Inputs", "1. 输入"))
-    if "sv_ds_err" in st.session_state:
-        f, d = st.session_state.pop("sv_ds_err")
-        st.error(f"**{f}**: {d}", icon=":material/warning:")
+    ui.show_deferred_error("sv_ds_err")
     k = _synced("w_ds_mode", "greedy" if greedy else "sampling")
     st.radio(tr("Accept rule", "接受规则"), ["greedy", "sampling"], key=k, horizontal=True, on_change=_mode,
              # option texts do not depend on the language (a widget's options stay stable when it switches)

@@ -74,7 +74,7 @@ def _store(build):
     try:
         ui.set_scenario(SLOT, build(ui.scenario(SLOT)))
     except SpecvizError as exc:
-        st.session_state["sv_to_err"] = (exc.field, exc.detail)
+        ui.defer_error("sv_to_err", exc)
 
 
 def _cb_set(path: tuple, wkey: str):
@@ -113,9 +113,7 @@ def _use_builder_tree():
 edit_box = ui.editing_area(tr("1. Inputs", "1. 输入"))
 with edit_box:
     st.header(tr("1. Inputs", "1. 输入"))
-    if "sv_to_err" in st.session_state:
-        f, d = st.session_state.pop("sv_to_err")
-        st.error(f"**{f}**: {d}", icon=":material/warning:")
+    ui.show_deferred_error("sv_to_err")
     c_thr, c_coins = st.columns([1, 1], gap="large")
     with c_thr:
         st.markdown(tr("**Thresholds** (server args; 1 = exact sampling)", "**阈值**（服务器参数；1 = 精确采样）"))

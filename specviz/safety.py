@@ -94,6 +94,16 @@ def md_prose(value) -> str:
     return _PROSE_SPECIAL.sub(r"\\\1", str(value))
 
 
+_MESSAGE_SPECIAL = re.compile(r"([<>&])|\]\(")
+
+
+def md_message(value) -> str:
+    """An error message for Streamlit markdown (st.error): it may quote a user's label, so no link,
+    image, autolink or tag can form (``<``, ``>``, ``&`` and the ``](`` of a link escaped); brackets
+    such as ``target_probs[1]`` stay as written."""
+    return _MESSAGE_SPECIAL.sub(lambda m: "\\" + m.group(1) if m.group(1) else "]\\(", str(value).replace("\n", " "))
+
+
 # --------------------------------------------------------------------------------------------
 # Numbers and JSON
 # --------------------------------------------------------------------------------------------

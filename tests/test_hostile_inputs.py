@@ -685,3 +685,20 @@ def test_largest_scenario_the_limits_admit_saves_and_loads_back(tmp_path):
     path.write_text(s.to_json(), encoding="utf-8")
     assert path.stat().st_size <= MAX_SCENARIO_CHARS
     assert load_scenario(path) == s
+
+
+def test_error_messages_quote_labels_as_text():
+    """A SpecvizError quotes the user's label (e.g. a target_predict not in the vocabulary); in
+    st.error that quote must not become an image, link or tag, while field names keep their brackets."""
+    from specviz.scenario import scenario_from_dict
+
+    d = preset("running_example").model_dump(mode="json")
+    d["requests"][0]["target_predict"][0] = "![a](http://e.x/a.png)<b>"  # a label is at most 32 characters
+    with pytest.raises(SpecvizError) as err:
+        scenario_from_dict(d)
+    shown = safety.md_message(err.value.detail)
+    assert "![a](http" in err.value.detail and "](" not in shown and "\\<b\\>" in shown
+    assert safety.md_message("target_probs[1]") == "target_probs[1]"
+    # every page shows errors through the one helper (no hand-built st.error with user text)
+    for page in (Path(__file__).resolve().parents[1] / "pages").glob("*.py"):
+        assert 'st.error(f"**{' not in page.read_text(encoding="utf-8"), page.name

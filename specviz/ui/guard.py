@@ -8,6 +8,7 @@ from streamlit.runtime.scriptrunner_utils.exceptions import ScriptControlExcepti
 import streamlit as st
 
 from specviz.errors import SpecvizError
+from specviz.safety import md_message
 
 # -------------------------------------------------------------------------------------------
 # Errors
@@ -16,9 +17,25 @@ from specviz.errors import SpecvizError
 def show_error(exc: Exception) -> None:
     """st.error naming the field (SpecvizError) or the kind of failure (anything else)."""
     if isinstance(exc, SpecvizError):
-        st.error(f"**{exc.field}**: {exc.detail}", icon=":material/warning:")
+        show_field_error(exc.field, exc.detail)
     else:
-        st.error(f"**{type(exc).__name__}**: {exc}", icon=":material/warning:")
+        show_field_error(type(exc).__name__, str(exc))
+
+
+def show_field_error(field: str, detail: str) -> None:
+    """st.error "**field**: detail"; the detail may quote a user's label, so it stays text."""
+    st.error(f"**{md_message(field)}**: {md_message(detail)}", icon=":material/warning:")
+
+
+def defer_error(key: str, exc: SpecvizError) -> None:
+    """In a widget callback: keep the error for the page's next run (a callback cannot draw it)."""
+    st.session_state[key] = (exc.field, exc.detail)
+
+
+def show_deferred_error(key: str) -> None:
+    """Where the inputs are drawn: the error a callback kept under ``key``, once."""
+    if key in st.session_state:
+        show_field_error(*st.session_state.pop(key))
 
 
 @contextlib.contextmanager
