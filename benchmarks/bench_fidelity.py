@@ -59,19 +59,9 @@ def _init(root: str, backends: list[str]):
 
 def _sglang_draw(args) -> np.ndarray:
     import torch  # noqa: PLC0415
-    sgl = _STATE["sgl"]
+    from kernels.sglang_oracle import chain_draw  # noqa: PLC0415
     dev = "cuda" if torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1" else "cpu"
-    t = lambda x, d=torch.int64: torch.as_tensor(np.asarray(x), dtype=d, device=dev)  # noqa: E731
-    cand = np.asarray(args["candidates"])
-    bs, N = cand.shape
-    pr = torch.zeros(bs * N, dtype=torch.int32, device=dev)
-    ai = torch.full((bs, N), -1, dtype=torch.int32, device=dev)
-    an = torch.empty(bs, dtype=torch.int32, device=dev)
-    f = torch.float32
-    sgl.chain_sampling(pr, ai, an, t(cand), t(args["retrieve_index"]), None, None, t(args["uniform_samples"], f),
-                       t(args["uniform_samples_for_final_sampling"], f), t(args["target_probs"], f),
-                       t(args["draft_probs"], f), 1.0, 1.0, True)
-    return pr.cpu().numpy().reshape(bs, N)[:, 0].astype(np.int64)
+    return chain_draw(_STATE["sgl"], args, dev)
 
 
 def _run_chunk(job):

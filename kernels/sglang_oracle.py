@@ -76,3 +76,25 @@ def load() -> types.SimpleNamespace:
         chain_sampling=rs.chain_speculative_sampling_triton,
         TreeMaskMode=tree.TreeMaskMode,
     )
+
+
+def chain_draw(sgl: types.SimpleNamespace, args: dict, device) -> "np.ndarray":
+    """SGLang's chain kernel on a fidelity case (``kernels.fidelity_cases``, no draft accepted): the
+    terminal token per request, int64 [bs]. ``device``: where the tensors go ("cuda" runs it compiled)."""
+    import numpy as np  # noqa: PLC0415
+    import torch  # noqa: PLC0415
+
+    def t(x, dtype=torch.int64):
+        return torch.as_tensor(np.asarray(x), dtype=dtype, device=device)
+
+    cand = np.asarray(args["candidates"])
+    bs, N = cand.shape
+    predicts = torch.zeros(bs * N, dtype=torch.int32, device=device)
+    accept_index = torch.full((bs, N), -1, dtype=torch.int32, device=device)
+    accept_num = torch.empty(bs, dtype=torch.int32, device=device)
+    f32 = torch.float32
+    sgl.chain_sampling(predicts, accept_index, accept_num, t(cand), t(args["retrieve_index"]), None, None,
+                       t(args["uniform_samples"], f32), t(args["uniform_samples_for_final_sampling"], f32),
+                       t(args["target_probs"], f32), t(args["draft_probs"], f32), 1.0, 1.0, True)
+    assert not accept_num.any(), "the case was built so that no draft is accepted"
+    return predicts.cpu().numpy().reshape(bs, N)[:, 0].astype(np.int64)

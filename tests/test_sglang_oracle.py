@@ -105,18 +105,9 @@ def test_chain_sampling_matches_sglang(sgl, bs, N, V):
 # ---------------------------------------------------------------------------------------------
 
 def sglang_chain_draw(sgl, args):
-    """SGLang's chain kernel on a fidelity case (kernels.fidelity_cases): the terminal token per request."""
-    cand = np.asarray(args["candidates"])
-    bs, N = cand.shape
-    predicts = torch.zeros(bs * N, dtype=torch.int32, device=DEVICE)
-    accept_index = torch.full((bs, N), -1, dtype=torch.int32, device=DEVICE)
-    accept_num = torch.empty(bs, dtype=torch.int32, device=DEVICE)
-    f32 = torch.float32
-    sgl.chain_sampling(predicts, accept_index, accept_num, t(cand), t(args["retrieve_index"]), None, None,
-                       t(args["uniform_samples"], f32), t(args["uniform_samples_for_final_sampling"], f32),
-                       t(args["target_probs"], f32), t(args["draft_probs"], f32), 1.0, 1.0, True)
-    assert not accept_num.any()
-    return predicts.cpu().numpy().reshape(bs, N)[:, 0].astype(np.int64)
+    """SGLang's chain kernel on a fidelity case: the terminal token per request."""
+    from kernels.sglang_oracle import chain_draw
+    return chain_draw(sgl, args, DEVICE)
 
 
 @pytest.mark.parametrize("V, rows", [(1000, 6), (32000, 3), (50000, 3), (128256, 3)])
