@@ -6,7 +6,7 @@
 For each interaction: ``--repeats`` clicks, each timed in the page's own clock from just before
 the click until the view shows the change:
 - a click that reruns the script: until the app has gone "running" and back to "notRunning", no
-  status widget is left and every graph on the page has its SVG;
+  status widget is left and every graph and plotly chart on the page has its SVG;
 - a click the page answers in the browser (the step player): until the player's step text shows
   the new step.
 Prints median and p95 per interaction, the machine's load average before and after (the machine
@@ -98,6 +98,9 @@ RERUN_DONE_JS = """
   if (document.querySelector('[data-testid="stSkeleton"], [data-testid="stAppSkeleton"]')) return false;
   for (const g of document.querySelectorAll('[data-testid="stGraphVizChart"]')) {
     if (!g.querySelector('svg')) return false;
+  }
+  for (const g of document.querySelectorAll('[data-testid="stPlotlyChart"]')) {
+    if (!g.querySelector('.main-svg')) return false;
   }
   return performance.now();
 }

@@ -192,7 +192,7 @@ with g1:
                    bonus=(commit.accept_nodes[-1], s.label(commit.next_root)), bonus_label=ui.term("bonus"), row_word=ui.term("row"))
     if not s.is_tree:  # a chain reads left to right
         dot = dot.replace("rankdir=TB", "rankdir=LR", 1)
-    st.graphviz_chart(dot, width="stretch" if s.is_tree else "content")
+    ui.graph(dot, width="stretch" if s.is_tree else "content")
 with g2:
     st.markdown(f"**{ui.tr('Shift table: input row → output', '错位表：输入行 → 输出')}**")
     words = {"row": ui.tr("verify row", "验证行"), "input": ui.tr("input token", "输入 token"),

@@ -110,7 +110,7 @@ for b, (tree, c) in enumerate(zip(trees, run.commits)):
                      "row_word": ui.term("row"), "cluster": ui.tr("request {b} · seq_len {sl}", "请求 {b} · seq_len {sl}", b=b,
                                                                    sl=c.seq_len)})
 forest = forest_dot(trees_kw, rankdir="LR" if n > 16 else "TB")
-st.graphviz_chart(forest, width="content" if n <= 16 else "stretch")
+ui.graph(forest, width="content" if n <= 16 else "stretch")
 ui.legend()
 
 left, right = st.columns([1.6, 1], gap="large")

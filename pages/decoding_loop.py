@@ -15,7 +15,8 @@ from specviz.loop import view  # noqa: E402
 from specviz.loop.decode import LoopSettings, run_loop  # noqa: E402
 from specviz.loop.proofs import PROOF_FOR_MISTAKE, TREE_TOL, greedy_lossless, sampling_lossless, tree_pass_exact  # noqa: E402
 from specviz.loop.train import load_models  # noqa: E402
-from specviz.render.mask import mask_heatmap  # noqa: E402
+from specviz.render.mask import mask_svg  # noqa: E402
+from specviz.ui import markup  # noqa: E402
 
 DEFAULT_PROMPT = "The target model verifies the draft tree. "
 ALGOS = {"greedy": ("Greedy verify", "贪心验证"), "target_only": ("Target-only tree sampling", "仅目标模型的树采样"),
@@ -148,15 +149,15 @@ st.markdown(ui.tr(
 c = st.columns([1, 1])
 with c[0]:
     st.markdown(ui.tr("**Draft tree and the walk**", "**草稿树与遍历**"))
-    st.graphviz_chart(view.round_tree_dot(rnd, show, words))
+    ui.graph(view.round_tree_dot(rnd, show, words))
     ui.legend()
 with c[1]:
     labels = [show(t) for t in rnd.tree.candidates]
     st.markdown(ui.tr("**Tree mask used in the verify forward** (every row also sees the {L} prefix rows)",
                       "**验证前向使用的树掩码**（每一行还能看到 {L} 个前缀行）", L=rnd.seq_len))
-    st.plotly_chart(mask_heatmap(rnd.mask_used, labels, words=(ui.tr("attends to", "可见"), ui.tr("masked", "屏蔽"),
-                                                                ui.tr("row", "行"), ui.tr("col", "列"))),
-                    key="loop_mask", config={"displayModeBar": False})
+    markup.svg_figure(mask_svg(rnd.mask_used, labels, words=(ui.tr("attends to", "可见"), ui.tr("masked", "屏蔽"),
+                                                             ui.tr("row", "行"), ui.tr("col", "列"))),
+                      stretch=False, max_height="calc(100vh - 160px)")
 acc_df = pd.DataFrame({"accept_index": rnd.accept_index,
                        ui.tr("input row token", "输入行 token"): [show(rnd.tree.candidates[i]) if i >= 0 else "" for i in rnd.accept_index],
                        ui.tr("predicts (emitted)", "predicts（输出）"): [show(rnd.predicts[i]) if i >= 0 else "" for i in rnd.accept_index]})

@@ -62,7 +62,7 @@ words = {
     "e_kv": "rows[accept_index]",
     "next": ui.tr("next root {x}", "下一轮的根 {x}", x=nxt),
 }
-st.graphviz_chart(loop_dot(words, highlight="accept"), width="stretch")
+ui.graph(loop_dot(words, highlight="accept"), width="stretch")
 
 st.subheader(ui.tr("The running example, live", "示例（实时）"))
 preset = ui.load_preset("running_example")
@@ -88,7 +88,7 @@ if commit is not None:
     with left:
         tree_fig = tree_dot(tree.parents, labels, states=states, tooltips=tips, row_word=ui.term("row"),
                             bonus=(commit.accept_nodes[-1], s.label(commit.next_root)), bonus_label=ui.term("bonus"))
-        st.graphviz_chart(tree_fig, width="content")
+        ui.graph(tree_fig, width="content")
     with right:
         ui.chip_row("accept_index", [ui.chip(r, "accepted" if r >= 0 else "pending")
                                      for r in run.result["accept_index"].reshape(len(s.requests), -1)[0]])

@@ -137,12 +137,12 @@ with main_col:
 
     left, right = st.columns(2, gap="large")
     with left:
-        st.graphviz_chart(dot_for(bug_view), width="stretch" if s.is_tree else "content")
+        ui.graph(dot_for(bug_view), width="stretch" if s.is_tree else "content")
         st.caption(ui.tr("Green ✓: rows both sides keep. Red ✗: rows only the buggy code uses. Grey: rows it misses.",
                          "绿色 ✓：两侧都保留的行。红色 ✗：只有错误实现使用的行。灰色：它漏掉的行。"))
     with right:
         correct_dot = dot_for(ok_view)
-        st.graphviz_chart(correct_dot, width="stretch" if s.is_tree else "content")
+        ui.graph(correct_dot, width="stretch" if s.is_tree else "content")
         st.caption(ui.tr("Green ✓: the root and the accepted drafts (their KV is kept); orange ★: the bonus, the next root.",
                          "绿色 ✓：root 与被接受的 Draft（保留 KV）；橙色 ★：bonus，即下一轮的根。"))
 

@@ -112,7 +112,7 @@ for b in range(len(s.requests)):
                        bonus=bonus, bonus_label=ui.term("bonus"), row_word=ui.term("row"))
         if not s.is_tree:  # a chain reads left to right
             dot = dot.replace("rankdir=TB", "rankdir=LR", 1)
-        st.graphviz_chart(dot, width="content")
+        ui.graph(dot, width="content")
         if r.target_predict:
             ui.chip_row(ui.tr("target predicts after row", "各行之后目标模型预测"),
                         [ui.chip(f"{b * n + i}→{t}", "compared", title=f"target_predict[{b * n + i}] = {t}")

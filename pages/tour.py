@@ -241,7 +241,7 @@ if live_slot:
                 dot = dot.replace("rankdir=TB", "rankdir=LR", 1)
             st.caption(ui.tr("Live: the inputs on that page now ({name}, request 0)", "实时：该页面当前的输入（{name}，请求 0）",
                              name=fig_s.name))
-            st.graphviz_chart(dot, width="content")
+            ui.graph(dot, width="content")
         except Exception:  # noqa: BLE001  the picture never breaks the tour
             pass
 

@@ -7,10 +7,11 @@ import streamlit as st
 
 from specviz.errors import SpecvizError
 from specviz.scenario import scenario_from_json
-from specviz.render.mask import mask_heatmap, mask_storage_text
+from specviz.render.mask import mask_heatmap, mask_storage_text, mask_svg
 from specviz.render.tables import retrieve_table, selected_style
 from specviz.render.tree import tree_dot
 from specviz.ui import common as ui
+from specviz.ui import markup
 from specviz import edits
 from specviz.ui import share_ui
 
@@ -234,7 +235,7 @@ with right:
                           "sv_links::tree", True)
         dot = tree_dot(tree.parents, labels, states={i: "plain" for i in range(n)}, selected=sel, links=links, tooltips=tips,
                        row_word=ui.term("row"), link_words=(ui.tr("first child", "第一个子节点"), ui.tr("next sibling", "下一个兄弟")))
-        st.graphviz_chart(dot, width="stretch")
+        ui.graph(dot, width="stretch")
         st.caption(ui.tr("Blue: retrieve_next_token (first child). Dashed vermillion: retrieve_next_sibling. "
                          "Purple outline: the selected node. Hover a node for its exact values.",
                          "蓝色：retrieve_next_token（第一个子节点）。橙红虚线：retrieve_next_sibling。"
@@ -266,9 +267,10 @@ if views is not None:
         st.info(views["reason"])
     m_col, s_col = st.columns([1, 1], gap="large")
     with m_col:
-        mask_fig = _mask_fig(s.to_json(indent=None), b, s.tree_mask_mode, sel,
-                             (ui.tr("attends to", "可见"), ui.tr("masked", "屏蔽"), ui.term("row"), ui.tr("column", "列")))
-        st.plotly_chart(mask_fig, width="stretch", key="w_mask_fig")
+        mask_words = (ui.tr("attends to", "可见"), ui.tr("masked", "屏蔽"), ui.term("row"), ui.tr("column", "列"))
+        mask_fig = _mask_fig(s.to_json(indent=None), b, s.tree_mask_mode, sel, mask_words)  # for the chart export
+        markup.svg_figure(mask_svg(views["matrix"], labels, selected=sel, words=mask_words), stretch=False,
+                          max_height="calc(100vh - 160px)")
     with s_col:
         st.markdown(ui.tr("Row i may attend to column j (✓): itself and its ancestors. How **{m}** stores it:",
                           "第 i 行可以看到第 j 列（✓）：自身及其祖先。**{m}** 的存储方式：", m=s.tree_mask_mode))

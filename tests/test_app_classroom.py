@@ -8,6 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from specviz.export import has_dot
 from specviz.pitfalls import PITFALLS
+from tests.figures import graphs
 from specviz.scenario import scenario_from_dict, scenario_from_json
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,10 +50,10 @@ def test_pitfalls_every_entry_renders_two_sides():
         assert not at.exception, (p.key, [e.value for e in at.exception])
         body = texts(at).replace("\\*", "*")  # markdown escapes of u*q, b*n
         assert p.symptom["en"] in body and p.fix["en"] in body
-        charts = at.get("graphviz_chart")
+        charts = graphs(at)
         assert len(charts) == 2, p.key
-        seen.add(charts[0].proto.spec)
-        assert charts[0].proto.spec != charts[1].proto.spec, f"{p.key}: buggy and correct trees look the same"
+        seen.add(charts[0])
+        assert charts[0] != charts[1], f"{p.key}: buggy and correct trees look the same"
     assert len(seen) >= 6
     labels = [d.label for d in at.get("download_button")]
     want = {"Scenario JSON", "pytest file", "Animation (offline HTML)"}
@@ -93,8 +94,8 @@ def test_audit_verdicts_change_with_the_pasted_outputs():
     assert any("accept_index[0][0]" in e.value for e in at.error)
     assert "root's row 0 comes first" in texts(at)
     # The wrong node (the root, node 0) is outlined in the tree and its row coloured in the shift table.
-    dot = at.get("graphviz_chart")[0].proto.spec
-    assert "penwidth=\"6\"" in dot or "penwidth=6" in dot
+    fig = graphs(at)[0]
+    assert 'stroke-width="6"' in fig or "penwidth=6" in fig or 'penwidth="6"' in fig
     at.text_area(key="w_sv_audit_text").set_value("predicts = tensor([0, 2, 0, 0, 0], dtype=torch.int32)").run()
     assert "bonus X is written at the last accepted row" in texts(at)
 

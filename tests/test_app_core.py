@@ -12,6 +12,7 @@ children C, D; rows 0..4 = R A B C D; the target predicts R->A, A->C, C->X; W = 
 """
 from __future__ import annotations
 
+
 import json
 import re
 
@@ -21,6 +22,7 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from specviz.scenario import load_scenario  # noqa: E402
+from tests.figures import graphs  # noqa: E402
 
 from pathlib import Path  # noqa: E402
 
@@ -206,7 +208,9 @@ def test_tree_builder_mask_modes():
         next(r for r in at.radio if r.label == "tree_mask_mode").set_value(mode).run()
         assert not at.exception
         assert not at.error, [e.value for e in at.error]
-        assert len(at.get("plotly_chart")) == 1
+        masks = [g for g in graphs(at) if "→ column" in g]  # the mask grid: one hover per cell
+        assert len(masks) == 1
+        assert masks[0].count(": attends to (True)") == 11  # 5 nodes: itself (5) + ancestors (R for 4, A for 2)
     code = "\n".join(c.value for c in at.code)
     assert "[111111… ×10] 11010" in code  # C's row in full_mask: the prefix, then R, A and itself
 

@@ -25,8 +25,8 @@ def _no_exception(page) -> None:
 
 
 def _svgs(page):
-    page.locator('[data-testid="stGraphVizChart"] svg').first.wait_for(timeout=30_000)
-    return page.locator('[data-testid="stGraphVizChart"] svg')
+    page.locator('.sv-graph svg, [data-testid="stGraphVizChart"] svg').first.wait_for(timeout=30_000)
+    return page.locator('.sv-graph svg, [data-testid="stGraphVizChart"] svg')
 
 
 def test_pitfalls_page(page, open_page, screenshot_dir):

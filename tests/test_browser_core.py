@@ -24,7 +24,7 @@ def _no_exception(page) -> None:
 
 
 def _tree_svg(page, k: int = 0):
-    svg = page.locator('[data-testid="stGraphVizChart"] svg').nth(k)
+    svg = page.locator('.sv-graph svg, [data-testid="stGraphVizChart"] svg').nth(k)
     svg.wait_for(timeout=30_000)
     return svg
 

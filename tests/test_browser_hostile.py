@@ -1,7 +1,7 @@
 """The live app in chromium with hostile input (issue 8, findings 1 and 10).
 
-- A share link whose labels, title and description hold script-bearing HTML: on the greedy, chain
-  and DSpark pages no dialog fires, no navigation happens and no iframe / img / meta from the data
+- A share link whose labels, title and description hold script-bearing HTML: on the greedy, chain,
+  DSpark, tree builder and batch pages no dialog fires, no navigation happens and no iframe / img / meta from the data
   enters the page.
 - Clicking ▶ and then the browser's Back button never takes the step back.
 """
@@ -32,7 +32,8 @@ def _watch(page):
 def test_hostile_link_runs_no_script_in_the_live_app(page, app_server):
     dialogs, navigations = _watch(page)
     for path, slot, name in (("greedy", "tree", "running_example"), ("chain_sampling", "chain", "pq_example"),
-                             ("dspark", "dspark", "dspark_chain")):
+                             ("dspark", "dspark", "dspark_chain"), ("tree_builder", "tree", "running_example"),
+                             ("batch_kv", "batch", "batch_two_requests")):
         s = _relabel(preset(name), labels=LABELS, title=IFRAME, description=LONG_PAYLOADS[2] + LONG_PAYLOADS[1])
         token = encode_state(ShareState(page=path, slot=slot, scenario=s))
         page.goto(f"{app_server}/{path}?s={token}", wait_until="domcontentloaded")
@@ -44,6 +45,8 @@ def test_hostile_link_runs_no_script_in_the_live_app(page, app_server):
         assert main.locator("iframe[srcdoc]:not([data-testid='stIFrame']), img[src='x'], meta[http-equiv]").count() == 0, path
         for frame in page.frames[1:]:
             assert frame.locator("img[src='x'], meta[http-equiv], iframe").count() == 0, path
+        for svg in main.locator(".sv-graph svg").all():  # a figure laid out on the server: labels as text only
+            assert svg.locator("foreignObject, script, img, iframe").count() == 0, path
         assert page.url.startswith(f"{app_server}/{path}")
     assert dialogs == [], dialogs
     assert all(u.startswith(app_server) for u in navigations), navigations

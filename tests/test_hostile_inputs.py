@@ -530,12 +530,47 @@ def _check_markup(at):
         body = getattr(proto, "body", None) if proto is not None else None
         if not isinstance(body, str) or el.type == "metric":
             continue
+        if getattr(proto, "allow_html", False) and body.startswith('<div class="sv-graph"><svg '):
+            _check_inline_figure(body)  # a figure laid out by dot: our SVG, the labels in it text only
+            seen_html += 1
+            continue
         if getattr(proto, "allow_html", False):
             seen_html += 1
             assert not re.search(r"<(?:img|iframe|meta|script|/script|svg)\b", body, re.I), body[:300]
         assert not _RAW_TAG.search(body), (el.type, body[:300])
         assert "![i](https" not in body, (el.type, body[:300])
     return seen_html
+
+
+def _check_inline_figure(body: str) -> None:
+    """An inline Graphviz figure: nothing that can run, no element from a label, and no character
+    Streamlit's markdown would act on, in its text or its attribute values."""
+    for tag in re.findall(r"<[^>]*>", body):  # (text may spell "onerror=": dot wrote it as text)
+        attrs = re.findall(r'\s([\w:-]+)\s*=\s*"', tag)
+        assert not any(a.lower().startswith("on") or "href" in a.lower() for a in attrs), tag
+    tags = set(re.findall(r"<\s*/?\s*([A-Za-z][\w:-]*)", body))
+    assert tags <= {"div", "svg", "g", "title", "a", "polygon", "polyline", "path", "ellipse", "text", "defs",
+                    "linearGradient", "stop", "rect"}, tags
+    for text in re.findall(r">([^<]*)<", body) + re.findall(r'="([^"]*)"', body):
+        assert not re.search(r"[\[\]()!*_`~\\|$]", text), text
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="needs Graphviz's dot")
+def test_inline_figure_keeps_hostile_labels_as_text():
+    from specviz.render.svg import dot_to_svg
+    from specviz.render.tree import tree_dot
+    from specviz.ui.markup import inline_svg
+
+    labels = ["R", "<img src=x onerror=alert(1)>", "[x](javascript:alert(1))", "$\\frac{a}{b}$", "**b** _i_ `c`",
+              "</text><script>alert(1)</script>"]
+    svg = dot_to_svg(tree_dot([-1, 0, 0, 1, 1, 2], labels, tooltips={1: "<b onmouseover=alert(1)>x</b>"}))
+    body = '<div class="sv-graph">' + inline_svg(svg, stretch=True, max_height="70vh") + "</div>"
+    _check_inline_figure(body)
+    shown = html.unescape(body)
+    for lab in labels[1:]:
+        assert lab in shown, lab  # every label is still there, as text
+    with pytest.raises(ValueError):
+        inline_svg(svg.replace("<g ", '<g onload="alert(1)" ', 1), stretch=True, max_height="70vh")
 
 
 @pytest.mark.parametrize("rotate", [0, 10])

@@ -16,11 +16,11 @@ def test_decoding_loop_page_screenshots(page, open_page, screenshot_dir, width, 
     open_page(page, "decoding_loop")
     expect(page.get_by_role("heading", name="Decoding loop").first).to_be_visible(timeout=60_000)
     assert page.locator('[data-testid="stException"]').count() == 0
-    page.locator('[data-testid="stGraphVizChart"] svg').first.wait_for(timeout=60_000)
+    page.locator('.sv-graph svg, [data-testid="stGraphVizChart"] svg').first.wait_for(timeout=60_000)
     page.screenshot(path=str(screenshot_dir / f"decoding_loop_{width}x{height}.png"))
     page.get_by_role("button", name="next", exact=True).first.click()     # next round
     wait_for_app(page)
-    page.locator('[data-testid="stGraphVizChart"]').first.scroll_into_view_if_needed()
+    page.locator('.sv-graph').first.scroll_into_view_if_needed()
     page.screenshot(path=str(screenshot_dir / f"decoding_loop_round1_{width}x{height}.png"))
     page.get_by_role("heading", name="Acceptance metrics").first.scroll_into_view_if_needed()
     page.screenshot(path=str(screenshot_dir / f"decoding_loop_metrics_{width}x{height}.png"))

@@ -20,6 +20,7 @@ from specviz import engine  # noqa: E402
 from specviz.audit import audit  # noqa: E402
 from specviz.scenario import load_scenario  # noqa: E402
 from specviz.scenario import scenario_from_json as load_scenario_json  # noqa: E402
+from tests.figures import graphs, node_markup  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT = 120
@@ -250,11 +251,10 @@ def test_audit_page_outlines_and_paints_the_claimed_row():
     _ok(at.text_area(key="w_sv_audit_text").set_value("accept_index = [[0, 1, 4]]").run())
     from specviz.render.palette import PALETTE, state_color
 
-    dot = at.get("graphviz_chart")[0].proto.spec
-    n4 = next(line for line in dot.splitlines() if line.strip().startswith("n4 ["))
-    n3 = next(line for line in dot.splitlines() if line.strip().startswith("n3 ["))
-    assert PALETTE["selected"] in n4 and state_color("rejected") in n4, n4  # the claimed D: outlined, red
-    assert PALETTE["selected"] not in n3 and state_color("accepted") in n3, n3  # the expected C stays accepted
+    fig = graphs(at)[0]
+    n4, n3 = node_markup(fig, "n4").lower(), node_markup(fig, "n3").lower()
+    assert PALETTE["selected"].lower() in n4 and state_color("rejected").lower() in n4, n4  # the claimed D: outlined, red
+    assert PALETTE["selected"].lower() not in n3 and state_color("accepted").lower() in n3, n3  # the expected C stays accepted
     styles = next(str(x.proto) for x in at.table if state_color("rejected") in str(x.proto))  # the shift table's colours
     red_rule = next(rule for rule in styles.split("\\n") if state_color("rejected") in rule)
     assert "_row4_" in red_rule and "_row3_" not in red_rule, styles  # the claimed row 4 is red, not the correct row 3

@@ -23,6 +23,7 @@ from specviz.export import has_dot, kaleido_problem
 from specviz.pitfalls import preset
 from specviz.scenario import scenario_from_json
 from specviz.share import decode_state
+from tests.figures import graphs
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT = 60
@@ -134,7 +135,7 @@ def _without_template(spec: str) -> dict:
 
 def shown(at: AppTest) -> list:
     """What the main area shows: figures, messages, chips and tables, metrics, raw tensors."""
-    out = [("graphviz", g.proto.spec) for g in at.get("graphviz_chart")]
+    out = [("graphviz", g) for g in graphs(at)]
     out += [("plotly", _without_template(p.proto.spec)) for p in at.get("plotly_chart")]
     for kind in ("title", "header", "subheader", "info", "success", "warning", "error", "caption"):
         out += [(kind, e.value) for e in at.main.get(kind)]

@@ -22,7 +22,7 @@ from specviz.ui.tensors import to_numpy
 
 # torch, Triton and the kernels take 1.5-2.5 s to import on this 2-core machine: more than a first
 # visit may take. The numpy reference needs none of them, so they load in a background thread
-# (started once the first page has been drawn, or as soon as a page needs another backend), and
+# (starting 2 s after the first page has been drawn, or as soon as a page needs another backend), and
 # the "all backends agree" badge waits for them: until then it says it is still comparing, and a
 # small fragment redraws the page once they are in. SPECVIZ_BADGE_WAIT_S (seconds, default 0)
 # lets a page wait that long for them instead (the tests set it, so AppTest sees the badge).
@@ -53,8 +53,22 @@ def _load_backends() -> None:
         _LOADED.set()  # whatever happened, no page waits forever
 
 
-def start_loading_backends() -> None:
-    """Start importing torch / Triton / the kernels in the background (once per process)."""
+# After a page is drawn, the import waits this long: it holds the GIL for ~2 s, and the browser is
+# still fetching the page's script chunks (plotly's is 4.7 MB) from this same Python process.
+IDLE_DELAY_S = 2.0
+
+
+def start_loading_backends(delay: float = 0.0) -> None:
+    """Start importing torch / Triton / the kernels in the background (once per process), now or
+    after ``delay`` seconds (a later call without delay starts it at once)."""
+    if delay > 0:
+        with _LOADER_LOCK:
+            if getattr(start_loading_backends, "thread", None) is None and getattr(start_loading_backends, "timer", None) is None:
+                timer = threading.Timer(delay, start_loading_backends)
+                timer.daemon = True
+                start_loading_backends.timer = timer
+                timer.start()
+        return
     with _LOADER_LOCK:
         if getattr(start_loading_backends, "thread", None) is None:
             th = threading.Thread(target=_load_backends, name="specviz-backends", daemon=True)
@@ -181,7 +195,7 @@ def backend_badge(s: Scenario) -> bool:
 
 @st.fragment(run_every=0.5)
 def _await_backends() -> None:
-    start_loading_backends()
+    start_loading_backends(IDLE_DELAY_S)  # (end_page has normally scheduled it already)
     if _LOADED.is_set():
         st.rerun(scope="app")  # now the page draws the real badge
     st.info(tr("Comparing with the torch and Triton backends: loading them (the numpy reference result is shown)…",

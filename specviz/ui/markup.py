@@ -7,6 +7,8 @@ this module built is a ``Markup`` string and is not escaped twice. Anything else
 """
 from __future__ import annotations
 
+import re
+
 import streamlit as st
 
 from specviz.safety import html_text
@@ -52,3 +54,78 @@ def big_cell(caption, text) -> None:
 def fixed_markup(source_html: str) -> None:
     """Markup written in the source code (CSS, the tour's prose), never built from data."""
     st.markdown(source_html, unsafe_allow_html=True)
+
+
+_SVG_ROOT = re.compile(r'<svg\b[^>]*?>', re.S)
+# What Graphviz's SVG output is made of (for the figures the renderers write): any other element
+# or attribute (a link, a script, an event handler, foreign HTML) refuses the document.
+_SVG_TAGS = frozenset({"svg", "g", "title", "a", "polygon", "polyline", "path", "ellipse", "text", "defs",
+                       "linearGradient", "radialGradient", "stop", "rect", "tspan"})
+_SVG_ATTRS = frozenset({"id", "class", "transform", "viewBox", "width", "height", "fill", "stroke", "stroke-width",
+                        "stroke-dasharray", "stroke-opacity", "fill-opacity", "points", "d", "cx", "cy", "rx", "ry", "r",
+                        "x", "y", "x1", "y1", "x2", "y2", "text-anchor", "font-family", "font-size", "font-weight",
+                        "font-style", "xlink:title", "xmlns", "xmlns:xlink", "offset", "style", "gradientUnits",
+                        "preserveAspectRatio", "stop-color", "stop-opacity"})
+_TAG = re.compile(r"<\s*/?\s*([A-Za-z][\w:-]*)((?:\s+[\w:-]+\s*=\s*\"[^\"]*\")*)\s*/?\s*>")
+_ATTR = re.compile(r'([\w:-]+)\s*=\s*"([^"]*)"')
+
+
+def _check_svg(svg: str) -> None:
+    """Raise ValueError unless every tag is one Graphviz writes, with attributes it writes."""
+    rest = _TAG.sub("", svg)
+    if "<" in rest:
+        raise ValueError("the SVG holds a tag of another shape")
+    for m in _TAG.finditer(svg):
+        if m.group(1) not in _SVG_TAGS:
+            raise ValueError(f"the SVG holds a <{m.group(1)}> element")
+        for name, value in _ATTR.findall(m.group(2)):
+            if name not in _SVG_ATTRS or (name == "style" and ("url(" in value or "expression" in value)):
+                raise ValueError(f"the SVG holds a {name} attribute")
+
+
+def inline_svg(svg: str, *, stretch: bool, max_height: str) -> Markup:
+    """A Graphviz SVG for inline display: sized by CSS (the whole figure scales down to fit),
+    hover texts kept (``<a xlink:title>``), the graph's own title dropped.
+
+    Every label in it was escaped as XML text by ``dot``; beyond that, a document with an element
+    or attribute Graphviz does not write for our figures (a script, an event handler, a link) is
+    refused, and markdown-active characters are made inert (Streamlit renders it as markdown)."""
+    svg = re.sub(r"<!--.*?-->", "", svg, flags=re.S)
+    _check_svg(svg[svg.find("<svg"):])
+    m = _SVG_ROOT.search(svg)
+    if not m:
+        raise ValueError("not an SVG document")
+    root = m.group(0)
+    vb = re.search(r'viewBox="([^"]*)"', root)
+    width = re.search(r'\bwidth="([\d.]+)pt"', root)
+    size = "width:100%" if stretch else f"width:{float(width.group(1)) * 4 / 3:.0f}px" if width else "width:100%"
+    new_root = (f'<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" '
+                f'{"viewBox=" + chr(34) + vb.group(1) + chr(34) if vb else ""} role="img" '
+                f'style="{size};max-width:100%;height:auto;max-height:{html_text(max_height)};display:block;margin:0 auto">')
+    body = svg[m.end():]
+    body = re.sub(r'(<g id="graph0"[^>]*>)\s*<title>[^<]*</title>', r"\1", body, count=1)
+    return Markup(new_root + _markdown_inert(body))
+
+
+# Streamlit's markdown reads inside the HTML it is handed: in text and attribute values, the
+# characters it would act on become numeric character references (entities dot wrote are kept).
+_MD_ACTIVE = re.compile(r"&#?\w+;|[\[\]()!*_`~\\#|$:]")
+
+
+def _inert(text: str) -> str:
+    return _MD_ACTIVE.sub(lambda m: m.group(0) if len(m.group(0)) > 1 else f"&#{ord(m.group(0))};", text)
+
+
+def _markdown_inert(svg: str) -> str:
+    out = []
+    for part in re.split(r"(<[^>]*>)", svg.replace("\n", " ")):
+        if part.startswith("<"):
+            out.append(re.sub(r'="([^"]*)"', lambda m: '="' + _inert(m.group(1)) + '"', part))
+        else:
+            out.append(_inert(part))
+    return "".join(out)
+
+
+def svg_figure(svg: str, *, stretch: bool = True, max_height: str = "calc(100vh - 140px)") -> None:
+    """Draw a server-laid-out Graphviz figure in the page (no layout work left to the browser)."""
+    show([Markup(f'<div class="sv-graph">{inline_svg(svg, stretch=stretch, max_height=max_height)}</div>')])

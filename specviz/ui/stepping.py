@@ -73,11 +73,11 @@ def step_controls(key: str, num_frames: int, start: int = 0) -> int:
 
 
 def end_page() -> None:
-    """Advance any playing animation by one step after a pause, then rerun the page. Starts loading
-    the torch / Triton backends (in the background) once the first page has been drawn."""
-    from specviz.ui.backend_cache import start_loading_backends
+    """Advance any playing animation by one step after a pause, then rerun the page. Schedules
+    loading the torch / Triton backends (in the background) for shortly after the first page is drawn."""
+    from specviz.ui.backend_cache import IDLE_DELAY_S, start_loading_backends
 
-    start_loading_backends()
+    start_loading_backends(IDLE_DELAY_S)
     for key in list(st.session_state.get("sv_playing_keys", ())):
         if not st.session_state.get(f"sv_play::{key}"):
             continue

@@ -60,3 +60,18 @@ def page_link(path: str, label: str, icon: str | None = None, help: str | None =
     except Exception:  # noqa: BLE001  not registered with st.navigation: plain text
         st.markdown(f"{icon or '→'} **{label}**")
     return True
+
+
+def graph(dot: str, width: str = "content", max_height: str = "calc(100vh - 140px)") -> None:
+    """A Graphviz figure, laid out on the server by ``dot`` (cached by the DOT text) and drawn
+    inline: an edit costs the browser no layout and no transition animation. Without ``dot`` on
+    the server, the browser lays it out (``st.graphviz_chart``)."""
+    import subprocess
+
+    from specviz.render.svg import dot_to_svg
+    from specviz.ui import markup
+
+    try:
+        markup.svg_figure(dot_to_svg(dot), stretch=width == "stretch", max_height=max_height)
+    except (RuntimeError, ValueError, OSError, subprocess.SubprocessError):
+        st.graphviz_chart(dot, width=width)
