@@ -57,7 +57,9 @@ def test_tree_builder_page(page, open_page, screenshot_dir):
     svg = _tree_svg(page)
     expect(svg.locator("g.node:not(.svkey)")).to_have_count(5)  # the arrow key under the tree is not a node
     expect(svg).to_contain_text("first child")
-    page.locator('[data-testid="stPlotlyChart"]').first.wait_for(timeout=30_000)
+    mask = page.locator(".sv-graph svg").nth(1)  # the tree mask, drawn by the server as a grid
+    expect(mask.locator("rect title")).to_have_count(25)  # one hover per cell of the 5x5 mask
+    expect(mask.locator("text", has_text="✓")).to_have_count(11)  # itself, and R for 4 nodes, A for 2
     page.screenshot(path=str(screenshot_dir / "tree_builder.png"))
     # Add a child under the selected node (A): the tree grows to 6 nodes.
     page.get_by_role("button", name=re.compile("Add child")).first.click()
