@@ -549,7 +549,7 @@ def _check_inline_figure(body: str) -> None:
         attrs = re.findall(r'\s([\w:-]+)\s*=\s*"', tag)
         assert not any(a.lower().startswith("on") or "href" in a.lower() for a in attrs), tag
     tags = set(re.findall(r"<\s*/?\s*([A-Za-z][\w:-]*)", body))
-    assert tags <= {"div", "svg", "g", "title", "a", "polygon", "polyline", "path", "ellipse", "text", "defs",
+    assert tags <= {"div", "svg", "g", "title", "a", "polygon", "polyline", "path", "ellipse", "text", "defs", "line",
                     "linearGradient", "stop", "rect"}, tags
     for text in re.findall(r">([^<]*)<", body) + re.findall(r'="([^"]*)"', body):
         assert not re.search(r"[\[\]()!*_`~\\|$]", text), text

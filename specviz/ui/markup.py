@@ -59,7 +59,7 @@ def fixed_markup(source_html: str) -> None:
 _SVG_ROOT = re.compile(r'<svg\b[^>]*?>', re.S)
 # What Graphviz's SVG output is made of (for the figures the renderers write): any other element
 # or attribute (a link, a script, an event handler, foreign HTML) refuses the document.
-_SVG_TAGS = frozenset({"svg", "g", "title", "a", "polygon", "polyline", "path", "ellipse", "text", "defs",
+_SVG_TAGS = frozenset({"svg", "g", "title", "a", "polygon", "polyline", "path", "ellipse", "text", "defs", "line",
                        "linearGradient", "radialGradient", "stop", "rect", "tspan"})
 _SVG_ATTRS = frozenset({"id", "class", "transform", "viewBox", "width", "height", "fill", "stroke", "stroke-width",
                         "stroke-dasharray", "stroke-opacity", "fill-opacity", "points", "d", "cx", "cy", "rx", "ry", "r",
