@@ -270,12 +270,15 @@ step_dot = views[cur].dot
 sampling_page.end_state_note()
 step_fig = None
 if greedy:
-    step_fig = _fig("match_figure", list(req.chain), [vocab[x] for x in tp_ids], matches, correct_len, raw_correct_len=raw_len,
-                    verify_len=vlen if vlen < T else None, compared=T - 1, show_result=True,
-                    text={"row": tr("verify row (input)", "Verify 输入行"), "target": tr("Target predicts after it", "Target 在其后的预测"),
-                          "draft": tr("next draft", "下一个 Draft"), "match": tr("match?", "匹配？"),
-                          "ignored": tr("ignored: after a mismatch", "分歧之后：忽略")})
-    st.plotly_chart(step_fig, width="stretch", key="ds_match")
+    match_args = ((list(req.chain), [vocab[x] for x in tp_ids], matches, correct_len),
+                  dict(raw_correct_len=raw_len, verify_len=vlen if vlen < T else None, compared=T - 1, show_result=True,
+                       text={"row": tr("verify row (input)", "Verify 输入行"), "target": tr("Target predicts after it", "Target 在其后的预测"),
+                             "draft": tr("next draft", "下一个 Draft"), "match": tr("match?", "匹配？"),
+                             "ignored": tr("ignored: after a mismatch", "分歧之后：忽略"),
+                             "title": tr("The match grid", "匹配表")}))
+    # The page shows the grid as SVG drawn here; the plotly twin is built only for the sidebar's chart export.
+    markup.svg_figure(dc.match_svg(*match_args[0], **match_args[1]), stretch=False, max_height="calc(100vh - 160px)")
+    step_fig = _fig("match_figure", *match_args[0], **match_args[1])
     ignored = [t + 1 for t in range(T - 1) if matches[t] and t >= raw_len + 1]
     if ignored:
         st.caption(tr("Draft(s) at row {r} match the target but come after the first mismatch: (✔) ignored — the leading run stops at the first ✘.",
@@ -303,16 +306,17 @@ with oc:
                    "Only the first commit_lens entries are output; the rest are stale (grey).",
                    "**BuildOutTokens**：`out [bs, T]` 先放 Draft，再放 0；bonus scatter 到第 correct_len 列。"
                    "只有前 commit_lens 格是有效输出，其余为旧值（灰色）。"))
-    st.plotly_chart(_fig("out_tokens_figure", drafts, out, correct_len,
-                                         text={"before": tr("drafts, then 0", "Draft，末位 0"), "after": tr("after the bonus scatter", "scatter bonus 之后"),
-                                               "stale": tr("stale", "旧值")}),
-                    width="stretch", key="ds_out")
+    markup.svg_figure(dc.out_tokens_svg(drafts, out, correct_len,
+                                        text={"before": tr("drafts, then 0", "Draft，末位 0"), "after": tr("after the bonus scatter", "scatter bonus 之后"),
+                                              "stale": tr("stale", "旧值"), "title": "BuildOutTokens"}),
+                      stretch=False, max_height="calc(100vh - 160px)")
 with kc:
     st.markdown(tr("**KV inject**: verify row c keeps its KV (location prefix + c) iff c < commit_lens; the bonus {b} has no KV yet.",
                    "**KV 注入**：当 c < commit_lens 时第 c 行保留 KV（位置 prefix + c）；bonus {b} 此时还没有 KV。", b=md(bonus)))
-    st.plotly_chart(_fig("kv_columns_figure", list(req.chain), [int(x) for x in res["kv_columns"][0]],
-                                         text={"row": tr("verify row", "Verify 行"), "loc": tr("KV location", "KV 位置")}),
-                    width="stretch", key="ds_kv")
+    markup.svg_figure(dc.kv_columns_svg(list(req.chain), [int(x) for x in res["kv_columns"][0]],
+                                        text={"row": tr("verify row", "Verify 行"), "loc": tr("KV location", "KV 位置"),
+                                              "title": tr("KV inject", "KV 注入")}),
+                      stretch=False, max_height="calc(100vh - 160px)")
 st.success(tr("Output this round: **{o}**; next anchor **{b}** at position {p}.", "本轮输出：**{o}**；下一轮 anchor 为 **{b}**，位置 {p}。",
               o=md(" ".join(out[:commit_lens])), b=md(bonus), p=int(res["new_seq_lens"][0])))
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 
-from ..render.palette import FONT_FAMILY, PALETTE, PLOT_FONT_SIZE
+from ..render import svgchart
+from ..render.palette import PALETTE
 from ..render.tree import tree_dot
 
 # CommonMark lets a backslash escape any ASCII punctuation character; the prompt is checked to be
@@ -66,27 +66,27 @@ def text_markdown(spans: list[dict]) -> str:
     return "".join(parts)
 
 
-def timeline_figure(run, selected: int | None, words: dict) -> go.Figure:
-    """Accept length per round: accepted drafts (green) + the bonus (orange); the mean tau as a line."""
+def timeline_svg(run, selected: int | None, words: dict) -> str:
+    """Accept length per round, as SVG drawn on the server: per round a stacked bar (accepted drafts green,
+    the bonus orange, a hover each), the mean tau as a dashed line with its label, the selected round
+    on a tinted band, axis titles from ``words``. Thin bars and sparse round numbers keep 64 rounds readable."""
     xs = [r.index for r in run.rounds]
     acc = [r.accept_len - 1 for r in run.rounds]
-    fig = go.Figure()
-    fig.add_bar(x=xs, y=acc, name=words["accepted"], marker_color=PALETTE["accepted"],
-                hovertemplate=words["round"] + " %{x}: %{y} " + words["accepted"] + "<extra></extra>")
-    fig.add_bar(x=xs, y=[1] * len(xs), name=words["bonus"], marker_color=PALETTE["bonus"],
-                hovertemplate=words["round"] + " %{x}: 1 " + words["bonus"] + "<extra></extra>")
+    cats = [str(x) for x in xs]
+    series = [svgchart.Bars(words["accepted"], acc, PALETTE["accepted"],
+                            labels=[str(a) if a > 0 and len(xs) <= 24 else "" for a in acc],
+                            hovers=[f"{words['round']} {x}: {a} {words['accepted']}" for x, a in zip(xs, acc)]),
+              svgchart.Bars(words["bonus"], [1] * len(xs), PALETTE["bonus"],
+                            hovers=[f"{words['round']} {x}: 1 {words['bonus']}" for x in xs])]
+    hlines = []
     if xs:
         tau = float(np.mean([a + 1 for a in acc]))
-        fig.add_hline(y=tau, line_dash="dash", line_color=PALETTE["edge"],
-                      annotation_text=f"τ = {tau:.2f}", annotation_position="top left")
-    if selected is not None and 0 <= selected < len(xs):
-        fig.add_vrect(x0=selected - 0.5, x1=selected + 0.5, fillcolor=PALETTE["selected"], opacity=0.18, line_width=0)
-    fig.update_layout(barmode="stack", height=300, margin={"l": 10, "r": 10, "t": 30, "b": 10},
-                      font={"family": FONT_FAMILY, "size": PLOT_FONT_SIZE},
-                      xaxis={"title": words["round"], "dtick": 1 if len(xs) <= 32 else None},
-                      yaxis={"title": words["tokens"], "dtick": 1, "range": [0, run.settings.depth + 1.5]},
-                      legend={"orientation": "h", "y": 1.12}, plot_bgcolor="white")
-    return fig
+        hlines.append((tau, f"τ = {tau:.2f}"))
+    sel = selected if selected is not None and 0 <= selected < len(xs) else None
+    return svgchart.bar_chart(cats, series, stack=True, y_max=run.settings.depth + 1.5, height=330, hlines=hlines,
+                              highlight=sel, highlight_hover=f"{words['round']} {sel}" if sel is not None else "",
+                              x_title=words["round"], y_title=words["tokens"], y_step=1,
+                              alt=f"{words['tokens']} / {words['round']}")
 
 
 def walk_states(rnd) -> dict:

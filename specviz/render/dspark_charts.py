@@ -1,4 +1,4 @@
-"""Renderers for the DSpark chain accept (SEMANTICS.md §8): pure functions, plotly figures.
+"""Renderers for the DSpark chain accept (SEMANTICS.md §8): pure functions, SVG (shown) and plotly (exported) figures.
 
 A DSpark verify window holds T = gamma + 1 rows: the anchor (the previous bonus) and gamma drafts.
 The pictures: the match grid (draft at t+1 against the target's prediction at row t, the
@@ -11,6 +11,7 @@ from typing import Sequence
 
 import plotly.graph_objects as go
 
+from . import svgchart
 from .palette import FONT_FAMILY, PALE_GREY, PLOT_FONT_SIZE, WHITE, state_color, text_on
 
 
@@ -66,9 +67,42 @@ def cell_grid_figure(row_names: Sequence[str], cells: Sequence[Sequence[str]], s
     return fig
 
 
+def cell_grid_svg(row_names: Sequence[str], cells: Sequence[Sequence[str]], states: Sequence[Sequence[str]],
+                  hovers: Sequence[Sequence[str]] | None = None, *, col_names: Sequence[str] | None = None,
+                  marks: Sequence[tuple] = (), alt: str = "") -> str:
+    """``cell_grid_figure`` as SVG: the same state colours ("plain" white with a light outline,
+    "discarded" pale grey, dotted, grey text; "blank" no cell), hovers and marks."""
+    fills = [[None if st == "blank" else (WHITE if st == "plain" else state_color(st)) for st in row] for row in states]
+    dashed = [[st == "discarded" for st in row] for row in states]
+    light = [[st == "plain" for st in row] for row in states]
+    return svgchart.cell_grid(row_names, [[str(x) for x in row] for row in cells], fills, hovers, col_names=col_names,
+                              marks=[(float(x), str(label)) for x, label in marks], dashed=dashed, faded=dashed, light=light,
+                              alt=alt)
+
+
 def match_figure(window: Sequence[str], target: Sequence[str], matches: Sequence[bool], correct_len: int, *,
                  raw_correct_len: int | None = None, verify_len: int | None = None, compared: int | None = None,
                  show_result: bool = True, text: dict | None = None) -> go.Figure:
+    """The DSpark greedy compare as a plotly figure (the sidebar's chart export); ``match_svg`` is what the page shows."""
+    rows, cells, states, hovers, cols, marks = _match_cells(window, target, matches, correct_len, raw_correct_len=raw_correct_len,
+                                                            verify_len=verify_len, compared=compared,
+                                                            show_result=show_result, text=text)
+    return cell_grid_figure(rows, cells, states, hovers, col_names=cols, marks=marks)
+
+
+def match_svg(window: Sequence[str], target: Sequence[str], matches: Sequence[bool], correct_len: int, *,
+              raw_correct_len: int | None = None, verify_len: int | None = None, compared: int | None = None,
+              show_result: bool = True, text: dict | None = None) -> str:
+    """``match_figure`` as SVG drawn on the server: the same cells, words, colours, hovers and marks."""
+    rows, cells, states, hovers, cols, marks = _match_cells(window, target, matches, correct_len, raw_correct_len=raw_correct_len,
+                                                            verify_len=verify_len, compared=compared,
+                                                            show_result=show_result, text=text)
+    return cell_grid_svg(rows, cells, states, hovers, col_names=cols, marks=marks, alt=(text or {}).get("title", ""))
+
+
+def _match_cells(window: Sequence[str], target: Sequence[str], matches: Sequence[bool], correct_len: int, *,
+                 raw_correct_len: int | None = None, verify_len: int | None = None, compared: int | None = None,
+                 show_result: bool = True, text: dict | None = None):
     """The DSpark greedy compare: column t holds verify row t (anchor, drafts), the target's
     prediction after row t, and whether draft t+1 equals it.
 
@@ -130,11 +164,25 @@ def match_figure(window: Sequence[str], target: Sequence[str], matches: Sequence
         marks.append((correct_len + 1, f"{t['commit']} = {correct_len + 1}"))
     if vl < T:
         marks.append((vl, f"verify_len = {vl}"))
-    return cell_grid_figure(rows, cells, states, hovers, col_names=[f"t={c}" for c in range(T)], marks=marks)
+    return rows, cells, states, hovers, [f"t={c}" for c in range(T)], marks
 
 
 def out_tokens_figure(drafts: Sequence[str], out_tokens: Sequence[str], correct_len: int, *, zero_label: str = "0",
                       text: dict | None = None) -> go.Figure:
+    """BuildOutTokens as a plotly figure; ``out_tokens_svg`` is what the page shows."""
+    rows, cells, states, hovers, cols, marks = _out_tokens_cells(drafts, out_tokens, correct_len, zero_label=zero_label, text=text)
+    return cell_grid_figure(rows, cells, states, hovers, col_names=cols, marks=marks)
+
+
+def out_tokens_svg(drafts: Sequence[str], out_tokens: Sequence[str], correct_len: int, *, zero_label: str = "0",
+                   text: dict | None = None) -> str:
+    """``out_tokens_figure`` as SVG drawn on the server."""
+    rows, cells, states, hovers, cols, marks = _out_tokens_cells(drafts, out_tokens, correct_len, zero_label=zero_label, text=text)
+    return cell_grid_svg(rows, cells, states, hovers, col_names=cols, marks=marks, alt=(text or {}).get("title", ""))
+
+
+def _out_tokens_cells(drafts: Sequence[str], out_tokens: Sequence[str], correct_len: int, *, zero_label: str = "0",
+                      text: dict | None = None):
     """BuildOutTokens: [drafts..., 0] then the bonus scattered at column correct_len.
 
     Columns < commit_lens = correct_len + 1 are the output; the rest are stale (greyed).
@@ -156,12 +204,23 @@ def out_tokens_figure(drafts: Sequence[str], out_tokens: Sequence[str], correct_
         else:
             states[1].append("discarded")
             hovers[1].append(f"out[{c}] = {out_tokens[c]}: {t['stale']} (column >= commit_lens = {correct_len + 1})")
-    return cell_grid_figure([t["before"], t["after"]], cells, states, hovers,
-                            col_names=[f"out[{c}]" if T <= 6 else str(c) for c in range(T)],
-                            marks=[(correct_len + 1, f"{t['commit']} = {correct_len + 1}")])
+    return ([t["before"], t["after"]], cells, states, hovers, [f"out[{c}]" if T <= 6 else str(c) for c in range(T)],
+            [(correct_len + 1, f"{t['commit']} = {correct_len + 1}")])
 
 
 def kv_columns_figure(window: Sequence[str], kv_columns: Sequence[int], *, text: dict | None = None) -> go.Figure:
+    """KV inject as a plotly figure; ``kv_columns_svg`` is what the page shows."""
+    rows, cells, states, hovers, cols = _kv_cells(window, kv_columns, text=text)
+    return cell_grid_figure(rows, cells, states, hovers, col_names=cols)
+
+
+def kv_columns_svg(window: Sequence[str], kv_columns: Sequence[int], *, text: dict | None = None) -> str:
+    """``kv_columns_figure`` as SVG drawn on the server."""
+    rows, cells, states, hovers, cols = _kv_cells(window, kv_columns, text=text)
+    return cell_grid_svg(rows, cells, states, hovers, col_names=cols, alt=(text or {}).get("title", ""))
+
+
+def _kv_cells(window: Sequence[str], kv_columns: Sequence[int], *, text: dict | None = None):
     """KV inject: column c (verify row c) gets cache location prefix + c when c < commit_lens, else -1."""
     t = {"row": "verify row", "loc": "KV location"} | (text or {})
     T = len(window)
@@ -170,7 +229,8 @@ def kv_columns_figure(window: Sequence[str], kv_columns: Sequence[int], *, text:
     hovers = [[f"row {c}: {window[c]}" for c in range(T)],
               [f"column {c}: {'kept at position ' + str(int(kv_columns[c])) if kv_columns[c] >= 0 else 'location -1: not committed'}"
                for c in range(T)]]
-    return cell_grid_figure([t["row"], t["loc"]], cells, states, hovers, col_names=[f"c={c}" for c in range(T)])
+    return [t["row"], t["loc"]], cells, states, hovers, [f"c={c}" for c in range(T)]
 
 
-__all__ = ["cell_grid_figure", "match_figure", "out_tokens_figure", "kv_columns_figure", "PALE_GREY"]
+__all__ = ["cell_grid_figure", "cell_grid_svg", "match_figure", "match_svg", "out_tokens_figure", "out_tokens_svg",
+           "kv_columns_figure", "kv_columns_svg", "PALE_GREY"]

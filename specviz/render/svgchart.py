@@ -10,6 +10,7 @@ Pure functions (no streamlit): values in, SVG text out. Every text is XML-escape
 """
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Sequence
 from xml.sax.saxutils import escape, quoteattr
@@ -22,6 +23,12 @@ VALUE_FONT = 20  # the numbers on the bars
 INK = "#31333F"
 MUTED = "#555555"
 GRID = "#E6E6E6"
+
+
+def text_width(s: str, size: float = FONT) -> float:
+    """About how wide ``s`` prints at ``size`` (viewBox units): a CJK or full-width character is one
+    em, anything else about 0.6 em (enough for bold Latin text)."""
+    return size * sum(1.0 if unicodedata.east_asian_width(ch) in ("W", "F") else 0.6 for ch in str(s))
 
 
 def fmt(v: float) -> str:
@@ -100,7 +107,7 @@ def _legend(doc: _Doc, items: Sequence[tuple[str, str]], y: float, x0: float = 1
     """Swatch + name per item, wrapping to new lines; returns the y below the legend."""
     x = x0
     for name, color in items:
-        w = 34 + 0.58 * FONT * len(name) + 24
+        w = 34 + text_width(name) + 24
         if x + w > doc.width - 10 and x > x0:
             x, y = x0, y + FONT + 12
         doc.rect(x, y - FONT * 0.8, 24, FONT * 0.9, color)
@@ -114,12 +121,12 @@ def _legend_height(items: Sequence[tuple[str, str]], width: float) -> float:
     return _legend(probe, items, 0.0) + 14
 
 
-def _y_axis(doc: _Doc, left: float, top: float, plot_h: float, y_max: float, step: float) -> None:
+def _y_axis(doc: _Doc, left: float, top: float, plot_h: float, y_max: float, step: float, right: float | None = None) -> None:
     k = 0
     while k * step <= y_max + 1e-9:
         v = k * step
         y = top + plot_h * (1 - v / y_max)
-        doc.line(left, y, doc.width - 10, y, GRID)
+        doc.line(left, y, doc.width - 10 if right is None else right, y, GRID)
         doc.text(left - 8, y + FONT * 0.35, f"{v:g}", size=FONT - 3, anchor="end", color=MUTED)
         k += 1
 
@@ -133,9 +140,15 @@ def _nice_step(y_max: float) -> float:
 
 def bar_chart(categories: Sequence[str], series: Sequence[Bars], *, stack: bool = False, y_max: float | None = None,
               ticks: Sequence[Tick] = (), height: float = 360, alt: str = "", doc: _Doc | None = None,
-              top: float = 0.0) -> str:
+              top: float = 0.0, hlines: Sequence[tuple[float, str]] = (), highlight: int | None = None,
+              x_title: str = "", y_title: str = "", y_step: float | None = None, highlight_hover: str = "") -> str:
     """Bars per category: side by side (``stack=False``) or stacked. Value labels above (grouped)
-    or inside (stacked) the bars; ``ticks`` draw a labelled horizontal mark per category."""
+    or inside (stacked) the bars; ``ticks`` draw a labelled horizontal mark per category.
+
+    ``hlines``: dashed horizontal lines across the plot (value, label; e.g. a mean); ``highlight``:
+    the category drawn on a tinted band (a selected item); ``x_title``/``y_title``: axis titles;
+    ``y_step``: the gridline step. With many categories only every k-th category name is printed
+    (always the first, the last and the highlighted one) so the names never overlap."""
     own = doc is None
     doc = doc or _Doc(WIDTH, height)
     items = [(b.name, b.color) for b in series] + [(t.name, t.color) for t in ticks]
@@ -147,15 +160,30 @@ def bar_chart(categories: Sequence[str], series: Sequence[Bars], *, stack: bool 
         vals = [float(b.values[k]) for b in series if k < len(b.values)]
         tallest = max(tallest, sum(vals) if stack else max(vals, default=0.0),
                       max((float(t.values[k]) for t in ticks if k < len(t.values)), default=0.0))
+    tallest = max([tallest] + [float(v) for v, _ in hlines])
     y_max = float(y_max) if y_max else max(1e-9, tallest * 1.2)
-    left, plot_top = 52.0, top + leg_h + VALUE_FONT + 8
-    label_h = FONT + 14
+    left, plot_top = 52.0 + (FONT + 8 if y_title else 0.0), top + leg_h + VALUE_FONT + 8
+    label_h = FONT + 14 + (FONT + 8 if x_title else 0.0)
     plot_h = (top + height) - plot_top - label_h
-    _y_axis(doc, left, plot_top, plot_h, y_max, _nice_step(y_max))
-    slot = (doc.width - 10 - left) / n
+    # hline labels sit right of the plot, where they cover no bar
+    right = doc.width - 10 - max([text_width(lab) + 16 for _, lab in hlines if lab] + [0.0])
+    _y_axis(doc, left, plot_top, plot_h, y_max, y_step or _nice_step(y_max), right)
+    slot = (right - left) / n
+    base_y = plot_top + plot_h
+    if y_title:
+        doc.text(FONT, plot_top + plot_h / 2, y_title, size=FONT - 2, anchor="middle", color=MUTED, rotate=-90)
+    if x_title:
+        doc.text(left + (right - left) / 2, top + height - 8, x_title, size=FONT - 2, anchor="middle", color=MUTED)
+    if highlight is not None and 0 <= highlight < n:
+        doc.rect(left + slot * highlight, plot_top - 4, slot, plot_h + 4, "#F3DDEA", hover=highlight_hover,
+                 stroke="#CC79A7", stroke_width=2)
+    cat_size = FONT if n <= 16 else FONT - 6
+    widest = max((text_width(c, cat_size) for c in categories), default=0.0) + 8
+    every = 1
+    while every * slot < widest and every < n:
+        every += 1
     group_w = slot * (0.8 if stack else 0.86)
     bar_w = group_w if stack else group_w / max(len(series), 1)
-    base_y = plot_top + plot_h
     small = VALUE_FONT if (bar_w >= 46 or stack) else max(12, int(VALUE_FONT * bar_w / 46))
     for k, cat in enumerate(categories):
         x0 = left + slot * k + (slot - group_w) / 2
@@ -183,9 +211,15 @@ def bar_chart(categories: Sequence[str], series: Sequence[Bars], *, stack: bool 
             doc.line(x0 - 4, y, x0 + group_w + 4, y, t.color, width=4)
             if t.labels is not None and t.labels[k]:
                 doc.text(x0 + group_w / 2, y - 8, t.labels[k], size=VALUE_FONT, anchor="middle", weight="bold", color=t.color)
-        doc.text(left + slot * k + slot / 2, base_y + FONT + 6, cat, anchor="middle", weight="bold",
-                 size=FONT if n <= 16 else FONT - 6)
-    doc.line(left, base_y, doc.width - 10, base_y, INK, width=1.5)
+        near_hl = highlight is not None and k != highlight and abs(k - highlight) < every
+        if (k % every == 0 and not near_hl) or k == highlight:
+            doc.text(left + slot * k + slot / 2, base_y + FONT + 6, cat, anchor="middle", weight="bold", size=cat_size)
+    doc.line(left, base_y, right, base_y, INK, width=1.5)
+    for v, label in hlines:
+        y = base_y - plot_h * float(v) / y_max
+        doc.line(left, y, right + 4, y, "#444444", width=2.5, dash="10,6")
+        if label:
+            doc.text(right + 8, y + FONT * 0.35, label, weight="bold", color="#444444")
     return doc.svg(alt) if own else ""
 
 
@@ -264,25 +298,47 @@ def cdf_segments(categories: Sequence[str], weights: Sequence[float], chosen: in
 def cell_grid(row_names: Sequence[str], cells: Sequence[Sequence[str]], fills: Sequence[Sequence[str | None]],
               hovers: Sequence[Sequence[str]] | None = None, *, col_names: Sequence[str] | None = None,
               marks: Sequence[tuple[float, str]] = (), dashed: Sequence[Sequence[bool]] | None = None,
-              faded: Sequence[Sequence[bool]] | None = None, cell_w: float = 86, cell_h: float = 56, alt: str = "") -> str:
+              faded: Sequence[Sequence[bool]] | None = None, cell_w: float = 86, cell_h: float = 56, alt: str = "",
+              light: Sequence[Sequence[bool]] | None = None) -> str:
     """A grid of labelled cells: ``fills[r][c]`` a colour (None: no cell), text on it in a colour that
-    reads; ``dashed`` cells get a dotted grey outline, ``faded`` ones grey text; ``marks`` are
-    vertical dashed lines at column boundary x (0..ncols) with a label above."""
+    reads; ``dashed`` cells get a dotted grey outline, ``light`` ones a solid light-grey outline,
+    ``faded`` ones grey text; ``marks`` are vertical dashed lines at column boundary x (0..ncols)
+    with a label above. ``cell_w`` is the least cell width: the cells widen to fit their longest text."""
     nrows = len(row_names)
     ncols = max((len(r) for r in cells), default=0)
-    name_w = 16 + 0.6 * FONT * max((len(str(r)) for r in row_names), default=1)
-    head = (FONT + 16 if col_names else 8) + (FONT + 14 if marks else 0)
-    width = max(name_w + cell_w * ncols + 20, 200)
+    name_w = 24 + max((text_width(r) for r in row_names), default=FONT)
+    widest = max([text_width(x, FONT + 2) for row in cells for x in row]
+                 + [text_width(x, FONT - 3) for x in (col_names or [])] + [0.0])
+    cell_w = max(cell_w, widest + 18)
+    merged: dict = {}
+    for x, label in marks:  # two boundaries on one column line share one label
+        merged[x] = f"{merged[x]}, {label}" if x in merged else label
+    # a mark's label may reach past the grid's right edge: the figure grows to hold it
+    reach = max([name_w + cell_w * ncols + 20]
+                + [name_w + cell_w * x + (0 if x >= ncols - 0.01 else text_width(lab) / (1 if x <= 0.01 else 2)) + 10
+                   for x, lab in merged.items()])
+    # labels that would overlap the one before go one line higher
+    placed, level_ends = [], []
+    for x in sorted(merged):
+        px, tw = name_w + cell_w * x, text_width(merged[x])
+        anchor = "end" if x >= ncols - 0.01 else ("start" if x <= 0.01 else "middle")
+        x0 = px - (tw if anchor == "end" else tw / 2 if anchor == "middle" else 0)
+        level = next((i for i, end in enumerate(level_ends) if x0 > end + 12), len(level_ends))
+        if level == len(level_ends):
+            level_ends.append(0.0)
+        level_ends[level] = x0 + tw
+        placed.append((px, merged[x], anchor, level, x0, tw))
+    levels = len(level_ends)
+    head = (FONT + 16 if col_names else 8) + (FONT + 14) * levels
+    width = max(reach, 200)
     doc = _Doc(width, head + cell_h * nrows + 12)
-    if marks:
-        merged: dict = {}
-        for x, label in marks:
-            merged[x] = f"{merged[x]}, {label}" if x in merged else label
-        for x, label in merged.items():
-            px = name_w + cell_w * x
-            doc.line(px, FONT + 12, px, head + cell_h * nrows + 6, "#000000", width=4, dash="8,6")
-            anchor = "end" if x >= ncols - 0.01 else ("start" if x <= 0.01 else "middle")
-            doc.text(px, FONT + 4, label, anchor=anchor, weight="bold")
+    for px, label, anchor, level, x0, tw in placed:
+        doc.line(px, (FONT + 14) * (levels - level) - 2, px, head + cell_h * nrows + 6, "#000000", width=4, dash="8,6")
+    for px, label, anchor, level, x0, tw in placed:  # on a white ground: a higher label's line passes behind
+        y = (FONT + 14) * (levels - level) - 10
+        if levels > 1:
+            doc.rect(x0 - 4, y - FONT + 1, tw + 8, FONT + 5, "#FFFFFF")
+        doc.text(px, y, label, anchor=anchor, weight="bold")
     if col_names:
         for c, name in enumerate(col_names):
             doc.text(name_w + cell_w * (c + 0.5), head - 10, name, size=FONT - 3, anchor="middle", color=MUTED)
@@ -294,9 +350,10 @@ def cell_grid(row_names: Sequence[str], cells: Sequence[Sequence[str]], fills: S
             if fill is None:
                 continue
             dash = bool(dashed and dashed[r][c])
+            pale = dash or bool(light and light[r][c])
             hover = hovers[r][c] if hovers else str(text)
             doc.rect(name_w + cell_w * c + 3, y + 4, cell_w - 6, cell_h - 8, fill, hover=hover,
-                     stroke="#BBBBBB" if dash else "#444444", stroke_width=2, dash="4,3" if dash else None)
+                     stroke="#BBBBBB" if pale else "#444444", stroke_width=2, dash="4,3" if dash else None)
             grey = bool(faded and faded[r][c])
             doc.text(name_w + cell_w * (c + 0.5), y + cell_h / 2 + (FONT + 2) * 0.35, text, size=FONT + 2, anchor="middle",
                      weight="normal" if grey else "bold", color="#777777" if grey else text_on(fill), hover=hover)
