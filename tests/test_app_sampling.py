@@ -22,6 +22,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.figures import graphs
+from tests.svg_read import grid_rows, texts
+
 ROOT = Path(__file__).resolve().parents[1]
 CHAIN = str(ROOT / "pages" / "chain_sampling.py")
 TARGET_ONLY = str(ROOT / "pages" / "target_only.py")
@@ -74,7 +77,12 @@ def _metric(at: AppTest, label: str) -> str:
 def test_page_runs(path, lang):
     at = _run(path, lang)
     assert not at.error, [e.value for e in at.error]
-    assert at.get("plotly_chart"), "the page draws its charts"
+    if path == DSPARK:  # the match grid, out tokens and KV columns: SVG drawn on the server, no plotly script
+        assert not at.get("plotly_chart")
+        figs = graphs(at)
+        assert any("commit_lens = 3" in f for f in figs) and any("KV" in f and "c=3" in f for f in figs)
+    else:
+        assert at.get("plotly_chart"), "the page draws its charts"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -198,6 +206,22 @@ def test_dspark_target_prediction_changes_correct_len():
     _clean(at)
     assert _metric(at, "correct_len") == "3" and _metric(at, "bonus") == "Y"
     assert _metric(at, "commit_lens") == "4" and _metric(at, "new_seq_lens") == "14"
+    match, out, kv = _ds_grids(at)
+    assert "commit_lens = 4" in texts(match)
+    rows = grid_rows(match)
+    assert [c["text"] for c in rows[1]] == ["A", "B", "C", "Y"] and rows[1][3]["fill"] == "#E69F00"  # the bonus
+    assert [c["text"] for c in rows[3]] == ["✔", "✔", "✔"]
+    assert [(c["text"], c["fill"]) for c in grid_rows(out)[1]] == [("A", "#009E73"), ("B", "#009E73"), ("C", "#009E73"), ("Y", "#E69F00")]
+    assert [c["text"] for c in grid_rows(kv)[1]] == ["10", "11", "12", "13"]
+
+
+def _ds_grids(at: AppTest) -> tuple[str | None, str, str]:
+    """The DSpark page's three grids (match, out tokens, KV columns), told apart by their row names."""
+    figs = graphs(at)
+    match = next((f for f in figs if "next draft" in f or "下一个 Draft" in f), None)  # greedy only
+    out = next(f for f in figs if "after the bonus scatter" in f or "scatter bonus 之后" in f)
+    kv = next(f for f in figs if "KV location" in f or "KV 位置" in f)
+    return match, out, kv
 
 
 def test_dspark_later_match_is_ignored():
@@ -207,6 +231,11 @@ def test_dspark_later_match_is_ignored():
     _clean(at)
     assert _metric(at, "correct_len") == "1" and _metric(at, "bonus") == "X"
     assert any("ignored" in c.value for c in at.caption)
+    match, out, kv = _ds_grids(at)
+    marks = grid_rows(match)[3]
+    assert [(c["text"], c["fill"]) for c in marks] == [("✔", "#009E73"), ("✘", "#D55E00"), ("(✔)", "#E8E8E8")]
+    assert marks[2]["hover"].endswith("ignored: after a mismatch") and "commit_lens = 2" in texts(match)
+    assert [c["fill"] for c in grid_rows(kv)[1]] == ["#009E73", "#009E73", "#E8E8E8", "#E8E8E8"]
 
 
 def test_dspark_verify_window_cap():
@@ -214,6 +243,15 @@ def test_dspark_verify_window_cap():
     at.slider(key="w_ds_vlen").set_value(2).run()
     _clean(at)
     assert _metric(at, "correct_len") == "1" and _metric(at, "cap_trim_lens") == "1" and _metric(at, "bonus") == "B"
+    match = _ds_grids(at)[0]
+    assert "commit_lens = 2, verify_len = 2" in texts(match)  # both boundaries on one line: one label
+    assert [c["fill"] for c in grid_rows(match)[1]][2:] == ["#E8E8E8", "#E8E8E8"]  # rows beyond the window greyed
+
+
+def test_dspark_grids_in_chinese():
+    match, out, kv = _ds_grids(_run(DSPARK, "zh"))
+    assert {"Verify 输入行", "Target 在其后的预测", "下一个 Draft", "匹配？"} <= set(texts(match))
+    assert "Draft，末位 0" in texts(out) and "Verify 行" in texts(kv)
 
 
 def test_dspark_sampling_mode():
@@ -221,6 +259,10 @@ def test_dspark_sampling_mode():
     at.radio(key="w_ds_mode").set_value("sampling").run()
     _clean(at)
     assert _metric(at, "correct_len") == "1" and _metric(at, "bonus") == "B"  # u[0] = .4 accepts A; u_final = .5 -> B
+    assert not at.get("plotly_chart")
+    match, out, kv = _ds_grids(at)
+    assert match is None  # the match grid is the greedy rule's picture
+    assert [(c["text"], c["fill"]) for c in grid_rows(out)[1]][:2] == [("A", "#009E73"), ("B", "#E69F00")]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -10,6 +10,8 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from specviz.loop import metrics as M  # noqa: E402
 from specviz.loop.decode import LoopSettings, run_loop  # noqa: E402
+from tests.figures import graphs  # noqa: E402
+from tests.svg_read import elements, texts  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages/decoding_loop.py")
@@ -39,6 +41,15 @@ def test_page_runs_in_both_languages_and_shows_the_librarys_tau(lang, title, tau
     run = run_loop(DEFAULT["prompt"], LoopSettings(rounds=8, backend="torch", temperature=0.8))
     m = M.run_metrics(run)
     assert _metric(at, tau_label) == f"{m.tau:.2f}"
+    # The timeline: SVG drawn on the server (no plotly chart on the page), tau's line labelled with the library's value,
+    # one accepted-drafts bar and one bonus bar per round, round 0 (the selected one) on a tinted band.
+    assert not at.get("plotly_chart")
+    words = ("round", "accepted drafts", "bonus", "tokens per Target pass") if lang == "en" else ("轮", "被接受的草稿", "bonus（奖励 token）", "每次 Target 前向的 token 数")
+    timeline = next(f for f in graphs(at) if f"τ = {m.tau:.2f}" in texts(f))
+    hovers = [e["hover"] for e in elements(timeline) if e["tag"] == "rect"]
+    for r in run.rounds:
+        assert f"{words[0]} {r.index}: {r.accept_len - 1} {words[1]}" in hovers and f"{words[0]} {r.index}: 1 {words[2]}" in hovers
+    assert f"{words[0]} 0" in hovers and words[0] in texts(timeline) and words[3] in texts(timeline)
     assert any(f"{m.system_efficiency:.1%}" == x.value for x in at.metric)
     # The selected round (0) text names its root and the library's accept length.
     r0 = run.rounds[0]
