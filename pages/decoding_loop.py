@@ -132,7 +132,7 @@ words = {"accepted": ui.tr("accepted drafts", "被接受的草稿"), "bonus": ui
          "score": ui.tr("score", "分数"), "position": ui.tr("position", "位置"), "row": ui.tr("row", "行"),
          "token": "token", "status": ui.tr("status", "状态"), "prefix": ui.tr("prefix (kept)", "前缀（保留）"),
          "kept": ui.tr("kept", "保留"), "dropped": ui.tr("dropped", "丢弃"), "slot_after": ui.tr("slot after commit", "提交后的槽位")}
-markup.svg_figure(view.timeline_svg(run, sel, words), max_height="calc(100vh - 200px)")
+markup.svg_figure(view.timeline_svg(run, sel, words), max_height="min(380px, calc(100vh - 200px))")  # a strip, not a poster
 st.markdown(ui.tr("**Text** (grey: prompt; green: accepted drafts; orange: bonus; bold: round {r})",
                   "**文本**（灰：提示；绿：被接受的草稿；橙：bonus；粗体：第 {r} 轮）", r=sel))
 st.markdown(view.text_markdown(view.text_spans(run, sel)))

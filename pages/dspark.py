@@ -300,7 +300,8 @@ if raw_len != correct_len:
 out = [vocab[int(x)] if int(x) < len(vocab) and (j < commit_lens or j < T - 1) else str(int(x))
        for j, x in enumerate(res["out_tokens"][0])]
 drafts = list(req.chain[1:])
-oc, kc = st.columns(2, gap="large") if T <= 6 else (st.container(), st.container())  # a wide window: one grid per row
+# One grid per row: side by side, a half column would scale the grids' text below what a projector shows.
+oc, kc = st.container(), st.container()
 with oc:
     st.markdown(tr("**BuildOutTokens**: `out [bs, T]` = drafts, then 0; the bonus is scattered into column correct_len. "
                    "Only the first commit_lens entries are output; the rest are stale (grey).",
