@@ -27,9 +27,10 @@ def _player(page):
     return player
 
 
-def _charts_drawn(page, graphviz: bool = True) -> None:
-    """Wait until the page's charts have been drawn (plotly's SVG; the step player's figure when ``graphviz``)."""
-    page.locator('[data-testid="stPlotlyChart"] .main-svg').first.wait_for(timeout=30_000)
+def _charts_drawn(page, graphviz: bool = True, plotly: bool = True) -> None:
+    """Wait until the page's charts have been drawn (plotly's SVG, or the server's inline SVG when not
+    ``plotly``; the step player's figure when ``graphviz``)."""
+    page.locator('[data-testid="stPlotlyChart"] .main-svg' if plotly else ".sv-graph svg").first.wait_for(timeout=30_000)
     if graphviz:
         expect(_player(page).locator("[data-sv-img]")).to_have_attribute("src", re.compile("^data:image/svg"), timeout=30_000)
     page.wait_for_timeout(500)
@@ -117,11 +118,30 @@ def test_target_only_page(page, open_page, screenshot_dir):
     _no_exception(page)
 
 
+def _svg_grids_readable(page, n: int) -> None:
+    """The page's server-drawn grids: ``n`` of them, no plotly chart, each inside the main column and its
+    cell text at least 16 px high (a projector at the back of a room)."""
+    grids = page.locator(".sv-graph svg")
+    expect(grids).to_have_count(n, timeout=30_000)
+    assert page.locator('[data-testid="stPlotlyChart"]').count() == 0
+    main = page.locator('[data-testid="stMain"]').first.bounding_box()
+    for i in range(n):
+        g = grids.nth(i)
+        box = g.bounding_box()
+        assert box["x"] >= main["x"] and box["x"] + box["width"] <= main["x"] + main["width"] + 1, (i, box, main)
+        cell_text = g.locator("text[font-size='22']").first.bounding_box()
+        assert cell_text and cell_text["height"] >= 16, (i, cell_text)
+
+
 def test_dspark_page(page, open_page, screenshot_dir):
     _goto(page, open_page, "DSpark chain")
     _no_exception(page)
     expect(page.get_by_text("correct_len", exact=False).first).to_be_visible()
-    _charts_drawn(page)
+    _charts_drawn(page, plotly=False)
+    _svg_grids_readable(page, 3)  # match grid, out tokens, KV columns
+    match = page.locator(".sv-graph svg").first
+    expect(match).to_contain_text("commit_lens = 3")
+    assert match.locator("rect title").count() == 4 + 4 + 3 + 3  # a hover per cell
     page.screenshot(path=str(screenshot_dir / "dspark_final.png"))
     _shot_from(page, screenshot_dir / "dspark_buffers_alignment.png", "2. Lengths, the out-token buffer and the KV commit")
     _walk_steps(page)

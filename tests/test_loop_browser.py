@@ -17,6 +17,16 @@ def test_decoding_loop_page_screenshots(page, open_page, screenshot_dir, width, 
     expect(page.get_by_role("heading", name="Decoding loop").first).to_be_visible(timeout=60_000)
     assert page.locator('[data-testid="stException"]').count() == 0
     page.locator('.sv-graph svg, [data-testid="stGraphVizChart"] svg').first.wait_for(timeout=60_000)
+    # The timeline is SVG drawn on the server (the page loads no plotly script): tau labelled, a hover per bar,
+    # no taller than 380 px, its round numbers readable.
+    timeline = page.locator(".sv-graph svg").filter(has_text="τ = ").first
+    expect(timeline).to_be_visible()
+    assert page.locator('[data-testid="stPlotlyChart"]').count() == 0
+    box = timeline.bounding_box()
+    assert box["height"] <= 381 and box["width"] <= width, box
+    assert timeline.locator("rect title").filter(has_text="bonus").count() == 16  # one bonus bar per round (default 16)
+    label = timeline.locator("text", has_text="τ = ").first.bounding_box()
+    assert label["height"] >= 12 and label["x"] + label["width"] <= box["x"] + box["width"] + 1, (label, box)
     page.screenshot(path=str(screenshot_dir / f"decoding_loop_{width}x{height}.png"))
     page.get_by_role("button", name="next", exact=True).first.click()     # next round
     wait_for_app(page)
