@@ -274,7 +274,9 @@ if greedy:
                   dict(raw_correct_len=raw_len, verify_len=vlen if vlen < T else None, compared=T - 1, show_result=True,
                        text={"row": tr("verify row (input)", "Verify 输入行"), "target": tr("Target predicts after it", "Target 在其后的预测"),
                              "draft": tr("next draft", "下一个 Draft"), "match": tr("match?", "匹配？"),
-                             "ignored": tr("ignored: after a mismatch", "分歧之后：忽略"),
+                             "ignored": tr("ignored: after a mismatch", "分歧之后：忽略"), "capped": tr("beyond verify_len", "超出 verify_len"),
+                             "bonus": ui.term("bonus"), "h_row": tr("row", "行"), "h_anchor": "anchor", "h_draft": tr("draft", "Draft"),
+                             "h_draft_at": tr("draft at row", "Draft 位于行"),
                              "title": tr("The match grid", "匹配表")}))
     # The page shows the grid as SVG drawn here; the plotly twin is built only for the sidebar's chart export.
     markup.svg_figure(dc.match_svg(*match_args[0], **match_args[1]), stretch=False, max_height="calc(100vh - 160px)")
@@ -309,14 +311,19 @@ with oc:
                    "只有前 commit_lens 格是有效输出，其余为旧值（灰色）。"))
     markup.svg_figure(dc.out_tokens_svg(drafts, out, correct_len,
                                         text={"before": tr("drafts, then 0", "Draft，末位 0"), "after": tr("after the bonus scatter", "scatter bonus 之后"),
-                                              "stale": tr("stale", "旧值"), "title": "BuildOutTokens"}),
+                                              "stale": tr("stale", "旧值"), "valid": tr("output", "输出"), "title": "BuildOutTokens",
+                                              "h_initial": tr("initial", "初始值"),
+                                              "h_scattered": tr("bonus scattered at correct_len", "bonus scatter 到 correct_len"),
+                                              "h_accepted": tr("accepted draft", "被接受的 Draft"), "h_column": tr("column", "列")}),
                       stretch=False, max_height="calc(100vh - 160px)")
 with kc:
     st.markdown(tr("**KV inject**: verify row c keeps its KV (location prefix + c) iff c < commit_lens; the bonus {b} has no KV yet.",
                    "**KV 注入**：当 c < commit_lens 时第 c 行保留 KV（位置 prefix + c）；bonus {b} 此时还没有 KV。", b=md(bonus)))
     markup.svg_figure(dc.kv_columns_svg(list(req.chain), [int(x) for x in res["kv_columns"][0]],
                                         text={"row": tr("verify row", "Verify 行"), "loc": tr("KV location", "KV 位置"),
-                                              "title": tr("KV inject", "KV 注入")}),
+                                              "title": tr("KV inject", "KV 注入"), "h_row": tr("row", "行"), "h_column": tr("column", "列"),
+                                              "h_kept": tr("kept at position", "保留在位置"),
+                                              "h_dropped": tr("location -1: not committed", "位置 -1：不提交")}),
                       stretch=False, max_height="calc(100vh - 160px)")
 st.success(tr("Output this round: **{o}**; next anchor **{b}** at position {p}.", "本轮输出：**{o}**；下一轮 anchor 为 **{b}**，位置 {p}。",
               o=md(" ".join(out[:commit_lens])), b=md(bonus), p=int(res["new_seq_lens"][0])))

@@ -365,3 +365,10 @@ def test_presentation_mode_folds_the_inputs_under_the_player(path, slider):
     folded = [e for e in at.expander if e.label.startswith("1. Inputs")]
     assert folded and folded[0].slider(key=slider) is not None
     assert any("the end state" in c.value for c in at.caption)
+
+
+def test_dspark_grid_hovers_in_chinese():
+    match, out, kv = _ds_grids(_run(DSPARK, "zh"))
+    assert grid_rows(match)[0][1]["hover"] == "行 1 (Draft 1): A" and grid_rows(match)[2][0]["hover"] == "Draft 位于行 1: A"
+    assert grid_rows(out)[1][3]["hover"] == "out[3] = 0: 旧值 (列 >= commit_lens = 3)"
+    assert grid_rows(kv)[1][3]["hover"] == "列 3: 位置 -1：不提交" and grid_rows(kv)[1][0]["hover"] == "列 0: 保留在位置 10"

@@ -113,7 +113,8 @@ def _match_cells(window: Sequence[str], target: Sequence[str], matches: Sequence
     """
     t = {"row": "verify row (input)", "target": "target predicts after it", "draft": "next draft",
          "match": "match?", "ignored": "ignored: after a mismatch", "capped": "beyond verify_len",
-         "commit": "commit_lens", "bonus": "bonus"} | (text or {})
+         "commit": "commit_lens", "bonus": "bonus", "h_row": "row", "h_anchor": "anchor", "h_draft": "draft",
+         "h_draft_at": "draft at row"} | (text or {})
     T = len(window)
     vl = T if verify_len is None else verify_len
     shown = T - 1 if compared is None else max(0, min(compared, T - 1))
@@ -133,7 +134,7 @@ def _match_cells(window: Sequence[str], target: Sequence[str], matches: Sequence
         else:
             row_state = "discarded" if outside else "pending"
         states[0].append(row_state)
-        hovers[0].append(f"row {c} ({'anchor' if c == 0 else f'draft {c}'}): {window[c]}" + (f" ({t['capped']})" if outside else ""))
+        hovers[0].append(f"{t['h_row']} {c} ({t['h_anchor'] if c == 0 else t['h_draft'] + f' {c}'}): {window[c]}" + (f" ({t['capped']})" if outside else ""))
         is_bonus = show_result and c == correct_len
         cells[1].append(target[c])
         live = not show_result and compared is not None and c == shown - 1  # the compare just revealed
@@ -148,7 +149,7 @@ def _match_cells(window: Sequence[str], target: Sequence[str], matches: Sequence
         m = bool(matches[c])
         cells[2].append(window[c + 1])
         states[2].append("compared" if live else "plain")
-        hovers[2].append(f"draft at row {c + 1}: {window[c + 1]}")
+        hovers[2].append(f"{t['h_draft_at']} {c + 1}: {window[c + 1]}")
         if c < shown:
             counted = m and (first_miss is None or c < first_miss)
             ignored = first_miss is not None and c > first_miss  # after the first mismatch nothing counts, match or not
@@ -188,22 +189,23 @@ def _out_tokens_cells(drafts: Sequence[str], out_tokens: Sequence[str], correct_
     Columns < commit_lens = correct_len + 1 are the output; the rest are stale (greyed).
     """
     t = {"before": "drafts, then 0", "after": "after bonus scatter", "valid": "output", "stale": "stale",
+         "h_initial": "initial", "h_scattered": "bonus scattered at correct_len", "h_accepted": "accepted draft", "h_column": "column",
          "commit": "commit_lens"} | (text or {})
     T = len(out_tokens)
     before = list(drafts) + [zero_label]
     cells = [before[:T], list(out_tokens)]
     states = [["plain"] * T, []]
-    hovers = [[f"out[{c}] = {before[c]} (initial)" for c in range(T)], []]
+    hovers = [[f"out[{c}] = {before[c]} ({t['h_initial']})" for c in range(T)], []]
     for c in range(T):
         if c == correct_len:
             states[1].append("bonus")
-            hovers[1].append(f"out[{c}] = {out_tokens[c]}: bonus scattered at correct_len = {correct_len}")
+            hovers[1].append(f"out[{c}] = {out_tokens[c]}: {t['h_scattered']} = {correct_len}")
         elif c < correct_len:
             states[1].append("accepted")
-            hovers[1].append(f"out[{c}] = {out_tokens[c]}: accepted draft ({t['valid']})")
+            hovers[1].append(f"out[{c}] = {out_tokens[c]}: {t['h_accepted']} ({t['valid']})")
         else:
             states[1].append("discarded")
-            hovers[1].append(f"out[{c}] = {out_tokens[c]}: {t['stale']} (column >= commit_lens = {correct_len + 1})")
+            hovers[1].append(f"out[{c}] = {out_tokens[c]}: {t['stale']} ({t['h_column']} >= commit_lens = {correct_len + 1})")
     return ([t["before"], t["after"]], cells, states, hovers, [f"out[{c}]" if T <= 6 else str(c) for c in range(T)],
             [(correct_len + 1, f"{t['commit']} = {correct_len + 1}")])
 
@@ -222,12 +224,13 @@ def kv_columns_svg(window: Sequence[str], kv_columns: Sequence[int], *, text: di
 
 def _kv_cells(window: Sequence[str], kv_columns: Sequence[int], *, text: dict | None = None):
     """KV inject: column c (verify row c) gets cache location prefix + c when c < commit_lens, else -1."""
-    t = {"row": "verify row", "loc": "KV location"} | (text or {})
+    t = {"row": "verify row", "loc": "KV location", "h_row": "row", "h_column": "column", "h_kept": "kept at position",
+         "h_dropped": "location -1: not committed"} | (text or {})
     T = len(window)
     states = [["accepted" if kv_columns[c] >= 0 else "discarded" for c in range(T)] for _ in range(2)]
     cells = [list(window), [str(int(v)) for v in kv_columns]]
-    hovers = [[f"row {c}: {window[c]}" for c in range(T)],
-              [f"column {c}: {'kept at position ' + str(int(kv_columns[c])) if kv_columns[c] >= 0 else 'location -1: not committed'}"
+    hovers = [[f"{t['h_row']} {c}: {window[c]}" for c in range(T)],
+              [f"{t['h_column']} {c}: {t['h_kept'] + ' ' + str(int(kv_columns[c])) if kv_columns[c] >= 0 else t['h_dropped']}"
                for c in range(T)]]
     return [t["row"], t["loc"]], cells, states, hovers, [f"c={c}" for c in range(T)]
 
