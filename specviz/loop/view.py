@@ -85,7 +85,7 @@ def timeline_svg(run, selected: int | None, words: dict) -> str:
     sel = selected if selected is not None and 0 <= selected < len(xs) else None
     return svgchart.bar_chart(cats, series, stack=True, y_max=run.settings.depth + 1.5, height=330, hlines=hlines,
                               highlight=sel, highlight_hover=f"{words['round']} {sel}" if sel is not None else "",
-                              x_title=words["round"], y_title=words["tokens"], y_step=1,
+                              x_title=words["round"], y_title=words["tokens"], y_step=1, sparse_labels=True,
                               alt=f"{words['tokens']} / {words['round']}")
 
 

@@ -141,14 +141,15 @@ def _nice_step(y_max: float) -> float:
 def bar_chart(categories: Sequence[str], series: Sequence[Bars], *, stack: bool = False, y_max: float | None = None,
               ticks: Sequence[Tick] = (), height: float = 360, alt: str = "", doc: _Doc | None = None,
               top: float = 0.0, hlines: Sequence[tuple[float, str]] = (), highlight: int | None = None,
-              x_title: str = "", y_title: str = "", y_step: float | None = None, highlight_hover: str = "") -> str:
+              x_title: str = "", y_title: str = "", y_step: float | None = None, highlight_hover: str = "",
+              sparse_labels: bool = False) -> str:
     """Bars per category: side by side (``stack=False``) or stacked. Value labels above (grouped)
     or inside (stacked) the bars; ``ticks`` draw a labelled horizontal mark per category.
 
     ``hlines``: dashed horizontal lines across the plot (value, label; e.g. a mean); ``highlight``:
     the category drawn on a tinted band (a selected item); ``x_title``/``y_title``: axis titles;
-    ``y_step``: the gridline step. With many categories only every k-th category name is printed
-    (always the first, the last and the highlighted one) so the names never overlap."""
+    ``y_step``: the gridline step. ``sparse_labels`` (many categories, e.g. rounds): only every k-th
+    category name is printed (the first and the highlighted one always) so the names never overlap."""
     own = doc is None
     doc = doc or _Doc(WIDTH, height)
     items = [(b.name, b.color) for b in series] + [(t.name, t.color) for t in ticks]
@@ -180,7 +181,7 @@ def bar_chart(categories: Sequence[str], series: Sequence[Bars], *, stack: bool 
     cat_size = FONT if n <= 16 else FONT - 6
     widest = max((text_width(c, cat_size) for c in categories), default=0.0) + 8
     every = 1
-    while every * slot < widest and every < n:
+    while sparse_labels and every * slot < widest and every < n:
         every += 1
     group_w = slot * (0.8 if stack else 0.86)
     bar_w = group_w if stack else group_w / max(len(series), 1)
