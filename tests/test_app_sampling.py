@@ -22,6 +22,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.figures import graphs
+
 ROOT = Path(__file__).resolve().parents[1]
 CHAIN = str(ROOT / "pages" / "chain_sampling.py")
 TARGET_ONLY = str(ROOT / "pages" / "target_only.py")
@@ -74,7 +76,7 @@ def _metric(at: AppTest, label: str) -> str:
 def test_page_runs(path, lang):
     at = _run(path, lang)
     assert not at.error, [e.value for e in at.error]
-    assert at.get("plotly_chart"), "the page draws its charts"
+    assert len(graphs(at)) + len(at.get("plotly_chart")) >= 2, "the page draws its charts"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -28,8 +28,8 @@ def _player(page):
 
 
 def _charts_drawn(page, graphviz: bool = True) -> None:
-    """Wait until the page's charts have been drawn (plotly's SVG; the step player's figure when ``graphviz``)."""
-    page.locator('[data-testid="stPlotlyChart"] .main-svg').first.wait_for(timeout=30_000)
+    """Wait until the page's charts have been drawn (inline SVG or plotly's; the step player's figure when ``graphviz``)."""
+    page.locator('.sv-graph svg, [data-testid="stPlotlyChart"] .main-svg').first.wait_for(timeout=30_000)
     if graphviz:
         expect(_player(page).locator("[data-sv-img]")).to_have_attribute("src", re.compile("^data:image/svg"), timeout=30_000)
     page.wait_for_timeout(500)
