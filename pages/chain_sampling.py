@@ -303,12 +303,13 @@ if res_ev is not None and term_ev is not None:
     k = res_ev.node
     full = res_ev.data.get("q") is None
     st.markdown(tr("**Terminal draw at row {k}** ({src})", "**第 {k} 行的终止采样**（{src}）", k=k, src=res_ev.data["source"]))
-    step_fig = _fig("residual_figure", vocab, p_rows[k], None if full else req.draft_probs[k],
-                    coin_final=req.coin_final, chosen=term_ev.data["token"], bonus_from_p=full,
-                    text={"norm": tr("normalised", "归一化"), "cdf": tr("terminal draw", "终止采样"),
-                          "p": tr("p (target)", "p（Target）"), "q": tr("q (draft)", "q（Draft）")})
+    res_args = (vocab, p_rows[k], None if full else req.draft_probs[k])
+    res_kw = dict(coin_final=req.coin_final, chosen=term_ev.data["token"], bonus_from_p=full,
+                  text={"norm": tr("normalised", "归一化"), "cdf": tr("terminal draw", "终止采样"),
+                        "p": tr("p (target)", "p（Target）"), "q": tr("q (draft)", "q（Draft）")})
+    step_fig = _fig("residual_figure", *res_args, **res_kw)  # (for the chart export)
     step_fig_what = tr("The terminal draw at row {k}", "第 {k} 行的终止采样", k=k)
-    st.plotly_chart(step_fig, width="stretch", key="chain_residual_step")
+    ui.chart(_fig("residual_svg", *res_args, **res_kw))
 
 # Summary of every slot at once.
 rows = []
@@ -339,11 +340,10 @@ with ui.guard():
     accepted, redistributed, total = dist.decomposition(p_rows[slot - 1], req.draft_probs[slot - 1])
     dcol, tcol = st.columns([3, 2], gap="large")
     with dcol:
-        st.plotly_chart(_fig("decomposition_figure", vocab, accepted, redistributed, p_rows[slot - 1],
-                                                text={"acc": tr("accepted: min(p, q)", "接受分支：min(p, q)"),
-                                                      "red": tr("rejected mass, redistributed", "拒绝质量再分配"),
-                                                      "p": "p (Target)"}),
-                        width="stretch", key="chain_decomp")
+        ui.chart(_fig("decomposition_svg", vocab, accepted, redistributed, p_rows[slot - 1],
+                      text={"acc": tr("accepted: min(p, q)", "接受分支：min(p, q)"),
+                            "red": tr("rejected mass, redistributed", "拒绝质量再分配"), "p": "p (Target)"},
+                      width=540))  # a narrow column: a narrower drawing keeps the text large
     with tcol:
         fmt = lambda xs: "(" + " ".join(f"{x:.3g}" for x in xs) + ")"  # noqa: E731
         st.markdown(tr(
@@ -397,10 +397,11 @@ if mc_args is not None:
             mc = _monte_carlo(*mc_args)
         hc, mcol = st.columns([3, 1], gap="large")
         with hc:
-            st.plotly_chart(_fig("monte_carlo_figure", vocab, mc.empirical, mc.target, expected=None if from_q else mc.expected, counts=mc.counts,
-                                                  text={"emp": tr("Monte Carlo (first emitted token)", "Monte Carlo（首个输出 token）"),
-                                                        "p": tr("p (Target, row 0)", "p（Target，第 0 行）"), "exp": tr("exact for a fixed draft token", "固定 Draft token 时的精确分布")}),
-                            width="stretch", key="chain_mc")
+            ui.chart(_fig("monte_carlo_svg", vocab, mc.empirical, mc.target, expected=None if from_q else mc.expected, counts=mc.counts,
+                          text={"emp": tr("Monte Carlo (first emitted token)", "Monte Carlo（首个输出 token）"),
+                                "trials": tr("trials", "次试验"),
+                                "p": tr("p (Target, row 0)", "p（Target，第 0 行）"),
+                                "exp": tr("exact for a fixed draft token", "固定 Draft token 时的精确分布")}, width=660))
         with mcol:
             st.metric(tr("TV distance to p", "与 p 的 TV 距离"), f"{mc.tv_to_target:.4f}")
             if not from_q:

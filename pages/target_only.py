@@ -245,13 +245,15 @@ final = steps.scan_view(typed, n, parents=tree.parents)
 step_fig = step_fig_what = None  # the terminal draw, for the export box
 if res_ev is not None:
     row = final.parent
-    step_fig = _fig("buffer_figure", vocab, p_rows[row], frames[-1].arrays["draft_probs"].reshape(n, -1)[row], dist=res_ev.data["dist"],
-                    coin_final=req.coin_final if term_ev else None, chosen=term_ev.data["token"] if term_ev else None,
-                    text={"p": tr("p (Target row)", "p（Target 行）"), "buf": tr("work buffer draft_probs", "工作缓冲区 draft_probs"),
-                          "cdf": tr("terminal draw", "终止采样")})
+    buf_args = (vocab, p_rows[row], frames[-1].arrays["draft_probs"].reshape(n, -1)[row])
+    buf_kw = dict(dist=res_ev.data["dist"], coin_final=req.coin_final if term_ev else None,
+                  chosen=term_ev.data["token"] if term_ev else None,
+                  text={"p": tr("p (Target row)", "p（Target 行）"), "buf": tr("work buffer draft_probs", "工作缓冲区 draft_probs"),
+                        "cdf": tr("terminal draw", "终止采样")})
+    step_fig = _fig("buffer_figure", *buf_args, **buf_kw)  # (for the chart export)
     step_fig_what = tr("Row {p}: p, the work buffer, relu(p − buffer)", "第 {p} 行：p、工作缓冲区、relu(p − buffer)", p=row)
     st.markdown(f"**{step_fig_what}**")
-    st.plotly_chart(step_fig, width="stretch", key="to_buffer")
+    ui.chart(_fig("buffer_svg", *buf_args, **buf_kw))
 
 c = run.commit
 st.success(tr("Output this round: **{o}** — accept_index {ai}, accept_lens = {al}; next root **{nr}**.",
@@ -302,11 +304,11 @@ if mc_args is not None:
         exact = s.threshold_acc >= 1.0 and s.threshold_single >= 1.0
         hc, mcol = st.columns([3, 1], gap="large")
         with hc:
-            st.plotly_chart(_fig("monte_carlo_figure", vocab, mc.empirical, mc.target, expected=None if exact else mc.expected, counts=mc.counts,
-                                                  text={"emp": tr("Monte Carlo (first emitted token)", "Monte Carlo（首个输出 token）"),
-                                                        "p": tr("p (Target, root row)", "p（Target，root 行）"),
-                                                        "exp": tr("exact for these thresholds", "此阈值下的精确分布")}),
-                            width="stretch", key="to_mc")
+            ui.chart(_fig("monte_carlo_svg", vocab, mc.empirical, mc.target, expected=None if exact else mc.expected, counts=mc.counts,
+                          text={"emp": tr("Monte Carlo (first emitted token)", "Monte Carlo（首个输出 token）"),
+                                "trials": tr("trials", "次试验"),
+                                "p": tr("p (Target, root row)", "p（Target，root 行）"),
+                                "exp": tr("exact for these thresholds", "此阈值下的精确分布")}, width=660))
         with mcol:
             st.metric(tr("TV distance to p", "与 p 的 TV 距离"), f"{mc.tv_to_target:.4f}")
             st.metric(tr("exact TV (closed form)", "精确 TV（闭式解）"), f"{dist.total_variation(mc.expected, mc.target):.4f}")

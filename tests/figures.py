@@ -18,7 +18,7 @@ def graphs(at) -> list[str]:
 def node_markup(figure: str, name: str) -> str:
     """The part of a figure that draws node ``name`` (``n4``): its SVG group, or its DOT line."""
     if figure.lstrip().startswith("<"):
-        m = re.search(rf"<title>{re.escape(name)}</title>(.*?)(?=<g id=\"(?:node|edge)\d+\"|</svg>)", figure, re.S)
+        m = re.search(rf'class="node[^"]* sv-{re.escape(name)}">(.*?)(?=<g id="[^"]*" class="(?:node|edge)|</svg>)', figure, re.S)
         assert m, f"no node {name} in the figure"
         return m.group(1)
     return next(line for line in figure.splitlines() if line.strip().startswith(f"{name} ["))

@@ -27,10 +27,9 @@ def _player(page):
     return player
 
 
-def _charts_drawn(page, graphviz: bool = True, plotly: bool = True) -> None:
-    """Wait until the page's charts have been drawn (plotly's SVG, or the server's inline SVG when not
-    ``plotly``; the step player's figure when ``graphviz``)."""
-    page.locator('[data-testid="stPlotlyChart"] .main-svg' if plotly else ".sv-graph svg").first.wait_for(timeout=30_000)
+def _charts_drawn(page, graphviz: bool = True) -> None:
+    """Wait until the page's charts have been drawn (inline SVG or plotly's; the step player's figure when ``graphviz``)."""
+    page.locator('.sv-graph svg, [data-testid="stPlotlyChart"] .main-svg').first.wait_for(timeout=30_000)
     if graphviz:
         expect(_player(page).locator("[data-sv-img]")).to_have_attribute("src", re.compile("^data:image/svg"), timeout=30_000)
     page.wait_for_timeout(500)
@@ -137,7 +136,7 @@ def test_dspark_page(page, open_page, screenshot_dir):
     _goto(page, open_page, "DSpark chain")
     _no_exception(page)
     expect(page.get_by_text("correct_len", exact=False).first).to_be_visible()
-    _charts_drawn(page, plotly=False)
+    _charts_drawn(page)
     _svg_grids_readable(page, 3)  # match grid, out tokens, KV columns
     match = page.locator(".sv-graph svg").first
     expect(match).to_contain_text("commit_lens = 3")

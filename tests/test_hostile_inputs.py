@@ -566,6 +566,7 @@ def test_inline_figure_keeps_hostile_labels_as_text():
     svg = dot_to_svg(tree_dot([-1, 0, 0, 1, 1, 2], labels, tooltips={1: "<b onmouseover=alert(1)>x</b>"}))
     body = '<div class="sv-graph">' + inline_svg(svg, stretch=True, max_height="70vh") + "</div>"
     _check_inline_figure(body)
+    assert not re.search(r"<title>n\d", body), "Graphviz's internal node names are not hover texts"
     shown = html.unescape(body)
     for lab in labels[1:]:
         assert lab in shown, lab  # every label is still there, as text

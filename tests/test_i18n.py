@@ -41,7 +41,9 @@ def _texts(at: AppTest) -> list[tuple[str, str]]:
             proto = getattr(el, "proto", None)
             for attr in ("body", "label", "value", "help"):
                 v = getattr(proto, attr, None) if proto is not None else None
-                if isinstance(v, str) and v and not v.lstrip().startswith("<style"):
+                if isinstance(v, str) and 'class="sv-graph"' in v:  # a figure drawn on the server: each text on its own
+                    out += [("figure.text", html.unescape(t)) for t in re.findall(r">([^<>]+)<", v) if t.strip()]
+                elif isinstance(v, str) and v and not v.lstrip().startswith("<style"):
                     out.append((f"{kind}.{attr}", v))
             for opt in getattr(proto, "options", []) or []:
                 if isinstance(opt, str):

@@ -379,7 +379,7 @@ def _descendants(parents: Sequence[int], node: int) -> int:
 # ---------------------------------------------------------------------------------------------
 
 def residual_svg(vocab: Sequence[str], p, q, *, coin_final: float | None = None, chosen: int | None = None,
-                 bonus_from_p: bool = False, text: dict | None = None) -> str:
+                 bonus_from_p: bool = False, text: dict | None = None, width: float = svgchart.WIDTH) -> str:
     """``residual_figure`` as SVG: p, q, max(p − q, 0) and its normalised form per token, then the
     normalised residual on a 0..1 strip with the terminal coin landing on one token."""
     t = {"p": "p (target)", "q": "q (draft)", "res": "max(p − q, 0)", "norm": "normalised",
@@ -402,11 +402,11 @@ def residual_svg(vocab: Sequence[str], p, q, *, coin_final: float | None = None,
         f"{t['coin']} = {_fmt(coin_final)}" + (f" → {cats[chosen]}" if chosen is not None and 0 <= chosen < len(cats) else ""))
     segs = svgchart.cdf_segments(cats, norm, chosen, hit_fill=state_color("bonus"))
     return svgchart.bars_over_strip(cats, series, segs, coin=coin_final, coin_label=label, caption=t["cdf"],
-                                    y_max=max(1.0, max(p + norm) * 1.18), alt=t["title"] or t["cdf"])
+                                    y_max=max(1.0, max(p + norm) * 1.18), alt=t["title"] or t["cdf"], width=width)
 
 
 def buffer_svg(vocab: Sequence[str], p_row, buffer_row, *, dist=None, coin_final: float | None = None,
-               chosen: int | None = None, text: dict | None = None) -> str:
+               chosen: int | None = None, text: dict | None = None, width: float = svgchart.WIDTH) -> str:
     """``buffer_figure`` as SVG: the parent's p, the work buffer, relu(p − buffer); with ``dist``
     the terminal draw's strip under them."""
     t = {"p": "p (target row)", "buf": "work buffer draft_probs", "res": "relu(p − buffer)", "coin": "u_final",
@@ -420,15 +420,16 @@ def buffer_svg(vocab: Sequence[str], p_row, buffer_row, *, dist=None, coin_final
                             hovers=[f"{c}: buffer = {_fmt(v)}" for c, v in zip(cats, buf)]),
               svgchart.Bars(t["res"], res, ORANGE, hovers=[f"{c}: relu(p − buffer) = {_fmt(v)}" for c, v in zip(cats, res)])]
     if dist is None:
-        return svgchart.bar_chart(cats, series, y_max=1.1, height=340, alt=t["title"] or t["res"])
+        return svgchart.bar_chart(cats, series, y_max=1.1, height=340, alt=t["title"] or t["res"], width=width)
     label = "" if coin_final is None else (
         f"{t['coin']} = {_fmt(coin_final)}" + (f" → {cats[chosen]}" if chosen is not None and 0 <= chosen < len(cats) else ""))
     segs = svgchart.cdf_segments(cats, [float(v) for v in dist], chosen, hit_fill=state_color("bonus"))
     return svgchart.bars_over_strip(cats, series, segs, coin=coin_final, coin_label=label, caption=t["cdf"], y_max=1.1,
-                                    alt=t["title"] or t["cdf"])
+                                    alt=t["title"] or t["cdf"], width=width)
 
 
-def decomposition_svg(vocab: Sequence[str], accepted, redistributed, p, *, text: dict | None = None) -> str:
+def decomposition_svg(vocab: Sequence[str], accepted, redistributed, p, *, text: dict | None = None,
+                      width: float = svgchart.WIDTH) -> str:
     """``decomposition_figure`` as SVG: min(p, q) stacked under the redistributed rejected mass, p as a tick."""
     t = {"acc": "accepted: min(p, q)", "red": "rejected mass, redistributed", "p": "p (target)", "title": ""} | (text or {})
     cats = [str(v) for v in vocab]
@@ -441,12 +442,13 @@ def decomposition_svg(vocab: Sequence[str], accepted, redistributed, p, *, text:
                             hovers=[f"{c}: {t['red']} = {_fmt(v)}" for c, v in zip(cats, red)])]
     tick = svgchart.Tick(pp, t["p"], labels=[f"p = {_fmt(v)}" for v in pp])
     top = max(pp + [a + r for a, r in zip(acc, red)] + [0.1]) * 1.3
-    return svgchart.bar_chart(cats, series, stack=True, ticks=[tick], y_max=top, height=400, alt=t["title"] or t["p"])
+    return svgchart.bar_chart(cats, series, stack=True, ticks=[tick], y_max=top, height=400, alt=t["title"] or t["p"], width=width)
 
 
-def monte_carlo_svg(vocab: Sequence[str], empirical, target, *, expected=None, counts=None, text: dict | None = None) -> str:
+def monte_carlo_svg(vocab: Sequence[str], empirical, target, *, expected=None, counts=None, text: dict | None = None,
+                    width: float = svgchart.WIDTH) -> str:
     """``monte_carlo_figure`` as SVG: empirical first-token frequencies beside p (and the closed form)."""
-    t = {"emp": "Monte Carlo", "p": "p (target)", "exp": "exact for this procedure", "title": ""} | (text or {})
+    t = {"emp": "Monte Carlo", "p": "p (target)", "exp": "exact for this procedure", "trials": "trials", "title": ""} | (text or {})
     cats = [str(v) for v in vocab]
     emp = [float(v) for v in empirical]
     tgt = [float(v) for v in target]
@@ -456,5 +458,5 @@ def monte_carlo_svg(vocab: Sequence[str], empirical, target, *, expected=None, c
         ex = [float(v) for v in expected]
         series.append(svgchart.Bars(t["exp"], ex, GREY, hovers=[f"{c}: {t['exp']} = {_fmt(v)}" for c, v in zip(cats, ex)]))
     series.append(svgchart.Bars(t["emp"], emp, ORANGE, labels=[_fmt(v) if v > 0 else "" for v in emp],
-                                hovers=[f"{c}: {_fmt(v)} ({n} trials)" for c, v, n in zip(cats, emp, cd)]))
-    return svgchart.bar_chart(cats, series, y_max=1.05, height=380, alt=t["title"] or t["emp"])
+                                hovers=[f"{c}: {_fmt(v)} ({n} {t['trials']})" for c, v, n in zip(cats, emp, cd)]))
+    return svgchart.bar_chart(cats, series, y_max=1.05, height=380, alt=t["title"] or t["emp"], width=width)

@@ -140,18 +140,19 @@ def _nice_step(y_max: float) -> float:
 
 def bar_chart(categories: Sequence[str], series: Sequence[Bars], *, stack: bool = False, y_max: float | None = None,
               ticks: Sequence[Tick] = (), height: float = 360, alt: str = "", doc: _Doc | None = None,
-              top: float = 0.0, hlines: Sequence[tuple[float, str]] = (), highlight: int | None = None,
-              x_title: str = "", y_title: str = "", y_step: float | None = None, highlight_hover: str = "",
-              sparse_labels: bool = False) -> str:
+              top: float = 0.0, width: float = WIDTH, hlines: Sequence[tuple[float, str]] = (),
+              highlight: int | None = None, x_title: str = "", y_title: str = "", y_step: float | None = None,
+              highlight_hover: str = "", sparse_labels: bool = False) -> str:
     """Bars per category: side by side (``stack=False``) or stacked. Value labels above (grouped)
-    or inside (stacked) the bars; ``ticks`` draw a labelled horizontal mark per category.
+    or inside (stacked) the bars; ``ticks`` draw a labelled horizontal mark per category. ``width``:
+    the viewBox width; a chart for a narrow column takes a smaller one, so its text stays large.
 
     ``hlines``: dashed horizontal lines across the plot (value, label; e.g. a mean); ``highlight``:
     the category drawn on a tinted band (a selected item); ``x_title``/``y_title``: axis titles;
     ``y_step``: the gridline step. ``sparse_labels`` (many categories, e.g. rounds): only every k-th
     category name is printed (the first and the highlighted one always) so the names never overlap."""
     own = doc is None
-    doc = doc or _Doc(WIDTH, height)
+    doc = doc or _Doc(width, height)
     items = [(b.name, b.color) for b in series] + [(t.name, t.color) for t in ticks]
     leg_h = _legend_height(items, doc.width)
     _legend(doc, items, top + FONT + 4)
@@ -271,10 +272,10 @@ def strip_height(segments: Sequence[Segment], caption: str = "") -> float:
 
 def bars_over_strip(categories: Sequence[str], series: Sequence[Bars], segments: Sequence[Segment], *,
                     coin: float | None, coin_label: str, y_max: float | None = None, caption: str = "",
-                    bars_height: float = 330, alt: str = "", current: int | None = None) -> str:
+                    bars_height: float = 330, alt: str = "", current: int | None = None, width: float = WIDTH) -> str:
     """A bar chart with a strip under it, in one figure (e.g. the residual, then the terminal draw)."""
     sh = strip_height(segments, caption)
-    doc = _Doc(WIDTH, bars_height + sh + 10)
+    doc = _Doc(width, bars_height + sh + 10)
     bar_chart(categories, series, y_max=y_max, height=bars_height, doc=doc)
     strip(segments, coin=coin, coin_label=coin_label, caption=caption, doc=doc, top=bars_height + 10, current=current)
     return doc.svg(alt)

@@ -85,7 +85,7 @@ def _check_svg(svg: str) -> None:
 
 def inline_svg(svg: str, *, stretch: bool, max_height: str) -> Markup:
     """A Graphviz SVG for inline display: sized by CSS (the whole figure scales down to fit),
-    hover texts kept (``<a xlink:title>``), the graph's own title dropped.
+    hover texts kept (``<a xlink:title>``), Graphviz's internal names dropped from the hovers.
 
     Every label in it was escaped as XML text by ``dot``; beyond that, a document with an element
     or attribute Graphviz does not write for our figures (a script, an event handler, a link) is
@@ -104,6 +104,11 @@ def inline_svg(svg: str, *, stretch: bool, max_height: str) -> Markup:
                 f'style="{size};max-width:100%;height:auto;max-height:{html_text(max_height)};display:block;margin:0 auto">')
     body = svg[m.end():]
     body = re.sub(r'(<g id="graph0"[^>]*>)\s*<title>[^<]*</title>', r"\1", body, count=1)
+    # Graphviz titles each node and edge with its internal name ("n3", "n3->nbonus"), which a browser
+    # shows on hover: keep the name as a class (tests find nodes by it), drop the hover.
+    body = re.sub(r'<g id="([^"]*)" class="((?:node|edge)[^"]*)">\s*<title>([^<]*)</title>',
+                  lambda m: f'<g id="{m.group(1)}" class="{m.group(2)}' + (f' sv-{m.group(3)}"' if re.fullmatch(r"[\w-]+", m.group(3)) else '"') + ">",
+                  body)
     return Markup(new_root + _markdown_inert(body))
 
 

@@ -75,3 +75,10 @@ def graph(dot: str, width: str = "content", max_height: str = "calc(100vh - 140p
         markup.svg_figure(dot_to_svg(dot), stretch=width == "stretch", max_height=max_height)
     except (RuntimeError, ValueError, OSError, subprocess.SubprocessError):
         st.graphviz_chart(dot, width=width)
+
+
+def chart(svg: str, stretch: bool = True, max_height: str = "calc(100vh - 160px)") -> None:
+    """A chart drawn on the server (``specviz.render.svgchart``), shown inline: no chart script in the browser."""
+    from specviz.ui import markup
+
+    markup.svg_figure(svg, stretch=stretch, max_height=max_height)
