@@ -276,7 +276,7 @@ if greedy:
                              "draft": tr("next draft", "下一个 Draft"), "match": tr("match?", "匹配？"),
                              "ignored": tr("ignored: after a mismatch", "分歧之后：忽略"), "capped": tr("beyond verify_len", "超出 verify_len"),
                              "bonus": ui.term("bonus"), "h_row": tr("row", "行"), "h_anchor": "anchor", "h_draft": tr("draft", "Draft"),
-                             "h_draft_at": tr("draft at row", "Draft 位于行"),
+                             "h_draft_at": tr("draft at row", "Draft 位于行"), "h_true": tr("True", "是"), "h_false": tr("False", "否"),
                              "title": tr("The match grid", "匹配表")}))
     # The page shows the grid as SVG drawn here; the plotly twin is built only for the sidebar's chart export.
     markup.svg_figure(dc.match_svg(*match_args[0], **match_args[1]), stretch=False, max_height="calc(100vh - 160px)")
@@ -311,7 +311,7 @@ with oc:
                    "只有前 commit_lens 格是有效输出，其余为旧值（灰色）。"))
     markup.svg_figure(dc.out_tokens_svg(drafts, out, correct_len,
                                         text={"before": tr("drafts, then 0", "Draft，末位 0"), "after": tr("after the bonus scatter", "scatter bonus 之后"),
-                                              "stale": tr("stale", "旧值"), "valid": tr("output", "输出"), "title": "BuildOutTokens",
+                                              "stale": tr("stale", "旧值"), "valid": tr("output", "输出"), "title": tr("BuildOutTokens: the out-token buffer", "BuildOutTokens：输出 buffer"),
                                               "h_initial": tr("initial", "初始值"),
                                               "h_scattered": tr("bonus scattered at correct_len", "bonus scatter 到 correct_len"),
                                               "h_accepted": tr("accepted draft", "被接受的 Draft"), "h_column": tr("column", "列")}),

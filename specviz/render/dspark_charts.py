@@ -114,7 +114,7 @@ def _match_cells(window: Sequence[str], target: Sequence[str], matches: Sequence
     t = {"row": "verify row (input)", "target": "target predicts after it", "draft": "next draft",
          "match": "match?", "ignored": "ignored: after a mismatch", "capped": "beyond verify_len",
          "commit": "commit_lens", "bonus": "bonus", "h_row": "row", "h_anchor": "anchor", "h_draft": "draft",
-         "h_draft_at": "draft at row"} | (text or {})
+         "h_draft_at": "draft at row", "h_true": "True", "h_false": "False"} | (text or {})
     T = len(window)
     vl = T if verify_len is None else verify_len
     shown = T - 1 if compared is None else max(0, min(compared, T - 1))
@@ -155,7 +155,7 @@ def _match_cells(window: Sequence[str], target: Sequence[str], matches: Sequence
             ignored = first_miss is not None and c > first_miss  # after the first mismatch nothing counts, match or not
             cells[3].append(("(✔)" if m else "(✘)") if ignored else ("✔" if counted else "✘"))
             states[3].append("discarded" if ignored else ("accepted" if counted else "rejected"))
-            hovers[3].append(f"{window[c + 1]} == {target[c]} ? {m}" + (f": {t['ignored']}" if ignored else ""))
+            hovers[3].append(f"{window[c + 1]} == {target[c]} ? {t['h_true'] if m else t['h_false']}" + (f": {t['ignored']}" if ignored else ""))
         else:
             cells[3].append("?")
             states[3].append("pending")
