@@ -1,6 +1,8 @@
 """AppTest: the Decoding loop page runs in both languages and shows the library's numbers."""
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -28,6 +30,16 @@ def _run(lang="en", **state) -> AppTest:
     return at
 
 
+def _player(at) -> dict:
+    """The step player's data (one frame per round)."""
+    (frame,) = at.get("iframe")
+    return json.loads(re.search(r'id="sv-data">(.*?)</script>', frame.proto.srcdoc, re.S).group(1))
+
+
+def _proofs(at):
+    return next(d.value for d in at.dataframe if d.value.columns[0] in ("proof", "证明"))
+
+
 def _metric(at, starts: str) -> str:
     return next(m.value for m in at.metric if m.label.startswith(starts))
 
@@ -40,18 +52,25 @@ def test_page_runs_in_both_languages_and_shows_the_librarys_tau(lang, title, tau
     m = M.run_metrics(run)
     assert _metric(at, tau_label) == f"{m.tau:.2f}"
     assert any(f"{m.system_efficiency:.1%}" == x.value for x in at.metric)
-    # The selected round (0) text names its root and the library's accept length.
-    r0 = run.rounds[0]
-    text = "\n".join(str(x.value) for x in at.markdown)
-    assert f"k = {r0.accept_len - 1}" in text
+    # Every round is a step of the player (stepped in the browser): its caption names the library's
+    # accept length, its accept_index chips are the library's, and the KV table keeps exactly its rows.
+    data = _player(at)
+    assert len(data["frames"]) == len(run.rounds) == 8
+    for r, f in zip(run.rounds, data["frames"]):
+        assert f"k = {r.accept_len - 1}" in f["caption"] and str(r.index) in f["caption"]
+        ai = next(row for row in f["rows"] if row["label"] == "accept_index")
+        assert [int(c[0]) for c in ai["chips"]] == list(r.accept_index)
+        kept = [cells for cells in f["table"][1:] if cells[3][1] == "accepted"]
+        assert len(kept) == len(r.kv_kept)
+        assert f["svg2"] is not None  # the round's tree mask beside the rows
     # Proofs hold on the default run.
-    proofs = at.dataframe[2].value if len(at.dataframe) > 2 else None
-    assert proofs is not None and all(v in ("holds", "成立") for v in proofs.iloc[:, 1])
+    proofs = _proofs(at)
+    assert all(v in ("holds", "成立") for v in proofs.iloc[:, 1])
 
 
 def test_a_mistake_shows_a_failing_proof_and_where_the_text_diverges():
     at = _run("en", **{"sv_loop::rounds": 6, "sv_loop::m::kv_by_outputs": True})
-    proofs = at.dataframe[2].value
+    proofs = _proofs(at)
     assert any(v in ("FAILS", "不成立") for v in proofs.iloc[:, 1])
     assert any("diverges" in str(x.value) for x in at.markdown)
     assert at.code, "the two texts side by side"
