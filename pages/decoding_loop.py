@@ -16,7 +16,7 @@ from specviz.loop.decode import LoopSettings, run_loop  # noqa: E402
 from specviz.loop.proofs import PROOF_FOR_MISTAKE, TREE_TOL, greedy_lossless, sampling_lossless, tree_pass_exact  # noqa: E402
 from specviz.loop.train import load_models  # noqa: E402
 from specviz.render.mask import mask_svg  # noqa: E402
-from specviz.ui import markup  # noqa: E402
+from specviz.ui import player  # noqa: E402
 
 DEFAULT_PROMPT = "The target model verifies the draft tree. "
 ALGOS = {"greedy": ("Greedy verify", "贪心验证"), "target_only": ("Target-only tree sampling", "仅目标模型的树采样"),
@@ -125,52 +125,74 @@ show = tok.show
 
 # -- timeline and text -----------------------------------------------------------------------------------
 st.subheader(ui.tr("Rounds", "各轮"))
-sel = ui.step_controls(KEY, len(run.rounds))
-rnd = run.rounds[sel]
 words = {"accepted": ui.tr("accepted drafts", "被接受的草稿"), "bonus": ui.term("bonus"), "round": ui.tr("round", "轮"),
          "tokens": ui.tr("tokens per Target pass", "每次 Target 前向的 token 数"), "node": ui.tr("node", "节点"),
          "score": ui.tr("score", "分数"), "position": ui.tr("position", "位置"), "row": ui.tr("row", "行"),
          "token": "token", "status": ui.tr("status", "状态"), "prefix": ui.tr("prefix (kept)", "前缀（保留）"),
          "kept": ui.tr("kept", "保留"), "dropped": ui.tr("dropped", "丢弃"), "slot_after": ui.tr("slot after commit", "提交后的槽位")}
-markup.svg_figure(view.timeline_svg(run, sel, words), max_height="min(380px, calc(100vh - 200px))")  # a strip, not a poster
-st.markdown(ui.tr("**Text** (grey: prompt; green: accepted drafts; orange: bonus; bold: round {r})",
-                  "**文本**（灰：提示；绿：被接受的草稿；橙：bonus；粗体：第 {r} 轮）", r=sel))
-st.markdown(view.text_markdown(view.text_spans(run, sel)))
+markup.svg_figure(view.timeline_svg(run, None, words), max_height="min(380px, calc(100vh - 200px))")  # a strip, not a poster
+st.markdown(ui.tr("**Text** (grey: prompt; green: accepted drafts; orange: bonus)",
+                  "**文本**（灰：提示；绿：被接受的草稿；橙：bonus）"))
+st.markdown(view.text_markdown(view.text_spans(run, None)))
 
-# -- the selected round ---------------------------------------------------------------------------------
-st.subheader(ui.tr("Round {r}", "第 {r} 轮", r=sel))
-k = rnd.accept_len - 1
-st.markdown(ui.tr(
-    "Root `{root}` at position {pos} (its KV does not exist yet). The Target's KV held {L} rows. "
-    "Accepted drafts k = {k}; emitted {m} token(s); bonus `{b}` is the next root.",
-    "根 `{root}` 位于位置 {pos}（它的 KV 尚不存在）。Target 的 KV 有 {L} 行。被接受草稿 k = {k}；输出 {m} 个 token；"
-    "bonus `{b}` 成为下一轮的根。", root=show(rnd.root).replace("`", "'"), pos=rnd.seq_len, L=rnd.seq_len, k=k,
-    m=len(rnd.emitted), b=show(rnd.bonus).replace("`", "'")))
-c = st.columns([1, 1])
-with c[0]:
-    st.markdown(ui.tr("**Draft tree and the walk**", "**草稿树与遍历**"))
-    ui.graph(view.round_tree_dot(rnd, show, words))
-    ui.legend()
-with c[1]:
-    labels = [show(t) for t in rnd.tree.candidates]
-    st.markdown(ui.tr("**Tree mask used in the verify forward** (every row also sees the {L} prefix rows)",
-                      "**验证前向使用的树掩码**（每一行还能看到 {L} 个前缀行）", L=rnd.seq_len))
-    markup.svg_figure(mask_svg(rnd.mask_used, labels, words=(ui.tr("attends to", "可见"), ui.tr("masked", "屏蔽"),
-                                                             ui.tr("row", "行"), ui.tr("col", "列"))),
-                      stretch=False, max_height="calc(100vh - 160px)")
-acc_df = pd.DataFrame({"accept_index": rnd.accept_index,
-                       ui.tr("input row token", "输入行 token"): [show(rnd.tree.candidates[i]) if i >= 0 else "" for i in rnd.accept_index],
-                       ui.tr("predicts (emitted)", "predicts（输出）"): [show(rnd.predicts[i]) if i >= 0 else "" for i in rnd.accept_index]})
-c = st.columns([1, 2])
-with c[0]:
-    st.markdown(ui.tr("**accept_index**: the same rows feed two gathers", "**accept_index**：同一组行用于两次 gather"))
-    st.dataframe(acc_df, hide_index=True, width="stretch")
-with c[1]:
-    st.markdown(ui.tr("**Target KV cache around the commit**", "**提交前后的 Target KV 缓存**"))
-    st.dataframe(view.kv_table(rnd, show, words), hide_index=True, width="stretch")
+# -- every round, stepped in the browser -------------------------------------------------------------------
+st.subheader(ui.tr("Round by round", "逐轮查看"))
+st.caption(ui.tr("Each step is one round: the Draft's tree and the walk, the tree mask of the verify forward, accept_index "
+                 "and the Target's KV rows kept or dropped by the commit. The keys ← → step, space plays.",
+                 "每一步是一轮：Draft 的树与遍历、验证前向的树掩码、accept_index，以及提交时保留或丢弃的 Target KV 行。"
+                 "按键 ← → 单步，空格播放。"))
+mask_words = (ui.tr("attends to", "可见"), ui.tr("masked", "屏蔽"), ui.tr("row", "行"), ui.tr("col", "列"))
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def round_frames(prompt: str, settings: LoopSettings, lang: str) -> list:
+    """One player frame per round (cached per run and language: the page reruns for other widgets)."""
+    out = []
+    text = prompt
+    vocab = run.vocab
+    for rnd in run.rounds:
+        k = rnd.accept_len - 1
+        text += "".join(vocab[t] for t in rnd.emitted)
+        cands = rnd.tree.candidates
+        ai = [i for i in rnd.accept_index]
+        caption = ui.tr(
+            "Round {r}: root '{root}' at position {pos} (its KV does not exist yet); the Target's KV held {L} rows. "
+            "Accepted drafts k = {k}; emitted {m} token(s); bonus '{b}' is the next root.",
+            "第 {r} 轮：根 '{root}' 位于位置 {pos}（它的 KV 尚不存在）；Target 的 KV 有 {L} 行。被接受草稿 k = {k}；"
+            "输出 {m} 个 token；bonus '{b}' 成为下一轮的根。",
+            r=rnd.index, root=show(rnd.root), pos=rnd.seq_len, L=rnd.seq_len, k=k, m=len(rnd.emitted), b=show(rnd.bonus))
+        hover = lambda i: ui.tr("row {i}: input {x} → predicts {y}", "第 {i} 行：输入 {x} → predicts {y}",  # noqa: E731
+                                i=i, x=show(cands[i]), y=show(rnd.predicts[i]))
+        last = len([i for i in ai if i >= 0]) - 1
+        rows = [player.Row(ui.tr("text so far", "目前的文本"), code=("…" + text[-72:]) if len(text) > 72 else text),
+                player.Row("accept_index", [(str(i), "accepted", hover(i)) if i >= 0 else (str(i), "pending", "") for i in ai]),
+                player.Row(ui.tr("input row token", "输入行 token"),
+                           [(show(cands[i]), "accepted", hover(i)) for i in ai if i >= 0]),
+                player.Row(ui.tr("predicts (emitted)", "predicts（输出）"),
+                           [(show(rnd.predicts[i]), "bonus" if j == last else "accepted", hover(i))
+                            for j, i in enumerate(x for x in ai if x >= 0)])]
+        kv = view.kv_table(rnd, show, words)
+        status = words["status"]
+        table = [list(kv.columns)] + [
+            [(str(v), ("accepted" if row[status] == words["kept"] else "rejected" if row[status] == words["dropped"] else ""), "")
+             for v in row.values] for _, row in kv.iterrows()]
+        out.append(player.Frame(dot=view.round_tree_dot(rnd, show, words), caption=caption, rows=rows, table=table,
+                                svg2=mask_svg(rnd.mask_used, [show(t) for t in cands], words=mask_words),
+                                alt=ui.tr("the draft tree of round {r}", "第 {r} 轮的草稿树", r=rnd.index)))
+    return out
+
+
+player.show(round_frames(prompt, settings, ui.lang()), key=KEY, start=min(ui.step(KEY), len(run.rounds) - 1))
+ui.legend()
+st.caption(ui.tr("Beside the tree: the tree mask used in the verify forward (every row also sees the prefix rows); "
+                 "under it the Target's KV rows around the commit (green: kept, red: dropped).",
+                 "树的旁边：验证前向使用的树掩码（每一行还能看到前缀行）；其下是提交前后的 Target KV 行（绿：保留，红：丢弃）。"))
 
 import numpy as np  # noqa: E402  (arrays for the raw-tensor listing only)
 
+raw_round = ui.widget(st.number_input, ui.tr("Raw tensors of round", "查看原始张量的轮次"), "sv_loop::raw_round", 0,
+                      min_value=0, max_value=len(run.rounds) - 1, step=1)
+rnd = run.rounds[min(int(raw_round), len(run.rounds) - 1)]
 ui.raw_tensors({
     "parent_list": (np.array([rnd.tree.parent_list]), "[bs, topk*(depth-1)+1]"),
     "selected_index": (np.array([rnd.tree.selected_index]), "[bs, n-1]"),
@@ -181,7 +203,7 @@ ui.raw_tensors({
     "draft_coins": (np.array(rnd.draft_coins, dtype=np.float32), "[depth] (chain Draft only)"),
     "predicts": (np.array(rnd.predicts, dtype=np.int32), "[bs*n]"),
     "accept_index": (np.array([rnd.accept_index], dtype=np.int32), "[bs, W]"),
-})
+}, title=ui.tr("Raw tensors of round {r}", "第 {r} 轮的原始张量", r=rnd.index))
 
 # -- proofs ------------------------------------------------------------------------------------------
 st.subheader(ui.tr("Proofs, live", "证明（实时）"))

@@ -1,6 +1,8 @@
 """AppTest: the Decoding loop page runs in both languages and shows the library's numbers."""
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -30,6 +32,16 @@ def _run(lang="en", **state) -> AppTest:
     return at
 
 
+def _player(at) -> dict:
+    """The step player's data (one frame per round)."""
+    (frame,) = at.get("iframe")
+    return json.loads(re.search(r'id="sv-data">(.*?)</script>', frame.proto.srcdoc, re.S).group(1))
+
+
+def _proofs(at):
+    return next(d.value for d in at.dataframe if d.value.columns[0] in ("proof", "证明"))
+
+
 def _metric(at, starts: str) -> str:
     return next(m.value for m in at.metric if m.label.startswith(starts))
 
@@ -42,27 +54,34 @@ def test_page_runs_in_both_languages_and_shows_the_librarys_tau(lang, title, tau
     m = M.run_metrics(run)
     assert _metric(at, tau_label) == f"{m.tau:.2f}"
     # The timeline: SVG drawn on the server (no plotly chart on the page), tau's line labelled with the library's value,
-    # one accepted-drafts bar and one bonus bar per round, round 0 (the selected one) on a tinted band.
+    # one accepted-drafts bar and one bonus bar per round; no round singled out (rounds step in the player).
     assert not at.get("plotly_chart")
     words = ("round", "accepted drafts", "bonus", "tokens per Target pass") if lang == "en" else ("轮", "被接受的草稿", "bonus（奖励 token）", "每次 Target 前向的 token 数")
     timeline = next(f for f in graphs(at) if f"τ = {m.tau:.2f}" in texts(f))
     hovers = [e["hover"] for e in elements(timeline) if e["tag"] == "rect"]
     for r in run.rounds:
         assert f"{words[0]} {r.index}: {r.accept_len - 1} {words[1]}" in hovers and f"{words[0]} {r.index}: 1 {words[2]}" in hovers
-    assert f"{words[0]} 0" in hovers and words[0] in texts(timeline) and words[3] in texts(timeline)
+    assert f"{words[0]} 0" not in hovers and words[0] in texts(timeline) and words[3] in texts(timeline)
     assert any(f"{m.system_efficiency:.1%}" == x.value for x in at.metric)
-    # The selected round (0) text names its root and the library's accept length.
-    r0 = run.rounds[0]
-    text = "\n".join(str(x.value) for x in at.markdown)
-    assert f"k = {r0.accept_len - 1}" in text
+    # Every round is a step of the player (stepped in the browser): its caption names the library's
+    # accept length, its accept_index chips are the library's, and the KV table keeps exactly its rows.
+    data = _player(at)
+    assert len(data["frames"]) == len(run.rounds) == 8
+    for r, f in zip(run.rounds, data["frames"]):
+        assert f"k = {r.accept_len - 1}" in f["caption"] and str(r.index) in f["caption"]
+        ai = next(row for row in f["rows"] if row["label"] == "accept_index")
+        assert [int(c[0]) for c in ai["chips"]] == list(r.accept_index)
+        kept = [cells for cells in f["table"][1:] if cells[3][1] == "accepted"]
+        assert len(kept) == len(r.kv_kept)
+        assert f["svg2"] is not None  # the round's tree mask beside the rows
     # Proofs hold on the default run.
-    proofs = at.dataframe[2].value if len(at.dataframe) > 2 else None
-    assert proofs is not None and all(v in ("holds", "成立") for v in proofs.iloc[:, 1])
+    proofs = _proofs(at)
+    assert all(v in ("holds", "成立") for v in proofs.iloc[:, 1])
 
 
 def test_a_mistake_shows_a_failing_proof_and_where_the_text_diverges():
     at = _run("en", **{"sv_loop::rounds": 6, "sv_loop::m::kv_by_outputs": True})
-    proofs = at.dataframe[2].value
+    proofs = _proofs(at)
     assert any(v in ("FAILS", "不成立") for v in proofs.iloc[:, 1])
     assert any("diverges" in str(x.value) for x in at.markdown)
     assert at.code, "the two texts side by side"

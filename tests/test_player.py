@@ -75,3 +75,21 @@ def test_table_is_optional_and_cells_are_written_as_text():
     assert _data(html)["frames"][0]["table"] is None
     script = html[html.index("const D = JSON.parse"):]
     assert "td.textContent = text" in script and "innerHTML" not in script and "insertAdjacentHTML" not in script
+
+
+def test_second_figure_is_optional_deduplicated_and_an_image():
+    """A frame may carry a second drawn figure (the loop page's tree mask): sent once per distinct
+    SVG, shown through <img> (a data URL, so it can run no script), hidden on frames without one."""
+    from specviz.render.mask import mask_svg
+
+    dot = tree_dot([-1, 0], ["R", "A"])
+    m1, m2 = mask_svg([[1, 0], [1, 1]], ["R", "<img src=x>"]), mask_svg([[1, 0], [0, 1]], ["R", "B"])
+    frames = [player.Frame(dot=dot, caption="a", svg2=m1), player.Frame(dot=dot, caption="b", svg2=m1),
+              player.Frame(dot=dot, caption="c"), player.Frame(dot=dot, caption="d", svg2=m2)]
+    html = player.build_html(frames, labels=_labels())
+    data = _data(html)
+    assert [f["svg2"] for f in data["frames"]] == [0, 0, None, 1] and len(data["svgs2"]) == 2
+    assert all(u.startswith("data:image/svg+xml;base64,") for u in data["svgs2"])
+    assert "<img src=x" not in html
+    script = html[html.index("const D = JSON.parse"):]
+    assert "img2.hidden = true" in script

@@ -5,7 +5,8 @@ anywhere on the page) redraws the frame in the browser: no server round trip, no
 server sends, per rerun, one self-contained HTML document (``static/player.html``) holding:
 
 - the figures, one SVG per distinct frame (laid out on the server by ``dot``, shown through
-  ``<img>``, so an SVG can run no script), and
+  ``<img>``, so an SVG can run no script), and optionally a second figure per frame (an SVG that
+  ``specviz.render`` drew, e.g. the tree mask, also through ``<img>``), and
 - per frame: the caption line and the value rows (label + coloured chips with hover text).
 
 All of it is JSON inside ``<script type="application/json">``, escaped for a script context;
@@ -44,6 +45,7 @@ class Frame:
     rows: list = field(default_factory=list)  # [Row]
     alt: str = ""  # the figure's text alternative
     table: list | None = None  # optional: rows of cells, the first row the header; a cell is text or (text, state, hover)
+    svg2: str | None = None  # optional: a second figure, SVG drawn by specviz.render (e.g. the tree mask), beside the rows
 
 
 def script_json(value) -> str:
@@ -74,12 +76,16 @@ def build_html(frames: list[Frame], *, start: int = 0, labels: dict, speed: floa
     uniq = list(dict.fromkeys(dots))
     svgs = dots_to_svgs(uniq)
     index = {d: k for k, d in enumerate(uniq)}
+    extras = list(dict.fromkeys(f.svg2 for f in frames if f.svg2))
+    extra_index = {x: k for k, x in enumerate(extras)}
     colors = {s: [PALETTE[s], text_on(PALETTE[s])] for s in STATES}
     data = {
         "start": int(start), "speed": float(speed), "speeds": list(SPEEDS), "present": bool(present), "labels": labels,
         "colors": colors, "svgs": [svg_data_url(s) for s in svgs], "links": [str(u) for u in links] if links else None,
+        "svgs2": [svg_data_url(x) for x in extras],
         "frames": [{"svg": index[f.dot], "caption": str(f.caption), "alt": str(f.alt), "rows": [_row(r) for r in f.rows],
-                    "table": [[_cell(c) for c in row] for row in f.table] if f.table else None}
+                    "table": [[_cell(c) for c in row] for row in f.table] if f.table else None,
+                    "svg2": extra_index[f.svg2] if f.svg2 else None}
                    for f in frames],
     }
     head, tail = TEMPLATE.split(PLACEHOLDER)  # one slot, filled once: data cannot reach another placeholder
