@@ -16,7 +16,7 @@ from specviz.loop.decode import LoopSettings, run_loop  # noqa: E402
 from specviz.loop.proofs import PROOF_FOR_MISTAKE, TREE_TOL, greedy_lossless, sampling_lossless, tree_pass_exact  # noqa: E402
 from specviz.loop.train import load_models  # noqa: E402
 from specviz.render.mask import mask_svg  # noqa: E402
-from specviz.ui import player  # noqa: E402
+from specviz.ui import markup, player  # noqa: E402
 
 DEFAULT_PROMPT = "The target model verifies the draft tree. "
 ALGOS = {"greedy": ("Greedy verify", "贪心验证"), "target_only": ("Target-only tree sampling", "仅目标模型的树采样"),
