@@ -140,7 +140,7 @@ PICTURE_JS = """
     try { const i = f.contentDocument && f.contentDocument.querySelector('[data-sv-img]');
           if (i && i.complete && i.naturalWidth > 0) return true; } catch (e) {}
   }
-  return !!document.querySelector('.sv-graph svg');
+  return !!document.querySelector('.sv-graph svg, [data-testid="stGraphVizChart"] svg');
 }
 """
 

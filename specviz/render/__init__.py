@@ -1,7 +1,9 @@
-"""Renderers: pure functions from specviz values to graphviz DOT / plotly figures / tables.
+"""Renderers: pure functions from specviz values to graphviz DOT / SVG charts / tables (and the
+plotly figures that the chart exports use).
 
-No streamlit here (pages call ``st.graphviz_chart`` / ``st.plotly_chart`` on what these return),
-so every renderer can be tested and benchmarked without a browser.
+No streamlit here (pages show DOT through ``ui.graph``, which has ``dot`` lay it out on the
+server, and SVG through ``ui.chart``), so every renderer can be tested and benchmarked without a
+browser.
 """
 from .palette import PALETTE, STATE_COLORS, STATES, state_color
 

@@ -1,7 +1,7 @@
 """Graphviz DOT for verify trees, the accept walk and the speculative-decoding loop.
 
-Pure functions returning DOT text (``st.graphviz_chart`` draws it in the browser, no ``dot``
-binary needed). Every node shows its token and its verify row; hovering a node shows the exact
+Pure functions returning DOT text (``ui.graph`` has ``dot`` lay it out on the server; without
+``dot`` the browser lays it out). Every node shows its token and its verify row; hovering a node shows the exact
 values (``tooltip``). Colours come from ``palette`` (colour-blind safe) and every state is also
 written in the node (a mark), never colour alone.
 """
