@@ -307,7 +307,7 @@ if res_ev is not None and term_ev is not None:
     res_kw = dict(coin_final=req.coin_final, chosen=term_ev.data["token"], bonus_from_p=full,
                   text={"norm": tr("normalised", "归一化"), "cdf": tr("terminal draw", "终止采样"),
                         "p": tr("p (target)", "p（Target）"), "q": tr("q (draft)", "q（Draft）")})
-    step_fig = _fig("residual_figure", *res_args, **res_kw)  # (for the chart export)
+    step_fig = lambda: sc.residual_figure(*res_args, **res_kw)  # noqa: E731  (built only for a chart export)
     step_fig_what = tr("The terminal draw at row {k}", "第 {k} 行的终止采样", k=k)
     ui.chart(_fig("residual_svg", *res_args, **res_kw))
 

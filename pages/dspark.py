@@ -280,7 +280,7 @@ if greedy:
                              "title": tr("The match grid", "匹配表")}))
     # The page shows the grid as SVG drawn here; the plotly twin is built only for the sidebar's chart export.
     markup.svg_figure(dc.match_svg(*match_args[0], **match_args[1]), stretch=False, max_height="calc(100vh - 160px)")
-    step_fig = _fig("match_figure", *match_args[0], **match_args[1])
+    step_fig = lambda: dc.match_figure(*match_args[0], **match_args[1])  # noqa: E731  (built only for a chart export)
     ignored = [t + 1 for t in range(T - 1) if matches[t] and t >= raw_len + 1]
     if ignored:
         st.caption(tr("Draft(s) at row {r} match the target but come after the first mismatch: (✔) ignored — the leading run stops at the first ✘.",

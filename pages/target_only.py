@@ -250,7 +250,7 @@ if res_ev is not None:
                   chosen=term_ev.data["token"] if term_ev else None,
                   text={"p": tr("p (Target row)", "p（Target 行）"), "buf": tr("work buffer draft_probs", "工作缓冲区 draft_probs"),
                         "cdf": tr("terminal draw", "终止采样")})
-    step_fig = _fig("buffer_figure", *buf_args, **buf_kw)  # (for the chart export)
+    step_fig = lambda: sc.buffer_figure(*buf_args, **buf_kw)  # noqa: E731  (built only for a chart export)
     step_fig_what = tr("Row {p}: p, the work buffer, relu(p − buffer)", "第 {p} 行：p、工作缓冲区、relu(p − buffer)", p=row)
     st.markdown(f"**{step_fig_what}**")
     ui.chart(_fig("buffer_svg", *buf_args, **buf_kw))

@@ -130,13 +130,6 @@ def _views(text: str, b: int, mode: str) -> dict:
     return edits.tree_views(scenario_from_json(text), b, mode)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def _mask_fig(text: str, b: int, mode: str, selected: int, words: tuple):
-    v = _views(text, b, mode)
-    t = scenario_from_json(text).tree(b)
-    return mask_heatmap(v["matrix"], [s.label(x) for x in t.tokens], selected=selected, words=words)
-
-
 views = None
 dot = mask_fig = None
 with ui.guard():
@@ -268,7 +261,7 @@ if views is not None:
     m_col, s_col = st.columns([1, 1], gap="large")
     with m_col:
         mask_words = (ui.tr("attends to", "可见"), ui.tr("masked", "屏蔽"), ui.term("row"), ui.tr("column", "列"))
-        mask_fig = _mask_fig(s.to_json(indent=None), b, s.tree_mask_mode, sel, mask_words)  # for the chart export
+        mask_fig = lambda: mask_heatmap(views["matrix"], labels, selected=sel, words=mask_words)  # noqa: E731  (chart export only)
         markup.svg_figure(mask_svg(views["matrix"], labels, selected=sel, words=mask_words), stretch=False,
                           max_height="calc(100vh - 160px)")
     with s_col:

@@ -361,3 +361,19 @@ def test_chart_png_download_in_the_browser(page, open_page, tmp_path):
     info.value.save_as(path)
     assert path.read_bytes().startswith(PNG_SIGNATURE)
     assert info.value.suggested_filename.endswith("_chart.png")
+
+
+def test_chart_export_builds_its_figure_only_when_a_file_is_built():
+    """Pages pass a builder for the exported chart: a rerun does no plotly work; a click builds it."""
+    from specviz.render import sampling_charts as sc
+    from specviz.ui import share_ui
+
+    calls = []
+
+    def build():
+        calls.append(1)
+        return sc.residual_figure(["A", "B"], [0.6, 0.4], [0.3, 0.7], coin_final=0.2, chosen=0)
+
+    deferred = share_ui._figure_file(build, "html")
+    assert calls == []
+    assert "<html>" in deferred()[:100] and calls == [1]

@@ -216,15 +216,17 @@ def _figure_file(fig, fmt: str):
     def build():
         from specviz.export import figure_to_html, figure_to_png, figure_to_svg
 
-        return {"png": figure_to_png, "svg": figure_to_svg, "html": figure_to_html}[fmt](fig)
+        figure = fig() if callable(fig) else fig  # a page may pass a builder: no plotly work until a click
+        return {"png": figure_to_png, "svg": figure_to_svg, "html": figure_to_html}[fmt](figure)
     return build
 
 
 def export_controls(s, dot: str | None = None, key: str = "export", expanded: bool = False, fig=None,
                     dot_what: str | None = None, fig_what: str | None = None) -> None:
     """Download buttons: scenario JSON, a ready-to-run pytest file, the animation as one offline HTML
-    file; given ``dot``, that Graphviz figure as SVG / PNG; given a plotly ``fig``, that chart as
-    SVG / PNG (kaleido) and offline HTML. ``dot_what`` / ``fig_what`` name the figures on the
+    file; given ``dot``, that Graphviz figure as SVG / PNG; given a plotly ``fig`` (or a function
+    that builds it, called only when a chart file is built), that chart as SVG / PNG (kaleido) and
+    offline HTML. ``dot_what`` / ``fig_what`` name the figures on the
     buttons' captions (e.g. "the tree at step 3"). Anything that cannot be made here says why.
 
     One button per line (it lives in the narrow sidebar); files that take time are built on click.
