@@ -229,24 +229,73 @@ def tree_sampling_target_only_kernel(predicts_ptr, accept_index_ptr, accept_toke
 
 
 @triton.jit
+def chain_inverse_cdf_row_from_sums(p_row_ptr, sub_row_ptr, use_sub, coin, sums_row_ptr, V: tl.constexpr,
+                                   CLEAN_SUB: tl.constexpr, BLOCK_V: tl.constexpr, NB: tl.constexpr):
+    """``chain_inverse_cdf_row`` given the row's block sums (sums_row_ptr[j] = tl.sum of block j, computed
+    by other programs with the same block shape): the same token, bit for bit, reading one block.
+
+    total = the sums folded in block order (SGLang's ``norm_sum += tl.sum(val)``, the same additions in
+    the same order, so the same float32). thr = coin * total. SGLang's scan adds carry + tl.cumsum(block)
+    block by block and stops at the first running sum > thr; a block j cannot hold it when
+    carry_j + s_j * (1 + 2**-9) + 1e-37 <= thr: every running sum of a block is at most s_j * (1 + 4.9e-4)
+    (4096 non-negative float32 terms, any order of additions, relative error <= 4095 * 2**-24 each way)
+    and carry + x is monotone in x. The scan starts at the first block that can, with carry_j folded
+    from the sums: the earlier blocks' comparisons are all false in SGLang's kernel too."""
+    total = tl.zeros([], dtype=tl.float32)
+    for j in range(0, NB):
+        total += tl.load(sums_row_ptr + j, volatile=True)
+    thr = coin * total
+    carry = tl.zeros([], dtype=tl.float32)
+    first_blk = tl.full([], NB, dtype=tl.int32)
+    carry_at = tl.zeros([], dtype=tl.float32)
+    for j in range(0, NB):
+        s = tl.load(sums_row_ptr + j, volatile=True)
+        can = (first_blk == NB) & (carry + (s * 1.001953125 + 1e-37) > thr)
+        carry_at = tl.where(can, carry, carry_at)
+        first_blk = tl.where(can, j, first_blk)
+        carry += s
+    offs = tl.arange(0, BLOCK_V)
+    carry = carry_at
+    result = tl.full([], -1, dtype=tl.int32)
+    for j in range(0, NB):
+        if (result < 0) & (j >= first_blk):
+            v = j * BLOCK_V + offs
+            m = v < V
+            x = _terminal_block(p_row_ptr, sub_row_ptr, use_sub, v, m, CLEAN_SUB)
+            running = carry + tl.cumsum(x, axis=0)
+            first = tl.min(tl.where((running > thr) & m, v, 2147483647), axis=0)
+            result = tl.where(first < 2147483647, first, result)
+            carry += tl.load(sums_row_ptr + j, volatile=True)
+    return tl.where(result >= 0, result, V - 1)
+
+
+@triton.jit
 def chain_rejection_sampling_kernel(predicts_ptr, accept_index_ptr, accept_token_num_ptr, bonus_ptr,
+                                    sums_ptr, count_ptr,
                                     candidates_ptr, retrieve_index_ptr, coins_ptr, final_coins_ptr,
                                     target_probs_ptr, draft_probs_ptr,
                                     N: tl.constexpr, V: tl.constexpr, stride_coin_b, stride_p_b, stride_p_row, stride_q_b,
                                     stride_q_row,
                                     NEW_SEMANTICS: tl.constexpr, WRITE_BONUS: tl.constexpr, BLOCK_S: tl.constexpr,
-                                    BLOCK_V: tl.constexpr):
-    """Chain rejection sampling (SEMANTICS.md §7) of request b = program_id(0).
+                                    BLOCK_V: tl.constexpr, NB: tl.constexpr):
+    """Chain rejection sampling (SEMANTICS.md §7) of request b = program_id(0), block j = program_id(1).
 
-    All N-1 accept tests are evaluated at once (they are independent); k = the leading run of
-    passes. candidates, retrieve_index [bs, N] i64; coins [bs, >= N-1]; target_probs rows
-    [bs, N, V], draft_probs rows [bs, N-1, V] (strided); WRITE_BONUS also stores the terminal token
-    in bonus [bs] i64 (DSpark's two-level gather predicts[accept_index[b, k]] is that token).
+    Grid (bs, NB), NB = cdiv(V, BLOCK_V). Every program evaluates the N-1 accept tests (they are
+    independent and cheap; k = the leading run of passes) and the tl.sum of its block of the terminal
+    row relu(p_k - q_k). sums_ptr (f32) and count_ptr (i32) view one zeroed scratch [bs, NB + 1]: row b
+    holds the request's NB block sums, then its counter. The request's last program to finish (the
+    acq_rel counter, zero on entry and reset to zero by that program, so a launch can
+    be replayed) writes the outputs and draws the terminal token from the sums
+    (``chain_inverse_cdf_row_from_sums``): parallel over the vocabulary, SGLang's float32 order exactly.
+    NB == 1: one program per request, no counter.
+
+    candidates, retrieve_index [bs, N] i64; coins [bs, >= N-1]; target_probs rows [bs, N, V],
+    draft_probs rows [bs, N-1, V] (strided); WRITE_BONUS also stores the terminal token in bonus [bs]
+    i64 (DSpark's two-level gather predicts[accept_index[b, k]] is that token).
     """
     b = tl.program_id(0).to(tl.int64)
     base = b * N
     offs = tl.arange(0, BLOCK_S)
-    tl.store(predicts_ptr + base + offs, tl.full([BLOCK_S], 0, tl.int32), mask=offs < N)
     m = offs < N - 1  # slot s = offs + 1 was proposed by draft row offs
     tok = tl.load(candidates_ptr + base + offs + 1, mask=m, other=0)
     p_req = target_probs_ptr + b * stride_p_b
@@ -258,17 +307,36 @@ def chain_rejection_sampling_kernel(predicts_ptr, accept_index_ptr, accept_token
     if NEW_SEMANTICS:
         ok = ok & (qt > 0.0) & (qt <= 1.0)
     k = tl.min(tl.where(m & ~ok, offs, N - 1), axis=0)  # accepted drafts: stop at the first rejection
-    rows = tl.load(retrieve_index_ptr + base + offs, mask=offs < N, other=-1)
-    tl.store(accept_index_ptr + base + offs, tl.where(offs <= k, rows, -1).to(tl.int32), mask=offs < N)
-    tl.store(accept_token_num_ptr + b, k.to(tl.int32))
-    tl.debug_barrier()  # predicts' zero fill above vs the scattered writes below
-    tl.store(predicts_ptr + rows, tok.to(tl.int32), mask=offs < k)  # predicts[ri[s-1]] = cand[s], s = 1..k
-    last = tl.load(retrieve_index_ptr + base + k)
     use_sub = k < N - 1
     q_row = tl.minimum(k, tl.maximum(N - 2, 0))
-    final = chain_inverse_cdf_row(p_req + k * stride_p_row, q_req + q_row * stride_q_row, use_sub,
-                                  tl.load(final_coins_ptr + b), V, CLEAN_SUB=NEW_SEMANTICS, BLOCK_V=BLOCK_V)
-    tl.debug_barrier()
-    tl.store(predicts_ptr + last, final)
-    if WRITE_BONUS:
-        tl.store(bonus_ptr + b, final.to(tl.int64))
+    p_row_ptr = p_req + k * stride_p_row
+    q_row_ptr = q_req + q_row * stride_q_row
+    is_last = tl.program_id(1) == 0
+    if NB > 1:
+        j = tl.program_id(1)
+        v = j * BLOCK_V + tl.arange(0, BLOCK_V)
+        x = _terminal_block(p_row_ptr, q_row_ptr, use_sub, v, v < V, NEW_SEMANTICS)
+        tl.store(sums_ptr + b * (NB + 1) + j, tl.sum(x, axis=0))
+        tl.debug_barrier()  # the block sum is stored before the counter says so
+        is_last = tl.atomic_add(count_ptr + b * (NB + 1) + NB, 1, sem="acq_rel", scope="gpu") == NB - 1
+    if is_last:
+        if NB > 1:
+            tl.store(count_ptr + b * (NB + 1) + NB, 0)  # zero again for the next launch
+        tl.store(predicts_ptr + base + offs, tl.full([BLOCK_S], 0, tl.int32), mask=offs < N)
+        rows = tl.load(retrieve_index_ptr + base + offs, mask=offs < N, other=-1)
+        tl.store(accept_index_ptr + base + offs, tl.where(offs <= k, rows, -1).to(tl.int32), mask=offs < N)
+        tl.store(accept_token_num_ptr + b, k.to(tl.int32))
+        tl.debug_barrier()  # predicts' zero fill above vs the scattered writes below
+        tl.store(predicts_ptr + rows, tok.to(tl.int32), mask=offs < k)  # predicts[ri[s-1]] = cand[s], s = 1..k
+        last = tl.load(retrieve_index_ptr + base + k)
+        coin_final = tl.load(final_coins_ptr + b)
+        if NB > 1:
+            final = chain_inverse_cdf_row_from_sums(p_row_ptr, q_row_ptr, use_sub, coin_final, sums_ptr + b * (NB + 1), V,
+                                                    CLEAN_SUB=NEW_SEMANTICS, BLOCK_V=BLOCK_V, NB=NB)
+        else:
+            final = chain_inverse_cdf_row(p_row_ptr, q_row_ptr, use_sub, coin_final, V, CLEAN_SUB=NEW_SEMANTICS,
+                                          BLOCK_V=BLOCK_V)
+        tl.debug_barrier()
+        tl.store(predicts_ptr + last, final)
+        if WRITE_BONUS:
+            tl.store(bonus_ptr + b, final.to(tl.int64))
