@@ -79,3 +79,29 @@ def test_q_as_work_buffer_biases_sampling():
                      mistakes=("q_as_buffer",))
     proof = sampling_lossless(MC_PROMPT, s, **MC)
     assert not proof.ok, proof
+
+
+def _cuda_triton_reason():
+    import os
+    if not torch.cuda.is_available():
+        return "needs a CUDA GPU (compiled Triton); this machine has none"
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        return "TRITON_INTERPRET=1: the Triton backend runs on the CPU here; run with TRITON_INTERPRET=0 on the GPU"
+    return None
+
+
+@pytest.mark.skipif(_cuda_triton_reason() is not None, reason=str(_cuda_triton_reason()))
+@pytest.mark.parametrize("algorithm, mode", [("greedy", "full_mask"), ("greedy", "qlen_only"), ("chain", "full_mask"),
+                                             ("target_only", "qlen_only")])
+def test_loop_runs_on_compiled_triton_on_a_gpu(algorithm, mode):
+    """Issue 21: on a GPU the Triton backend's outputs are CUDA tensors; the loop keeps them there for the
+    accept step and reads them on the host once. Greedy: the lossless check (the Target's own greedy
+    tokens); the sampling algorithms run their rounds and emit tokens."""
+    s = LoopSettings(topk=2, depth=3, num_draft_tokens=5, seed=7, rounds=4, backend="triton", tree_mask_mode=mode,
+                     algorithm=algorithm, **({} if algorithm == "greedy" else {"temperature": 1.0}))
+    run = run_loop(MC_PROMPT, s)
+    assert len(run.rounds) == 4 and all(r.accept_len >= 1 for r in run.rounds)
+    assert tree_pass_exact(run).ok
+    if algorithm == "greedy":
+        proof = greedy_lossless(run)
+        assert proof.ok, (proof.speculative, proof.reference)

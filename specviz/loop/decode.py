@@ -367,12 +367,16 @@ class Decoder:
         si = torch.tensor([tree.selected_index], dtype=torch.int64)            # [1, n-1]
         build = ops.build_tree(pl, si, torch.tensor([L], dtype=torch.int64), topk=s.topk, depth=S,
                                num_draft_tokens=n, tree_mask_mode=s.tree_mask_mode)
-        positions = build.positions.to(torch.int64)                            # [n]
+        # The backend's outputs stay on its device (a GPU for compiled Triton) for the accept step; the
+        # models run on the CPU, so the mask and positions cross to it once here (the round's edge).
+        dev = build.retrieve_index.device
+        positions = build.positions.to(torch.int64).cpu()                      # [n]
         flat = build.tree_mask.to(torch.bool)
         if s.tree_mask_mode == "full_mask":
             full = flat.reshape(n, L + n)                                      # prefix cells, then tree cells
         else:
-            full = torch.cat([torch.ones(n, L, dtype=torch.bool), flat.reshape(n, n)], dim=1)
+            full = torch.cat([torch.ones(n, L, dtype=torch.bool, device=flat.device), flat.reshape(n, n)], dim=1)
+        full = full.cpu()
         tree_mask = full[:, L:].numpy().copy()
         if "mask_drop_ancestor" in mistakes:
             full = full.clone()
@@ -388,26 +392,30 @@ class Decoder:
 
         ri, nt, ns = build.retrieve_index, build.retrieve_next_token, build.retrieve_next_sibling
         target_probs, buffer_final = None, None
+        cand, logits_dev = cand.to(dev), logits.to(dev)                        # the accept step's inputs
         if s.algorithm == "greedy":
-            target_predict = torch.argmax(logits, dim=-1).reshape(1, n).to(torch.int64)
+            target_predict = torch.argmax(logits_dev, dim=-1).reshape(1, n).to(torch.int64)
             res = ops.verify_tree_greedy(cand, ri, nt, ns, target_predict, num_speculative_tokens=W)
         else:
-            target_probs = ops.target_probs_from_logits(logits, temperature=float(s.temperature)).reshape(1, n, -1)
+            target_probs = ops.target_probs_from_logits(logits_dev, temperature=float(s.temperature)).reshape(1, n, -1)
             if s.algorithm == "target_only":
-                res = ops.tree_sampling_target_only(cand, ri, nt, ns, coins.reshape(1, n), coin_final, target_probs,
+                res = ops.tree_sampling_target_only(cand, ri, nt, ns, coins.reshape(1, n).to(dev), coin_final.to(dev),
+                                                    target_probs,
                                                     num_speculative_tokens=W, threshold_single=s.threshold_single,
                                                     threshold_acc=s.threshold_acc)
-                buffer_final = res.draft_probs[0].numpy().copy()
+                buffer_final = _host(res.draft_probs[0]).copy()
             else:
-                draft_probs = torch.from_numpy(tree.proposal_q[1:]).reshape(1, n - 1, -1)
-                res = ops.chain_rejection_sampling(cand, ri, coins.reshape(1, n), coin_final, target_probs, draft_probs,
-                                                   num_speculative_tokens=W)
-        predicts = [int(x) for x in res.predicts]
-        accept_index = [int(x) for x in res.accept_index[0]]
-        k = int(res.accept_token_num[0])
+                draft_probs = torch.from_numpy(tree.proposal_q[1:]).reshape(1, n - 1, -1).to(dev)
+                res = ops.chain_rejection_sampling(cand, ri, coins.reshape(1, n).to(dev), coin_final.to(dev),
+                                                   target_probs, draft_probs, num_speculative_tokens=W)
+        # The edge: the round's results are read on the host once, as numpy (the page and metrics read them).
+        target_probs = None if target_probs is None else _host(target_probs[0]).copy()   # [n, V]
+        predicts = [int(x) for x in _host(res.predicts)]
+        accept_index = [int(x) for x in _host(res.accept_index)[0]]
+        k = int(_host(res.accept_token_num)[0])
         nodes = accept_index[: k + 1]                  # bs = 1: global row == node
         if "q_as_buffer" in mistakes and s.algorithm == "target_only" and k < W - 1:
-            predicts[nodes[-1]] = self._terminal_with_q(tree, nodes[-1], target_probs[0], buffer_final, float(coin_final))
+            predicts[nodes[-1]] = self._terminal_with_q(tree, nodes[-1], target_probs, buffer_final, float(coin_final))
 
         # Outputs: the token after each kept row (the shift), or the mistake's rows' own tokens.
         if "no_shift" in mistakes:
@@ -430,7 +438,7 @@ class Decoder:
 
         rnd = Round(index=len(self.rounds), root=self.root, seq_len=L, tree=tree, positions=positions.tolist(),
                     tree_mask=tree_mask, mask_used=mask_used, logits=logits.numpy().copy(),
-                    target_probs=None if target_probs is None else target_probs[0].numpy().copy(),
+                    target_probs=target_probs,
                     coins=coins.tolist(), coin_final=float(coin_final), draft_coins=draft_coins,
                     predicts=predicts, accept_index=accept_index, accept_nodes=nodes, emitted=emitted, bonus=bonus,
                     kv_before=prefix_tail + list(zip(tree.candidates, positions.tolist())),
@@ -441,14 +449,19 @@ class Decoder:
         return rnd
 
     @staticmethod
-    def _terminal_with_q(tree: DraftTree, node: int, p_rows: torch.Tensor, buf_out: np.ndarray, coin: float) -> int:
+    def _terminal_with_q(tree: DraftTree, node: int, p_rows: np.ndarray, buf_out: np.ndarray, coin: float) -> int:
         """The terminal draw had the work buffer started from q: relu(p - buffer) with rejected children overwritten."""
         buf = tree.node_q[node].copy()
         kids = [i for i, par in enumerate(tree.parents) if par == node]
         for i in kids:
             buf[tree.candidates[i]] = buf_out[node, tree.candidates[i]]
-        dist = np.maximum(p_rows[node].numpy() - buf, 0).astype(np.float32)
+        dist = np.maximum(p_rows[node] - buf, 0).astype(np.float32)
         return _draw(dist, coin)
+
+
+def _host(x) -> np.ndarray:
+    """A backend result as a host numpy array (one device-to-host copy for a GPU tensor)."""
+    return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
 
 
 @single_threaded
