@@ -41,6 +41,7 @@ VOCABS = [32000, 128256]
 MAX_PROB_BYTES = 17e9  # skip sampler configs whose target_probs tensor is larger (bs 4096 x n 64 x V)
 MAX_TORCH_PROB_BYTES = 4.3e9  # the torch backend's sampler keeps several [bs, n, V] temporaries
 GRAPH_REPS = 20
+ONLY_OPS: set = set()  # --ops: time only these ops (empty: all)
 
 
 @triton.jit
@@ -153,6 +154,8 @@ def record(results, **row):
 def bench_impls(results, timer, op, meta, impls, bytes_touched=0.0):
     """impls: {name: (python_fn, kernel_fn)}; returns {name: (python_us, graph_us)}."""
     out = {}
+    if ONLY_OPS and op not in ONLY_OPS:
+        return out
     for name, (py_fn, kernel_fn) in impls.items():
         try:
             py = timer.python(py_fn, iters_for(bytes_touched))
@@ -406,8 +409,17 @@ def main():
     ap.add_argument("--out", help="write every measurement as JSON here")
     ap.add_argument("--markdown", help="write the README table here")
     ap.add_argument("--smoke", action="store_true", help="tiny sizes (CPU interpreter check of the script)")
+    ap.add_argument("--ops", nargs="*", default=[], help="time only these ops (e.g. chain_rejection_sampling)")
+    ap.add_argument("--bits", action="store_true",
+                    help="also count chain-sampler draws bit-identical to SGLang's kernel (kernels.sglang_oracle.chain_bits)")
     args = ap.parse_args()
+    ONLY_OPS.update(args.ops)
     results = run(args)
+    if args.bits:
+        sgl = sglang_oracle.load()
+        for V, bs, N in ((1000, 8192, 4), (32000, 8192, 8), (50257, 4096, 4), (128256, 4096, 4)):
+            record(results, op="chain_bits", impl="triton_vs_sglang", **sglang_oracle.chain_bits(sgl, V=V, bs=bs, N=N, seed=V))
+            torch.cuda.empty_cache()
     if args.out:
         Path(args.out).write_text(json.dumps(results, indent=1))
     table = markdown(results)
