@@ -42,6 +42,7 @@ MAX_PROB_BYTES = 17e9  # skip sampler configs whose target_probs tensor is large
 MAX_TORCH_PROB_BYTES = 4.3e9  # the torch backend's sampler keeps several [bs, n, V] temporaries
 GRAPH_REPS = 20
 ONLY_OPS: set = set()  # --ops: time only these ops (empty: all)
+ONLY_IMPLS: set = set()  # --impls: time only these implementations (empty: all)
 
 
 @triton.jit
@@ -157,6 +158,8 @@ def bench_impls(results, timer, op, meta, impls, bytes_touched=0.0):
     if ONLY_OPS and op not in ONLY_OPS:
         return out
     for name, (py_fn, kernel_fn) in impls.items():
+        if ONLY_IMPLS and name not in ONLY_IMPLS:
+            continue
         try:
             py = timer.python(py_fn, iters_for(bytes_touched))
             gr = timer.graph(kernel_fn)
@@ -412,8 +415,14 @@ def main():
     ap.add_argument("--ops", nargs="*", default=[], help="time only these ops (e.g. chain_rejection_sampling)")
     ap.add_argument("--bits", action="store_true",
                     help="also count chain-sampler draws bit-identical to SGLang's kernel (kernels.sglang_oracle.chain_bits)")
+    ap.add_argument("--impls", nargs="*", default=[], help="time only these implementations (triton, torch, sglang)")
+    ap.add_argument("--chain-bpp", type=int, choices=(1, 2), default=None,
+                    help="blocks per program of the chain sampler (triton_verify.CHAIN_BLOCKS_PER_PROGRAM)")
     args = ap.parse_args()
     ONLY_OPS.update(args.ops)
+    ONLY_IMPLS.update(args.impls)
+    if args.chain_bpp:
+        triton_verify.CHAIN_BLOCKS_PER_PROGRAM = args.chain_bpp
     results = run(args)
     if args.bits:
         sgl = sglang_oracle.load()

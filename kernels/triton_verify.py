@@ -107,11 +107,14 @@ def chain_launch(cand, ri, u, uf, p, q, **kw):
     return outputs
 
 
+CHAIN_BLOCKS_PER_PROGRAM = 1  # blocks of 4096 tokens each program of the chain sampler sums (1 or 2)
+
+
 def chain_prepare(cand, ri, u, uf, p, q, *, new, bonus=None):
     """Allocate the outputs and the block-sum scratch; return ((predicts, accept_index, k), launch).
 
-    The kernel's grid is (bs, NB), NB = the number of BLOCK_V blocks of a row: each program sums one
-    block, the request's last program draws (``chain_rejection_sampling_kernel``). ``scratch`` holds
+    The kernel's grid is bs * cdiv(NB, CHAIN_BLOCKS_PER_PROGRAM) programs, NB = the number of BLOCK_V
+    blocks of a row: each program sums its blocks, the request's last program draws (``chain_rejection_sampling_kernel``). ``scratch`` holds
     the block sums and the per-request counter, zero on entry; the kernel leaves the counters at zero,
     so ``launch`` may be replayed (CUDA graphs, benchmarks) on the same scratch."""
     bs, N = cand.shape
@@ -122,14 +125,16 @@ def chain_prepare(cand, ri, u, uf, p, q, *, new, bonus=None):
         q = p  # no draft rows; never read
     block = chain_cdf_block(V)
     nb = -(-V // block)
+    bpp = CHAIN_BLOCKS_PER_PROGRAM if nb > 1 else 1
+    programs = bs * -(-nb // bpp)
     scratch = torch.zeros((bs, nb + 1) if nb > 1 else (1, 1), dtype=INT32, device=cand.device)  # sums, counter
     launch = functools.partial(
-        chain_rejection_sampling_kernel[(bs, nb)],
+        chain_rejection_sampling_kernel[(programs,)],
         predicts, accept_index, accept_token_num, bonus if bonus is not None else accept_token_num,
         scratch.view(F32), scratch,
         cand, ri, u, uf, p, q, N, V, u.stride(0), p.stride(0), p.stride(1), q.stride(0), q.stride(1),
         NEW_SEMANTICS=new, WRITE_BONUS=bonus is not None, BLOCK_S=pow2(N), BLOCK_V=block, NB=nb,
-        num_warps=sampler_warps(V))
+        BPP=bpp, num_warps=sampler_warps(V))
     return (predicts, accept_index, accept_token_num), launch
 
 

@@ -277,11 +277,14 @@ def chain_rejection_sampling_kernel(predicts_ptr, accept_index_ptr, accept_token
                                     N: tl.constexpr, V: tl.constexpr, stride_coin_b, stride_p_b, stride_p_row, stride_q_b,
                                     stride_q_row,
                                     NEW_SEMANTICS: tl.constexpr, WRITE_BONUS: tl.constexpr, BLOCK_S: tl.constexpr,
-                                    BLOCK_V: tl.constexpr, NB: tl.constexpr):
-    """Chain rejection sampling (SEMANTICS.md §7) of request b = program_id(0), block j = program_id(1).
+                                    BLOCK_V: tl.constexpr, NB: tl.constexpr, BPP: tl.constexpr):
+    """Chain rejection sampling (SEMANTICS.md §7), grid (bs * NP,): program pid serves request
+    b = pid // NP and blocks (pid % NP) * BPP + t, t < BPP (NB = cdiv(V, BLOCK_V) blocks, NP = cdiv(NB, BPP)
+    programs a request, BPP = 1 or 2). A request's programs are neighbours in launch order, so they run
+    together and the block the last one re-reads is still in L2.
 
-    Grid (bs, NB), NB = cdiv(V, BLOCK_V). Every program evaluates the N-1 accept tests (they are
-    independent and cheap; k = the leading run of passes) and the tl.sum of its block of the terminal
+    Every program evaluates the N-1 accept tests (they are
+    independent and cheap; k = the leading run of passes) and the tl.sum of each of its blocks of the terminal
     row relu(p_k - q_k). sums_ptr (f32) and count_ptr (i32) view one zeroed scratch [bs, NB + 1]: row b
     holds the request's NB block sums, then its counter. The request's last program to finish (the
     acq_rel counter, zero on entry and reset to zero by that program, so a launch can
@@ -293,7 +296,10 @@ def chain_rejection_sampling_kernel(predicts_ptr, accept_index_ptr, accept_token
     draft_probs rows [bs, N-1, V] (strided); WRITE_BONUS also stores the terminal token in bonus [bs]
     i64 (DSpark's two-level gather predicts[accept_index[b, k]] is that token).
     """
-    b = tl.program_id(0).to(tl.int64)
+    NP: tl.constexpr = (NB + BPP - 1) // BPP
+    pid = tl.program_id(0).to(tl.int64)
+    b = pid // NP
+    g = (pid % NP).to(tl.int32)
     base = b * N
     offs = tl.arange(0, BLOCK_S)
     m = offs < N - 1  # slot s = offs + 1 was proposed by draft row offs
@@ -311,14 +317,22 @@ def chain_rejection_sampling_kernel(predicts_ptr, accept_index_ptr, accept_token
     q_row = tl.minimum(k, tl.maximum(N - 2, 0))
     p_row_ptr = p_req + k * stride_p_row
     q_row_ptr = q_req + q_row * stride_q_row
-    is_last = tl.program_id(1) == 0
+    is_last = g == 0
     if NB > 1:
-        j = tl.program_id(1)
+        j = g * BPP
         v = j * BLOCK_V + tl.arange(0, BLOCK_V)
         x = _terminal_block(p_row_ptr, q_row_ptr, use_sub, v, v < V, NEW_SEMANTICS)
-        tl.store(sums_ptr + b * (NB + 1) + j, tl.sum(x, axis=0))
-        tl.debug_barrier()  # the block sum is stored before the counter says so
-        is_last = tl.atomic_add(count_ptr + b * (NB + 1) + NB, 1, sem="acq_rel", scope="gpu") == NB - 1
+        if BPP == 2:  # both blocks' loads are issued before either sum is stored
+            v1 = v + BLOCK_V
+            x1 = _terminal_block(p_row_ptr, q_row_ptr, use_sub, v1, v1 < V, NEW_SEMANTICS)
+            s0 = tl.sum(x, axis=0)
+            s1 = tl.sum(x1, axis=0)
+            tl.store(sums_ptr + b * (NB + 1) + j, s0)
+            tl.store(sums_ptr + b * (NB + 1) + j + 1, s1, mask=j + 1 < NB)
+        else:
+            tl.store(sums_ptr + b * (NB + 1) + j, tl.sum(x, axis=0))
+        tl.debug_barrier()  # the block sums are stored before the counter says so
+        is_last = tl.atomic_add(count_ptr + b * (NB + 1) + NB, 1, sem="acq_rel", scope="gpu") == NP - 1
     if is_last:
         if NB > 1:
             tl.store(count_ptr + b * (NB + 1) + NB, 0)  # zero again for the next launch

@@ -3,6 +3,9 @@
 Streamlit runs a pages/ file on its own while no script has called st.navigation yet in the
 server process; specviz.ui.common.route_through_app sends such a first request through app.py.
 """
+import pytest  # noqa: E402
+
+pytest.importorskip("playwright", reason="needs playwright (pip install -c constraints.txt -r requirements-dev.txt)")
 from playwright.sync_api import expect
 
 from conftest import start_app_server, wait_for_app

@@ -11,6 +11,9 @@ import re
 import sys
 from pathlib import Path
 
+import pytest  # noqa: E402
+
+pytest.importorskip("playwright", reason="needs playwright (pip install -c constraints.txt -r requirements-dev.txt)")
 from playwright.sync_api import expect
 
 from conftest import wait_for_app

@@ -44,16 +44,17 @@ KERNELS = {
             "NEW_SEMANTICS": "constexpr", "BLOCK_N": "constexpr", "BLOCK_W": "constexpr", "BLOCK_V": "constexpr"},
             {"n": 64, "W": 6, "V": 128256, "NEW_SEMANTICS": new, "BLOCK_N": 64, "BLOCK_W": 8, "BLOCK_V": 4096})
             for new in (True, False)},
-        **{f"chain_rejection_sampling_kernel[new={new},bonus={bonus},N={N},V={V}]": ("chain_rejection_sampling_kernel", {
+        **{f"chain_rejection_sampling_kernel[new={new},bonus={bonus},N={N},V={V},bpp={bpp}]": ("chain_rejection_sampling_kernel", {
             "predicts_ptr": I32, "accept_index_ptr": I32, "accept_token_num_ptr": I32, "bonus_ptr": I64,
             "sums_ptr": F32, "count_ptr": I32, "candidates_ptr": I64, "retrieve_index_ptr": I64, "coins_ptr": F32, "final_coins_ptr": F32,
             "target_probs_ptr": F32, "draft_probs_ptr": F32, "N": "constexpr", "V": "constexpr", "stride_coin_b": "i32",
             "stride_p_b": "i64", "stride_p_row": "i32", "stride_q_b": "i64", "stride_q_row": "i32",
             "NEW_SEMANTICS": "constexpr", "WRITE_BONUS": "constexpr", "BLOCK_S": "constexpr", "BLOCK_V": "constexpr",
-            "NB": "constexpr"},
+            "NB": "constexpr", "BPP": "constexpr"},
             {"N": N, "V": V, "NEW_SEMANTICS": new, "WRITE_BONUS": bonus, "BLOCK_S": max(2, N), "BLOCK_V": 4096,
-             "NB": -(-V // 4096)})
-            for new in (True, False) for bonus in (True, False) for N, V in ((8, 128256), (1, 1000))},
+             "NB": -(-V // 4096), "BPP": bpp})
+            for new in (True, False) for bonus in (True, False) for N, V, bpp in ((8, 128256, 1), (1, 1000, 1),
+                                                                                  (4, 50257, 2))},
     },
     "kernels.triton_sampling_kernels": {
         f"target_probs_kernel[k={k},p={p}]": ("target_probs_kernel", {
