@@ -118,12 +118,14 @@ def as_rejected_slot(args: dict) -> dict:
 
 
 def is_compile_error(exc: BaseException) -> bool:
-    """True for Triton's compiler refusing a kernel (not for a wrong answer or a runtime fault)."""
+    """True for Triton's compiler refusing a kernel (not for a wrong answer or a runtime fault): a
+    front-end CompilationError, or the MLIR pass pipeline failing (Triton 3.6 on SGLang's one-slot chain
+    kernel: RuntimeError "PassManager::run failed")."""
     try:
         from triton.compiler.errors import CompilationError  # noqa: PLC0415
     except ImportError:  # pragma: no cover
         return False
-    return isinstance(exc, CompilationError)
+    return isinstance(exc, CompilationError) or (isinstance(exc, RuntimeError) and "PassManager::run failed" in str(exc))
 
 
 def chain_bits(sgl: types.SimpleNamespace, *, V: int, bs: int, N: int, seed: int, device="cuda") -> dict:

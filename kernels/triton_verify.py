@@ -107,7 +107,10 @@ def chain_launch(cand, ri, u, uf, p, q, **kw):
     return outputs
 
 
-CHAIN_BLOCKS_PER_PROGRAM = 1  # blocks of 4096 tokens each program of the chain sampler sums (1 or 2)
+# Blocks of 4096 tokens each program of the chain sampler sums: 2 for long rows (NB >= 16, e.g. V = 128256:
+# half the programs, each with two blocks' loads in flight), else 1 (measured on an H200: benchmarks/README.md).
+# Set to 1 or 2 to force one (bench_kernels.py --chain-bpp).
+CHAIN_BLOCKS_PER_PROGRAM = None
 
 
 def chain_prepare(cand, ri, u, uf, p, q, *, new, bonus=None):
@@ -125,7 +128,7 @@ def chain_prepare(cand, ri, u, uf, p, q, *, new, bonus=None):
         q = p  # no draft rows; never read
     block = chain_cdf_block(V)
     nb = -(-V // block)
-    bpp = CHAIN_BLOCKS_PER_PROGRAM if nb > 1 else 1
+    bpp = 1 if nb == 1 else CHAIN_BLOCKS_PER_PROGRAM or (2 if nb >= 16 else 1)
     programs = bs * -(-nb // bpp)
     scratch = torch.zeros((bs, nb + 1) if nb > 1 else (1, 1), dtype=INT32, device=cand.device)  # sums, counter
     launch = functools.partial(

@@ -170,3 +170,17 @@ def open_page(app_server):
         wait_for_app(page)
         return page
     return go
+
+
+try:  # pytest-playwright provides ``browser`` and ``page``; without it, tests that need them skip, saying why
+    import playwright  # noqa: F401
+except ImportError:
+    _NO_PLAYWRIGHT = "needs playwright and pytest-playwright (pip install -c constraints.txt -r requirements-dev.txt)"
+
+    @pytest.fixture(scope="session")
+    def browser():
+        pytest.skip(_NO_PLAYWRIGHT)
+
+    @pytest.fixture
+    def page():
+        pytest.skip(_NO_PLAYWRIGHT)

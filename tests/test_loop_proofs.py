@@ -97,7 +97,8 @@ def test_loop_runs_on_compiled_triton_on_a_gpu(algorithm, mode):
     """Issue 21: on a GPU the Triton backend's outputs are CUDA tensors; the loop keeps them there for the
     accept step and reads them on the host once. Greedy: the lossless check (the Target's own greedy
     tokens); the sampling algorithms run their rounds and emit tokens."""
-    s = LoopSettings(topk=2, depth=3, num_draft_tokens=5, seed=7, rounds=4, backend="triton", tree_mask_mode=mode,
+    topk, n = (1, 4) if algorithm == "chain" else (2, 5)  # chain sampling verifies chains only
+    s = LoopSettings(topk=topk, depth=3, num_draft_tokens=n, seed=7, rounds=4, backend="triton", tree_mask_mode=mode,
                      algorithm=algorithm, **({} if algorithm == "greedy" else {"temperature": 1.0}))
     run = run_loop(MC_PROMPT, s)
     assert len(run.rounds) == 4 and all(r.accept_len >= 1 for r in run.rounds)
