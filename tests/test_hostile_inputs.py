@@ -642,6 +642,8 @@ def test_older_link_in_the_url_never_undoes_a_click():
 
 
 def _player_start(at) -> int:
+    if not at.get("iframe") and shutil.which("dot") is None:
+        pytest.skip("the step player draws with Graphviz's dot, which is not installed here (apt-get install graphviz)")
     src = at.get("iframe")[0].proto.srcdoc
     return json.loads(re.search(r'id="sv-data">(.*?)</script>', src, re.S).group(1))["start"]
 
