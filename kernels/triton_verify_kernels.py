@@ -241,17 +241,15 @@ def chain_inverse_cdf_row_from_sums(p_row_ptr, sub_row_ptr, use_sub, coin, sums_
     (4096 non-negative float32 terms, any order of additions, relative error <= 4095 * 2**-24 each way)
     and carry + x is monotone in x. The scan starts at the first block that can, with carry_j folded
     from the sums: the earlier blocks' comparisons are all false in SGLang's kernel too."""
-    # The sums were written by other programs: loads that bypass L1 (.cg), unrolled so that they are
-    # all in flight at once (the fold's additions stay in block order).
     total = tl.zeros([], dtype=tl.float32)
-    for j in tl.static_range(NB):
-        total += tl.load(sums_row_ptr + j, cache_modifier=".cg")
+    for j in range(0, NB):
+        total += tl.load(sums_row_ptr + j, volatile=True)
     thr = coin * total
     carry = tl.zeros([], dtype=tl.float32)
     first_blk = tl.full([], NB, dtype=tl.int32)
     carry_at = tl.zeros([], dtype=tl.float32)
-    for j in tl.static_range(NB):
-        s = tl.load(sums_row_ptr + j, cache_modifier=".cg")
+    for j in range(0, NB):
+        s = tl.load(sums_row_ptr + j, volatile=True)
         can = (first_blk == NB) & (carry + (s * 1.001953125 + 1e-37) > thr)
         carry_at = tl.where(can, carry, carry_at)
         first_blk = tl.where(can, j, first_blk)
@@ -267,7 +265,7 @@ def chain_inverse_cdf_row_from_sums(p_row_ptr, sub_row_ptr, use_sub, coin, sums_
             running = carry + tl.cumsum(x, axis=0)
             first = tl.min(tl.where((running > thr) & m, v, 2147483647), axis=0)
             result = tl.where(first < 2147483647, first, result)
-            carry += tl.load(sums_row_ptr + j, cache_modifier=".cg")
+            carry += tl.load(sums_row_ptr + j, volatile=True)
     return tl.where(result >= 0, result, V - 1)
 
 
