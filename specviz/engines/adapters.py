@@ -47,8 +47,11 @@ def availability() -> dict[str, tuple[bool, str]]:
     from kernels import sglang_oracle  # noqa: PLC0415
     from specviz.engines import vllm_engine  # noqa: PLC0415
 
-    root, how = sglang_oracle.locate()
-    out = {"sglang": (root is not None, how)}
+    if _SGL is not None:  # loaded: its stand-ins now sit in sys.modules, so locate() cannot look again
+        out = {"sglang": (True, _SGL.source)}
+    else:
+        root, how = sglang_oracle.locate()
+        out = {"sglang": (root is not None, how)}
     path, how = vllm_engine.locate()
     out["vllm"] = (path is not None, how)
     try:
