@@ -344,3 +344,60 @@ def chi_square(counts, probs) -> tuple[float, int, float]:
     if df <= 0:
         return stat, 0, 1.0
     return stat, df, _gammaincc(df / 2, stat / 2)
+
+
+# --------------------------------------------------------------------------------------------
+# JSON (the page's editor; untrusted text)
+# --------------------------------------------------------------------------------------------
+
+MAX_JSON_CHARS = 200_000
+
+
+def _num(x) -> str:
+    """The shortest decimal that reads back as the same float32."""
+    return np.format_float_positional(F32(x), trim="-", unique=True)
+
+
+def _rows_text(rows) -> str:
+    return "[" + ", ".join("[" + ", ".join(_num(x) for x in row) + "]" for row in rows) + "]"
+
+
+def to_json(chain: Chain) -> str:
+    """The chain as the page's editor shows it (float32 values written shortest)."""
+    import json  # noqa: PLC0415
+
+    reqs = ",\n  ".join(f'{{"target_probs": {_rows_text(q.target_probs)},\n   "draft_probs": {_rows_text(q.draft_probs)},\n'
+                         f'   "draft_tokens": {json.dumps(list(q.draft_tokens))}, "greedy": {json.dumps(q.greedy)}}}'
+                         for q in chain.requests)
+    coins = "null" if chain.coins_override is None else _rows_text(chain.coins_override)
+    labels = json.dumps(chain.labels and list(chain.labels), ensure_ascii=False)
+    return f'{{"seed": {chain.seed}, "coins": {coins}, "labels": {labels},\n "requests": [\n  {reqs}\n ]}}'
+
+
+def from_json(text: str) -> Chain:
+    """A validated chain from the editor's JSON, or a SpecvizError naming the field."""
+    from specviz.safety import loads_json  # noqa: PLC0415
+
+    obj = loads_json(text, "chain", MAX_JSON_CHARS)
+    if not isinstance(obj, dict) or not isinstance(obj.get("requests"), list):
+        raise SpecvizError("chain", 'must be an object with a "requests" list (and "seed", "coins", "labels")')
+    unknown = set(obj) - {"seed", "coins", "labels", "requests"}
+    if unknown:
+        raise SpecvizError("chain", f"has unknown keys {sorted(unknown)}: use seed, coins, labels, requests")
+    reqs = []
+    for b, r in enumerate(obj["requests"]):
+        if not isinstance(r, dict) or not {"target_probs", "draft_probs", "draft_tokens"} <= set(r):
+            raise SpecvizError(f"requests[{b}]", "needs target_probs, draft_probs and draft_tokens (greedy optional)")
+        if not isinstance(r["draft_tokens"], list) or not isinstance(r["target_probs"], list) or not r["target_probs"] \
+                or not isinstance(r["target_probs"][0], list):
+            raise SpecvizError(f"requests[{b}]", "target_probs is a list of rows and draft_tokens a list of token ids")
+        reqs.append(Request(r["target_probs"], r["draft_probs"], tuple(r["draft_tokens"]), bool(r.get("greedy", False))))
+    coins = obj.get("coins")
+    if coins is not None and not (isinstance(coins, list) and all(isinstance(c, list) for c in coins)):
+        raise SpecvizError("coins", "is null or a list with one list of coins per request")
+    labels = obj.get("labels")
+    if labels is not None and not isinstance(labels, list):
+        raise SpecvizError("labels", "is null or a list of token names")
+    seed = obj.get("seed", 0)
+    return validate(Chain(tuple(reqs), seed, None if coins is None else tuple(map(tuple, coins)),
+                          None if labels is None else tuple(labels)))
