@@ -49,7 +49,7 @@ def _load_preset(name: str) -> None:
 
 cols = st.columns(len(C.PRESETS))
 for col, (name, (_fn, (en, zh))) in zip(cols, C.PRESETS.items()):
-    col.button(tr(en, zh), key=f"w_engines_preset_{name}", on_click=_load_preset, args=(name,), use_container_width=True)
+    col.button(tr(en, zh), key=f"w_engines_preset_{name}", on_click=_load_preset, args=(name,), width="stretch")
 
 
 def _parse(text: str):
@@ -198,7 +198,7 @@ for b in range(chain.bs):
                     out.iat[i, j] = "background-color: #ffe08a; font-weight: 600"
         return out
 
-    st.dataframe(df.style.apply(_style, axis=None), use_container_width=True)
+    st.dataframe(df.style.apply(_style, axis=None), width="stretch")
     st.caption(tr("Coins u = {u}; SGLang's final coin u_final = {uf}; exponentials E = {e} (seed {s}). vLLM gets u as "
                   "float64 and 1/E; transformers draws u and E itself from torch's generator seeded {s}{own}.",
                   "硬币 u = {u}；SGLang 的最终硬币 u_final = {uf}；指数随机数 E = {e}（种子 {s}）。vLLM 接收 float64 的 u 与 1/E；"
@@ -261,7 +261,7 @@ if req_mc and req_mc["json"] == C.to_json(chain):
                      tr("consistent with p", "与 p 一致") if m.p_value > 1e-3 else tr("rejects p at α = 1e-3", "在 α = 1e-3 拒绝 p")])
     st.dataframe(pd.DataFrame(rows, columns=[tr("engine", "引擎"), tr("counts", "计数"), tr("expected", "期望"), "χ²",
                                              tr("df", "自由度"), tr("p-value", "p 值"), tr("verdict", "结论")]),
-                 hide_index=True, use_container_width=True)
+                 hide_index=True, width="stretch")
 else:
     st.caption(tr("Press the button to sample (the engines run under the Triton interpreter: a few seconds).",
                   "按下按钮开始采样（引擎在 Triton 解释器下运行：需要几秒钟）。"))

@@ -93,7 +93,7 @@ def sglang(req: Request, d: Draws, *, all_greedy: bool) -> Decision:
         pt, qt, c = p[s - 1, t], q[s - 1, t], d.coins[s - 1]
         prod = F32(c) * F32(qt)
         if not (F32(0) < qt <= F32(1)):
-            ok, rule, test = False, "q_zero", f"q = {_g(qt)}: 0 < q ≤ 1 fails"
+            ok, rule, test = False, "q_zero", f"q = {_g(qt)}: 0 < q ≤ 1 ✗"
         else:
             ok = bool(prod < pt)
             rule = "strict" if prod != pt else "equal_strict"
@@ -154,7 +154,7 @@ def vllm(req: Request, d: Draws) -> Decision:
         t = req.draft_tokens[s - 1]
         pt, qt, c = p[s - 1, t], q[s - 1, t], np.float64(d.coins[s - 1])
         if not qt > 0:
-            ok, rule, test = False, "q_zero", f"q = {_g(qt)}: q > 0 fails"
+            ok, rule, test = False, "q_zero", f"q = {_g(qt)}: q > 0 ✗"
         else:
             ratio = F32(pt) / F32(qt)          # float32 division, compared with the float64 coin
             ok = bool(np.float64(ratio) >= c)
