@@ -47,8 +47,9 @@ def _load_preset(name: str) -> None:
     st.session_state.pop("w_engines_seed", None)
 
 
-cols = st.columns(len(C.PRESETS))
-for col, (name, (_fn, (en, zh))) in zip(cols, C.PRESETS.items()):
+items = list(C.PRESETS.items())
+cols = st.columns(4) + st.columns(4)  # two rows: every label readable at 1280 px
+for col, (name, (_fn, (en, zh))) in zip(cols, items):
     col.button(tr(en, zh), key=f"w_engines_preset_{name}", on_click=_load_preset, args=(name,), width="stretch")
 
 
@@ -135,14 +136,14 @@ def _tok(t) -> str:
 
 def _why(key: str) -> str:
     texts = {
-        "sglang_bonus": ("bonus: inverse CDF of p[n] with u_final", "bonus：用 u_final 对 p[n] 做逆 CDF"),
-        "sglang_inverse_cdf": ("recovered: inverse CDF of max(p − q, 0) with u_final", "修正：用 u_final 对 max(p − q, 0) 做逆 CDF"),
-        "sglang_zero_mass": ("recovered: zero mass, fallback V−1", "修正：质量为零，回退到 V−1"),
-        "race": ("recovered: argmax of residual / E (exponential race)", "修正：残差 / E 的 argmax（指数竞赛）"),
-        "race_bonus": ("bonus: argmax p / E (exponential race)", "bonus：p / E 的 argmax（指数竞赛）"),
-        "vllm_zero_mass": ("recovered: zero mass, argmax of zeros = 0", "修正：质量为零，全零的 argmax = 0"),
-        "hf_zero_mass": ("raises: 0/0 = NaN, torch.multinomial refuses", "报错：0/0 = NaN，torch.multinomial 拒绝"),
-        "argmax": ("greedy: argmax p", "贪心：argmax p"),
+        "sglang_bonus": ("bonus, inverse CDF of p", "bonus，p 的逆 CDF"),
+        "sglang_inverse_cdf": ("inverse CDF of p − q", "p − q 的逆 CDF"),
+        "sglang_zero_mass": ("zero mass → V−1", "质量为零 → V−1"),
+        "race": ("argmax (p − q)/E", "argmax (p − q)/E"),
+        "race_bonus": ("bonus, argmax p/E", "bonus，argmax p/E"),
+        "vllm_zero_mass": ("zero mass → argmax 0s = 0", "质量为零 → 全零 argmax = 0"),
+        "hf_zero_mass": ("0/0: multinomial raises", "0/0：multinomial 报错"),
+        "argmax": ("greedy, argmax p", "贪心，argmax p"),
     }
     en, zh = texts.get(key, (key, key))
     return tr(en, zh)
@@ -155,6 +156,11 @@ def _cell(s) -> str:
 
 
 diff_cells = {(d.request, d.slot, e) for d in cmp.diffs for e in d.pair}
+st.caption(tr("Each cell is the engine's test with its own numbers. SGLang accepts when **u·q < p** (and 0 < q ≤ 1); "
+              "vLLM when **p/q ≥ u** (and q > 0); transformers when **u ≤ p/q**, on softmax(log p) and softmax(log q). "
+              "Highlighted: where two engines differ.",
+              "每个单元格是该引擎用自己的数值做的检验。SGLang 在 **u·q < p**（且 0 < q ≤ 1）时接受；vLLM 在 **p/q ≥ u**"
+              "（且 q > 0）时接受；transformers 在 **u ≤ p/q** 时接受，使用 softmax(log p) 与 softmax(log q)。高亮：两个引擎不同之处。"))
 
 for b in range(chain.bs):
     req = chain.requests[b]
@@ -198,7 +204,8 @@ for b in range(chain.bs):
                     out.iat[i, j] = "background-color: #ffe08a; font-weight: 600"
         return out
 
-    st.dataframe(df.style.apply(_style, axis=None), width="stretch")
+    st.dataframe(df.style.apply(_style, axis=None), width="stretch",
+                 column_config={"_index": st.column_config.Column(width="medium")})
     st.caption(tr("Coins u = {u}; SGLang's final coin u_final = {uf}; exponentials E = {e} (seed {s}). vLLM gets u as "
                   "float64 and 1/E; transformers draws u and E itself from torch's generator seeded {s}{own}.",
                   "硬币 u = {u}；SGLang 的最终硬币 u_final = {uf}；指数随机数 E = {e}（种子 {s}）。vLLM 接收 float64 的 u 与 1/E；"
@@ -211,11 +218,18 @@ for b in range(chain.bs):
 st.subheader(tr("Where they differ, and why", "哪里不同，为什么"))
 if not cmp.diffs:
     st.success(tr("All three engines emit the same tokens on this chain.", "在这条链上三个引擎输出相同的 token。"))
+VERDICT = {"accept": ("accept", "接受"), "reject": ("reject", "拒绝"), "error": ("error", "报错")}
+
+
+def _val(v: str) -> str:
+    return tr(*VERDICT[v]) if v in VERDICT else _tok(int(v))
+
+
 for dd in cmp.diffs:
     where = tr("slot {s}", "位置 {s}", s=dd.slot) if dd.slot != "terminal" else tr("terminal token", "终止 token")
     en, zh = K.REASONS[dd.reason]
     st.markdown(f"- **{md_text(ENGINE_LABEL[dd.pair[0]])} vs {md_text(ENGINE_LABEL[dd.pair[1]])}**, "
-                f"{md_text(tr('request', '请求'))} {dd.request}, {md_text(where)}: {md_text(dd.a)} vs {md_text(dd.b)}. "
+                f"{md_text(tr('request', '请求'))} {dd.request}, {md_text(where)}: {md_text(_val(dd.a))} vs {md_text(_val(dd.b))}. "
                 f"{md_text(tr(en, zh))}")
 if any(r.greedy for r in chain.requests):
     from specviz.engines import adapters as A  # noqa: PLC0415

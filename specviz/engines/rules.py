@@ -62,7 +62,7 @@ class Decision:
 
 
 def _g(x) -> str:
-    return f"{float(x):.6g}"
+    return f"{float(x):.5g}"
 
 
 # --------------------------------------------------------------------------------------------
@@ -97,7 +97,7 @@ def sglang(req: Request, d: Draws, *, all_greedy: bool) -> Decision:
         else:
             ok = bool(prod < pt)
             rule = "strict" if prod != pt else "equal_strict"
-            test = f"u·q = {_g(c)}·{_g(qt)} = {_g(prod)} {'<' if ok else '≥'} p = {_g(pt)}"
+            test = f"{_g(c)}·{_g(qt)} = {_g(prod)} {'<' if ok else '≥'} {_g(pt)}"
         slots.append(SlotTest(s, t, float(pt), float(qt), float(c), test, ok, rule))
         if not ok:
             break
@@ -159,7 +159,7 @@ def vllm(req: Request, d: Draws) -> Decision:
             ratio = F32(pt) / F32(qt)          # float32 division, compared with the float64 coin
             ok = bool(np.float64(ratio) >= c)
             rule = "p_zero_accept" if (ok and pt == 0) else ("equal_accept" if np.float64(ratio) == c else "ratio_ge")
-            test = f"p/q = {_g(pt)}/{_g(qt)} = {_g(ratio)} {'≥' if ok else '<'} u = {_g(c)}"
+            test = f"{_g(pt)}/{_g(qt)} = {_g(ratio)} {'≥' if ok else '<'} {_g(c)}"
         slots.append(SlotTest(s, t, float(pt), float(qt), float(c), test, ok, rule))
         if not ok:
             break
@@ -207,7 +207,7 @@ def transformers(req: Request, d: Draws) -> Decision:
                 rule = "hf_q_zero_accept" if ok else "hf_nan"
             else:
                 rule = "equal_accept" if ratio == F32(r) else "ratio_le"
-            test = f"u = {_g(r)} {'≤' if ok else '>'} p/q = {_g(pt)}/{_g(qt)} = {_g(ratio)}"
+            test = f"{_g(r)} {'≤' if ok else '>'} {_g(pt)}/{_g(qt)} = {_g(ratio)}"
             slots.append(SlotTest(s, t, float(pt), float(qt), float(r), test, ok, rule))
             if not ok:
                 break
