@@ -29,6 +29,7 @@ PAGES = [
     (("dspark.py", "dspark_chain.py"), "DSpark chain", "DSpark 链", ":material/linear_scale:"),
     (("batch_kv.py",), "Batch and KV commit", "批处理与 KV 提交", ":material/view_list:"),
     (("decoding_loop.py",), "Decoding loop", "解码循环", ":material/autorenew:"),
+    (("engines.py",), "Three engines", "三个引擎", ":material/compare_arrows:"),
     (("pitfalls.py",), "Pitfall gallery", "常见错误", ":material/bug_report:"),
     (("audit.py",), "Audit your outputs", "核对你的输出", ":material/fact_check:"),
     (("quiz.py",), "Quiz", "测验", ":material/quiz:"),

@@ -9,7 +9,7 @@ level (a lazy import inside a function counts too).
     4 backends   specviz.backends (the registry that loads kernels.*_backend)
     5 render     specviz.render.* (pure figures and tables, no Streamlit)
     6 library    engine, steps, algorithms.calls, edits, invariants, audit, pitfalls, distributions, export, cli,
-                 notebook, loop (the decoding-loop package)
+                 notebook, loop (the decoding-loop package), engines (SGLang / vLLM / transformers)
     7 ui         specviz.ui.*
     8 pages      pages/*.py, app.py
 """
@@ -29,7 +29,8 @@ LAYERS = [
     ("specviz.backends",),  # loads kernels.*_backend by name; a kernel importing it back would be a cycle
     ("specviz.render",),
     ("specviz.engine", "specviz.steps", "specviz.algorithms.calls", "specviz.edits", "specviz.invariants", "specviz.audit", "specviz.pitfalls",
-     "specviz.distributions", "specviz.export", "specviz.cli", "specviz.__main__", "specviz.notebook", "specviz.loop"),
+     "specviz.distributions", "specviz.export", "specviz.cli", "specviz.__main__", "specviz.notebook", "specviz.loop",
+     "specviz.engines"),
     ("specviz.ui",),
     ("pages", "app"),
 ]

@@ -1,0 +1,403 @@
+"""One chain for three engines: the inputs (p, q, draft tokens, greedy rows), the random numbers
+drawn from one seed, and the presets of the "Three engines" page (issue 22).
+
+Shapes (``n`` drafts per request, ``V`` tokens):
+
+- ``target_probs``  p  [n + 1, V]  row s-1 judges draft s; row n gives the bonus;
+- ``draft_probs``   q  [n, V]      row s-1 is the distribution that proposed draft s;
+- ``draft_tokens``     [n];
+- ``greedy``: the request runs at temperature 0.
+
+Random numbers (``randomness``), per request b, from one ``torch.Generator`` seeded ``seed + b``,
+in the order Hugging Face transformers consumes its global generator in ``_speculative_sampling``
+(so that, seeded the same way, it draws exactly these numbers):
+
+1. ``coins``  u [n]  float32 ``torch.rand`` (transformers' ``torch.rand_like`` of the ratios);
+2. ``expo``   E [V]  float32 ``exponential_()`` (what ``torch.multinomial`` draws for one sample:
+   it returns ``argmax(prob / E)``);
+3. ``final``  u_final float32 ``torch.rand`` (SGLang's coin for the terminal token).
+
+vLLM takes ``u`` (as float64) and ``1 / E`` (its ``inv_q``) as tensors; SGLang takes ``u`` and
+``u_final``. ``coins_override`` replaces u for the two engines that take coins as tensors; transformers
+cannot be handed coins, so it keeps the seeded ones (the page says so).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from specviz.errors import SpecvizError
+
+F32 = np.float32
+MAX_V = 64
+MAX_N = 8
+MAX_BS = 4
+ROW_TOL = 1e-4
+
+
+@dataclasses.dataclass(frozen=True)
+class Request:
+    """One request of the chain: p [n+1, V], q [n, V], drafts [n], greedy (temperature 0)."""
+    target_probs: tuple
+    draft_probs: tuple
+    draft_tokens: tuple
+    greedy: bool = False
+
+    @property
+    def n(self) -> int:
+        return len(self.draft_tokens)
+
+    @property
+    def V(self) -> int:
+        return len(self.target_probs[0])
+
+    def p(self) -> np.ndarray:  # [n+1, V] float32
+        return np.asarray(self.target_probs, dtype=F32).reshape(self.n + 1, self.V)
+
+    def q(self) -> np.ndarray:  # [n, V] float32
+        return np.asarray(self.draft_probs, dtype=F32).reshape(self.n, self.V)
+
+
+@dataclasses.dataclass(frozen=True)
+class Chain:
+    """A batch of requests with the same n and V, a seed, optional coins and token labels."""
+    requests: tuple
+    seed: int = 0
+    coins_override: tuple | None = None   # [bs][n] for SGLang and vLLM, or None
+    labels: tuple | None = None           # [V] display names (untrusted text), or None
+
+    @property
+    def bs(self) -> int:
+        return len(self.requests)
+
+    @property
+    def n(self) -> int:
+        return self.requests[0].n
+
+    @property
+    def V(self) -> int:
+        return self.requests[0].V
+
+    def label(self, token: int) -> str:
+        if self.labels is not None and 0 <= token < len(self.labels):
+            return str(self.labels[token])
+        return str(token)
+
+    def with_(self, **changes) -> "Chain":
+        return validate(dataclasses.replace(self, **changes))
+
+
+def _rows(field: str, rows, width: int | None, count: int) -> tuple:
+    try:
+        arr = np.asarray(rows, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise SpecvizError(field, "holds something that is not a number: give rows of probabilities") from None
+    if arr.ndim != 2 or arr.shape[0] != count or (width is not None and arr.shape[1] != width):
+        want = f"[{count}, {width if width is not None else 'V'}]"
+        raise SpecvizError(field, f"has shape {list(arr.shape)} but needs {want}: one row per slot, one column per token")
+    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+        raise SpecvizError(field, "holds a negative, NaN or infinite value: probabilities lie in [0, 1]")
+    sums = arr.sum(axis=1)
+    bad = np.nonzero(np.abs(sums - 1.0) > ROW_TOL)[0]
+    if bad.size:
+        r = int(bad[0])
+        raise SpecvizError(field, f"row {r} sums to {sums[r]:.6g}; rows must sum to 1 ± {ROW_TOL:g}: normalise it")
+    return tuple(tuple(float(F32(x)) for x in row) for row in arr)
+
+
+def validate(chain: Chain) -> Chain:
+    """The chain with float32 values, or a SpecvizError naming the field, the value and the fix."""
+    if not chain.requests or len(chain.requests) > MAX_BS:
+        raise SpecvizError("requests", f"has {len(chain.requests)} requests; give 1 to {MAX_BS}")
+    first = chain.requests[0]
+    n, V = len(first.draft_tokens), len(first.target_probs[0]) if first.target_probs else 0
+    if not 1 <= n <= MAX_N:
+        raise SpecvizError("draft_tokens", f"has {n} drafts; give 1 to {MAX_N}")
+    if not 2 <= V <= MAX_V:
+        raise SpecvizError("target_probs", f"has {V} tokens per row; give 2 to {MAX_V}")
+    reqs = []
+    for b, r in enumerate(chain.requests):
+        where = f"request {b} " if len(chain.requests) > 1 else ""
+        if len(r.draft_tokens) != n:
+            raise SpecvizError(f"{where}draft_tokens", f"has {len(r.draft_tokens)} drafts but request 0 has {n}: all requests share n")
+        toks = []
+        for s, t in enumerate(r.draft_tokens):
+            if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or not 0 <= int(t) < V:
+                raise SpecvizError(f"{where}draft_tokens[{s}]", f"is {t!r}; a draft token is a whole number in [0, {V - 1}]")
+            toks.append(int(t))
+        p = _rows(f"{where}target_probs", r.target_probs, V, n + 1)
+        q = _rows(f"{where}draft_probs", r.draft_probs, V, n)
+        reqs.append(Request(p, q, tuple(toks), bool(r.greedy)))
+    if isinstance(chain.seed, bool) or not isinstance(chain.seed, (int, np.integer)) or not 0 <= int(chain.seed) < 2**31:
+        raise SpecvizError("seed", f"is {chain.seed!r}; a seed is a whole number in [0, 2^31)")
+    coins = chain.coins_override
+    if coins is not None:
+        arr = np.asarray(coins, dtype=np.float64) if len(coins) else np.zeros((0,))
+        if arr.shape != (len(reqs), n):
+            raise SpecvizError("coins", f"has shape {list(arr.shape)} but needs [{len(reqs)}, {n}]: one coin per draft")
+        if not np.all((arr >= 0) & (arr < 1)):
+            raise SpecvizError("coins", "holds a value outside [0, 1): a coin is a uniform draw in [0, 1)")
+        coins = tuple(tuple(float(F32(c)) for c in row) for row in arr)
+    labels = chain.labels
+    if labels is not None:
+        labels = tuple(str(x)[:40] for x in labels)
+        if len(labels) != V:
+            raise SpecvizError("labels", f"has {len(labels)} names for {V} tokens: give one per token, or none")
+    return Chain(tuple(reqs), int(chain.seed), coins, labels)
+
+
+@dataclasses.dataclass(frozen=True)
+class Draws:
+    """The random numbers of one request: u [n] (the seeded ones), E [V], u_final, and the coins
+    SGLang and vLLM get (``coins``: the override when given, else u)."""
+    seeded_coins: np.ndarray   # [n] float32
+    coins: np.ndarray          # [n] float32
+    expo: np.ndarray           # [V] float32
+    final: np.float32
+    seed: int
+
+
+def draws_for(seed: int, n: int, V: int, coins=None) -> Draws:
+    """The numbers torch's generator gives for ``seed`` (see the module docstring for the order)."""
+    import torch  # noqa: PLC0415
+
+    g = torch.Generator().manual_seed(int(seed))
+    u = torch.rand(n, generator=g, dtype=torch.float32).numpy()
+    e = torch.empty(V, dtype=torch.float32).exponential_(generator=g).numpy()
+    uf = torch.rand(1, generator=g, dtype=torch.float32).numpy()[0]
+    c = u if coins is None else np.asarray(coins, dtype=F32)
+    return Draws(u, c, e, F32(uf), int(seed))
+
+
+def randomness(chain: Chain) -> list[Draws]:
+    """Per request b: the numbers for seed ``chain.seed + b``."""
+    return [draws_for(chain.seed + b, chain.n, chain.V, None if chain.coins_override is None else chain.coins_override[b])
+            for b in range(chain.bs)]
+
+
+# --------------------------------------------------------------------------------------------
+# Presets: each edge one click away
+# --------------------------------------------------------------------------------------------
+
+def _norm(row) -> list[float]:
+    a = np.asarray(row, dtype=np.float64)
+    return list(a / a.sum())
+
+
+def _request(p, q, drafts, greedy=False) -> Request:
+    return Request(tuple(tuple(r) for r in p), tuple(tuple(r) for r in q), tuple(drafts), greedy)
+
+
+def preset_random(seed: int = 7, n: int = 3, V: int = 6) -> Chain:
+    """A plain chain: random p and q, drafts drawn from q."""
+    rng = np.random.default_rng(seed)
+    p = rng.dirichlet(np.ones(V), size=n + 1)
+    q = rng.dirichlet(np.ones(V), size=n)
+    drafts = [int(rng.choice(V, p=row / row.sum())) for row in q]
+    return validate(Chain((_request(p, q, drafts),), seed=seed, labels=None))
+
+
+def preset_equality(n: int = 2, V: int = 4) -> Chain:
+    """u·q = p exactly at slot 1, for every engine's own arithmetic: SGLang rejects (strict <),
+    vLLM accepts (p/q ≥ u) and transformers accepts (u ≤ p/q). q[draft] is a power of two, so
+    u·q and p/q are exact; the seed is the first whose coin also meets transformers' p'/q'
+    (its softmax of log p rounds p) exactly."""
+    import torch  # noqa: PLC0415
+
+    d = 1
+    for seed in range(2000):
+        u = draws_for(seed, n, V).coins[0]
+        if not 0.05 < u < 0.95:
+            continue
+        q0 = [0.25, 0.5, 0.125, 0.125]
+        p_d = float(F32(u) * F32(0.5))
+        rest = (1.0 - p_d) / 3
+        p0 = [rest, p_d, rest, rest]
+        p0[3] = 1.0 - p0[0] - p0[1] - p0[2]
+        p32 = torch.tensor(np.asarray(p0, dtype=F32))
+        q32 = torch.tensor(np.asarray(q0, dtype=F32))
+        pt, qt = torch.log(p32).softmax(-1), torch.log(q32).softmax(-1)
+        if float(F32(u) * F32(0.5)) == float(p32[d]) and float((pt[d] / qt[d]).item()) == float(u):
+            p = [p0] + [_norm([1, 2, 3, 4])] * n
+            q = [q0] + [_norm([4, 3, 2, 1])] * (n - 1)
+            return validate(Chain((_request(p, q, [d] + [0] * (n - 1)),), seed=seed))
+    raise RuntimeError("no seed up to 2000 gives an exact equality for all three engines")
+
+
+def preset_q_zero(n: int = 2, V: int = 4) -> Chain:
+    """The draft token has q = 0 (a draft that sampled a token it gave no mass: a broken q), p > 0.
+    SGLang rejects (0 < q required), vLLM rejects (q > 0 required); transformers' p/q = inf accepts."""
+    p = [[0.1, 0.4, 0.3, 0.2]] + [_norm([1, 1, 1, 1])] * n
+    q = [[0.5, 0.0, 0.25, 0.25]] + [_norm([2, 1, 1, 1])] * (n - 1)
+    return validate(Chain((_request(p, q, [1] + [0] * (n - 1)),), seed=3))
+
+
+def preset_p_zero(n: int = 2, V: int = 4) -> Chain:
+    """The draft token has p = 0 and the coin is exactly 0: SGLang rejects (0·q < 0 is false),
+    vLLM accepts a token the target never emits (0/q ≥ 0). transformers draws its own coin
+    (never exactly 0 here) and rejects."""
+    p = [[0.5, 0.0, 0.25, 0.25]] + [_norm([1, 1, 1, 1])] * n
+    q = [[0.25, 0.5, 0.125, 0.125]] + [_norm([2, 1, 1, 1])] * (n - 1)
+    return validate(Chain((_request(p, q, [1] + [0] * (n - 1)),), seed=5, coins_override=((0.0,) + (0.5,) * (n - 1),)))
+
+
+def preset_zero_mass(n: int = 2, V: int = 4) -> Chain:
+    """p = q and the draft token has p = q = 0: every engine rejects it, and the residual
+    max(p − q, 0) has zero mass. SGLang falls back to V−1, vLLM's argmax of zeros gives 0,
+    transformers divides 0 by 0 and torch.multinomial raises."""
+    row = [0.0, 0.5, 0.3, 0.2]
+    p = [row] + [_norm([1, 1, 1, 1])] * n
+    q = [row] + [_norm([2, 1, 1, 1])] * (n - 1)
+    return validate(Chain((_request(p, q, [0] + [1] * (n - 1)),), seed=11))
+
+
+def preset_temperature_zero(n: int = 2, V: int = 4) -> Chain:
+    """Every request greedy (temperature 0): SGLang runs its greedy verifier, vLLM its greedy
+    kernel; transformers refuses temperature 0 when sampling and runs an inline argmax loop."""
+    p = [[0.1, 0.6, 0.2, 0.1], [0.3, 0.1, 0.5, 0.1], [0.25, 0.25, 0.25, 0.25]][: n + 1]
+    while len(p) < n + 1:
+        p.append(_norm([1, 2, 3, 4]))
+    q = [[0.1, 0.7, 0.1, 0.1]] + [_norm([1, 1, 4, 1])] * (n - 1)
+    return validate(Chain((_request(p, q, [1, 2] + [0] * (n - 2), greedy=True),), seed=13))
+
+
+def preset_greedy_row(n: int = 2, V: int = 4) -> Chain:
+    """A batch of two: request 0 samples, request 1 is greedy with a tie at the top of p.
+    SGLang turns the greedy row into top_k = 1 at temperature 1 (ties kept: p' = ½, ½) and
+    samples it; vLLM's greedy kernel takes the argmax (the first of the tie)."""
+    p0 = [_norm([1, 2, 3, 4])] * (n + 1)
+    q0 = [_norm([4, 3, 2, 1])] * n
+    p1 = [[0.4, 0.1, 0.4, 0.1]] + [_norm([1, 3, 1, 1])] * n
+    q1 = [[0.1, 0.1, 0.7, 0.1]] + [_norm([1, 1, 1, 3])] * (n - 1)
+    return validate(Chain((_request(p0, q0, [3] * n), _request(p1, q1, [2] + [0] * (n - 1), greedy=True)), seed=17))
+
+
+PRESETS = {
+    "random": (preset_random, ("A random chain", "随机链")),
+    "equality": (preset_equality, ("u·q = p exactly", "u·q = p 恰好相等")),
+    "q_zero": (preset_q_zero, ("q = 0 for the draft", "draft 的 q = 0")),
+    "p_zero": (preset_p_zero, ("p = 0, coin 0", "p = 0，硬币为 0")),
+    "zero_mass": (preset_zero_mass, ("Residual of zero mass", "残差质量为零")),
+    "temperature_zero": (preset_temperature_zero, ("Temperature 0", "温度为 0")),
+    "greedy_row": (preset_greedy_row, ("A greedy row in the batch", "批中有一个贪心请求")),
+}
+
+
+def preset(name: str) -> Chain:
+    if name not in PRESETS:
+        raise SpecvizError("preset", f"is {name!r}; choose one of {', '.join(PRESETS)}")
+    return PRESETS[name][0]()
+
+
+# --------------------------------------------------------------------------------------------
+# Chi-square (no scipy): the regularised upper incomplete gamma function Q(k/2, x/2)
+# --------------------------------------------------------------------------------------------
+
+def _gammaincc(a: float, x: float) -> float:
+    """Q(a, x) = Γ(a, x) / Γ(a): a series below a + 1, a continued fraction (Lentz) above."""
+    if x <= 0:
+        return 1.0
+    lg = math.lgamma(a)
+    if x < a + 1:
+        term = total = 1.0 / a
+        k = a
+        for _ in range(10_000):
+            k += 1
+            term *= x / k
+            total += term
+            if abs(term) < abs(total) * 1e-15:
+                break
+        return max(0.0, 1.0 - total * math.exp(-x + a * math.log(x) - lg))
+    tiny = 1e-300
+    b = x + 1 - a
+    c, d = 1 / tiny, 1 / b
+    h = d
+    for i in range(1, 10_000):
+        an = -i * (i - a)
+        b += 2
+        d = an * d + b
+        d = tiny if abs(d) < tiny else d
+        c = b + an / c
+        c = tiny if abs(c) < tiny else c
+        d = 1 / d
+        delta = d * c
+        h *= delta
+        if abs(delta - 1) < 1e-15:
+            break
+    return min(1.0, math.exp(-x + a * math.log(x) - lg) * h)
+
+
+def chi_square(counts, probs) -> tuple[float, int, float]:
+    """(statistic, degrees of freedom, p-value) of counts against probs; tokens with probability
+    0 are left out (a count there makes the p-value 0)."""
+    counts = np.asarray(counts, dtype=np.float64)
+    probs = np.asarray(probs, dtype=np.float64)
+    total = counts.sum()
+    live = probs > 0
+    if np.any(counts[~live] > 0):
+        return math.inf, int(live.sum()) - 1, 0.0
+    exp = total * probs[live] / probs[live].sum()
+    stat = float(((counts[live] - exp) ** 2 / exp).sum())
+    df = int(live.sum()) - 1
+    if df <= 0:
+        return stat, 0, 1.0
+    return stat, df, _gammaincc(df / 2, stat / 2)
+
+
+# --------------------------------------------------------------------------------------------
+# JSON (the page's editor; untrusted text)
+# --------------------------------------------------------------------------------------------
+
+MAX_JSON_CHARS = 200_000
+
+
+def _num(x) -> str:
+    """The shortest decimal that reads back as the same float32."""
+    return np.format_float_positional(F32(x), trim="-", unique=True)
+
+
+def _rows_text(rows) -> str:
+    return "[" + ", ".join("[" + ", ".join(_num(x) for x in row) + "]" for row in rows) + "]"
+
+
+def to_json(chain: Chain) -> str:
+    """The chain as the page's editor shows it (float32 values written shortest)."""
+    import json  # noqa: PLC0415
+
+    reqs = ",\n  ".join(f'{{"target_probs": {_rows_text(q.target_probs)},\n   "draft_probs": {_rows_text(q.draft_probs)},\n'
+                         f'   "draft_tokens": {json.dumps(list(q.draft_tokens))}, "greedy": {json.dumps(q.greedy)}}}'
+                         for q in chain.requests)
+    coins = "null" if chain.coins_override is None else _rows_text(chain.coins_override)
+    labels = json.dumps(chain.labels and list(chain.labels), ensure_ascii=False)
+    return f'{{"seed": {chain.seed}, "coins": {coins}, "labels": {labels},\n "requests": [\n  {reqs}\n ]}}'
+
+
+def from_json(text: str) -> Chain:
+    """A validated chain from the editor's JSON, or a SpecvizError naming the field."""
+    from specviz.safety import loads_json  # noqa: PLC0415
+
+    obj = loads_json(text, "chain", MAX_JSON_CHARS)
+    if not isinstance(obj, dict) or not isinstance(obj.get("requests"), list):
+        raise SpecvizError("chain", 'must be an object with a "requests" list (and "seed", "coins", "labels")')
+    unknown = set(obj) - {"seed", "coins", "labels", "requests"}
+    if unknown:
+        raise SpecvizError("chain", f"has unknown keys {sorted(unknown)}: use seed, coins, labels, requests")
+    reqs = []
+    for b, r in enumerate(obj["requests"]):
+        if not isinstance(r, dict) or not {"target_probs", "draft_probs", "draft_tokens"} <= set(r):
+            raise SpecvizError(f"requests[{b}]", "needs target_probs, draft_probs and draft_tokens (greedy optional)")
+        if not isinstance(r["draft_tokens"], list) or not isinstance(r["target_probs"], list) or not r["target_probs"] \
+                or not isinstance(r["target_probs"][0], list):
+            raise SpecvizError(f"requests[{b}]", "target_probs is a list of rows and draft_tokens a list of token ids")
+        reqs.append(Request(r["target_probs"], r["draft_probs"], tuple(r["draft_tokens"]), bool(r.get("greedy", False))))
+    coins = obj.get("coins")
+    if coins is not None and not (isinstance(coins, list) and all(isinstance(c, list) for c in coins)):
+        raise SpecvizError("coins", "is null or a list with one list of coins per request")
+    labels = obj.get("labels")
+    if labels is not None and not isinstance(labels, list):
+        raise SpecvizError("labels", "is null or a list of token names")
+    seed = obj.get("seed", 0)
+    return validate(Chain(tuple(reqs), seed, None if coins is None else tuple(map(tuple, coins)),
+                          None if labels is None else tuple(labels)))

@@ -1,0 +1,106 @@
+"""The "Three engines" page (issue 22) in both languages: each edge preset one click away, the
+differences named with their rule in the chosen language, the Monte Carlo's p-values, a clear
+note (never a traceback) for an engine that is not installed, and hostile labels kept as text."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from specviz.engines import adapters as A
+from specviz.engines import chain as C
+from specviz.engines import compare as K
+
+PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "engines.py")
+TIMEOUT = 600  # the first run imports transformers and loads the kernels (slow on a busy machine)
+ALL_THREE = pytest.mark.skipif(not all(ok for ok, _ in A.availability().values()),
+                               reason="needs sglang, vllm and transformers installed")
+
+
+def _run(lang: str) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    at.session_state["sv_lang"] = lang
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at
+
+
+def _diff_lines(at: AppTest) -> list[str]:
+    """The bullet lines under "Where they differ", with md_text's escapes removed."""
+    return [m.value.replace("\\", "") for m in at.markdown if m.value.startswith("- **")]
+
+
+@ALL_THREE
+@pytest.mark.parametrize("lang, title, reason", [
+    ("en", "Three engines: same law, different draws", "Residual of zero mass"),
+    ("zh", "三个引擎：同一分布，不同抽样", "残差质量为零"),
+])
+def test_page_shows_the_differences_in_both_languages(lang, title, reason):
+    at = _run(lang)
+    assert at.title[0].value == title
+    # the default chain is the equality edge: SGLang rejects, the other two accept
+    eq = K.REASONS["equality"][0 if lang == "en" else 1]
+    assert sum(eq in line for line in _diff_lines(at)) == 2, _diff_lines(at)  # SGLang vs vLLM, SGLang vs transformers
+    at.button(key="w_engines_preset_zero_mass").click().run()
+    assert not at.exception
+    lines = _diff_lines(at)
+    assert len(lines) == 3 and all(reason in line for line in lines), lines
+    table = at.dataframe[0].value
+    assert list(table.columns) == ["SGLang 0.5.23", "vLLM 0.33.0", "transformers"]
+    own = table.iloc[-1].tolist()  # every engine's own code agrees with specviz's description
+    assert all(cell.startswith("agrees" if lang == "en" else "一致") for cell in own), own
+
+
+@ALL_THREE
+def test_every_preset_is_one_click_away_and_the_monte_carlo_shows_p_values():
+    at = _run("en")
+    for name in C.PRESETS:
+        at.button(key=f"w_engines_preset_{name}").click().run()
+        assert not at.exception and not at.error, (name, [e.value for e in at.error])
+        assert C.from_json(at.session_state["sv_engines_json"]) == C.preset(name)
+    at.button(key="w_engines_preset_random").click().run()
+    at.select_slider(key="w_engines_trials").set_value(100).run()
+    at.button(key="w_engines_mc").click().run()
+    mc = at.dataframe[-1].value
+    assert mc["engine"].tolist() == ["SGLang 0.5.23", "vLLM 0.33.0", "transformers"]
+    assert all(float(v) > 1e-3 for v in mc["p-value"]), mc
+
+
+def test_missing_engine_is_a_note_not_a_traceback(monkeypatch):
+    real = A.availability
+
+    def without_vllm():
+        out = dict(real())
+        out["vllm"] = (False, "vllm==0.33.0 is not installed (pip install --no-deps vllm==0.33.0)")
+        return out
+
+    monkeypatch.setattr(A, "availability", without_vllm)
+    st.cache_data.clear()
+    try:
+        at = _run("zh")
+        notes = [i.value for i in at.info]
+        assert any(n.startswith("此环境未安装 vLLM 0.33.0") for n in notes), notes
+    finally:
+        st.cache_data.clear()
+
+
+def test_bad_json_names_the_field_and_keeps_the_chain():
+    at = _run("en")
+    before = at.session_state["sv_engines_json"]
+    at.text_area(key="w_engines_json").set_value('{"requests": [{"target_probs": [[0.5, 0.6]], "draft_probs": [], '
+                                                  '"draft_tokens": [0]}]}').run()
+    assert not at.exception
+    assert any("target_probs" in e.value for e in at.error), [e.value for e in at.error]
+    assert at.session_state["sv_engines_json"] == before
+
+
+def test_hostile_labels_stay_text():
+    ch = C.preset("q_zero").with_(labels=("[x](javascript:alert(1))", "<b>B</b>", "*c*", "d"))
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    at.session_state["sv_engines_json"] = C.to_json(ch)
+    at.run()
+    assert not at.exception
+    for m in at.markdown:
+        assert "](javascript" not in m.value and "<b>" not in m.value
