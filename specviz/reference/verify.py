@@ -287,6 +287,22 @@ def check_chain_args(candidates, retrieve_index, uniform_samples, uniform_sample
     return cand, ri, u, uf, p, q
 
 
+def chain_accept_probability(p: float, q: float, semantics: str = "0.5.23") -> float:
+    """P(the chain test accepts) over a coin u uniform in [0, 1), for target mass p and draft mass q.
+
+    0.5.23 accepts iff 0 < q <= 1 and u*q < p: min(1, p/q) for a valid q, else 0 (q = 0 is
+    rejected for every coin). Earlier releases test u*q < p alone: min(1, p/q) for q > 0; with
+    q = 0 the product is 0, so every coin accepts iff p > 0."""
+    p, q = float(p), float(q)
+    if semantics == "0.5.23" and not (0 < q <= 1):
+        return 0.0
+    if q > 0:
+        return min(1.0, max(p, 0.0) / q)
+    if q == 0:
+        return 1.0 if p > 0 else 0.0
+    return 1.0 if p >= 0 else 0.0  # q < 0 (earlier releases only): u*q <= 0, so u*q < p for every u > 0
+
+
 def chain_rejection_sampling(candidates, retrieve_index, uniform_samples, uniform_samples_for_final_sampling,
                              target_probs, draft_probs, *, num_speculative_tokens, semantics="0.5.23",
                              trace: Trace | None = None) -> VerifyResult:
@@ -330,8 +346,8 @@ def chain_rejection_sampling(candidates, retrieve_index, uniform_samples, unifor
             if trace is not None:
                 trace.emit("visit", b, s, row=int(ri[b, s]))
                 trace.emit("accept_test", b, s, token=tok, p=float(pt), q=float(qt), coin=float(c), u_times_q=float(prod),
-                           accept_prob=float(min(1.0, pt / qt)) if qt > 0 else (1.0 if pt > 0 else 0.0), accepted=ok,
-                           rule="0 < q <= 1 and u*q < p" if new else "u*q < p")
+                           accept_prob=chain_accept_probability(pt, qt, semantics), accepted=ok,
+                           q_valid=bool(0 < qt <= 1) if new else None, rule="0 < q <= 1 and u*q < p" if new else "u*q < p")
             if not ok:
                 if trace is not None:
                     trace.emit("reject", b, s, token=tok, p=float(pt), q=float(qt))
