@@ -74,11 +74,11 @@ def _bonus(lang):
     return _t(lang, "bonus", "bonus（奖励 token）")
 
 
-def _apart(a: float, b: float, digits: int = 3) -> tuple:
-    """``a`` and ``b`` as text, with enough digits that two different numbers never read the same
-    (a coin a hair below a threshold must not print as equal to it)."""
+def apart(a: float, b: float, digits: int = 3, kind: str = "f") -> tuple:
+    """``a`` and ``b`` as text (format ``.{digits}{kind}``), with more digits when needed so that two
+    different numbers never read the same (a coin a hair below a threshold must not print as equal to it)."""
     for d in range(digits, 10):
-        x, y = f"{a:.{d}f}", f"{b:.{d}f}"
+        x, y = f"{a:.{d}{kind}}", f"{b:.{d}{kind}}"
         if a == b or x != y:
             return x, y
     return repr(a), repr(b)
@@ -175,12 +175,12 @@ def caption(ev, s: Scenario, lang: str = "en", esc=_plain_label) -> str:
             else:  # earlier releases: q = 0 (or below) makes u·q = 0, so p alone decides
                 why = t("q = {q:.3f}: earlier releases test u·q < p alone, so every coin gives the same verdict; accept probability {a:.3f}",
                         "q = {q:.3f}：更早的版本只检验 u·q < p，所以任何随机数结果都相同；接受概率 {a:.3f}", q=ev.q, a=ev.accept_prob)
-            uq, pp = _apart(ev.u_times_q, ev.p, 4)
+            uq, pp = apart(ev.u_times_q, ev.p, 4)
             return t("Test u·q < p: {u:.3f} × {q:.3f} = {uq} {cmp} p = {p} → **{v}** ({why}).",
                      "检验 u·q < p：{u:.3f} × {q:.3f} = {uq} {cmp} p = {p} → **{v}**（{why}）。",
                      u=ev.coin, q=ev.q, uq=uq, p=pp, cmp=cmp, v=v, why=why)
         extra = t(" — p ≥ threshold_single fires", " — 触发 p ≥ threshold_single") if ev.single_fired else ""
-        c, bnd = _apart(ev.coin, ev.bound)
+        c, bnd = apart(ev.coin, ev.bound)
         return t("prob_acc = {a:.3f}; coin {c} < prob_acc / threshold_acc = {b}? → **{v}**{x}",
                  "prob_acc = {a:.3f}；coin {c} < prob_acc / threshold_acc = {b}？→ **{v}**{x}",
                  a=ev.prob_acc, c=c, b=bnd, x=extra, v=v)
