@@ -43,9 +43,11 @@ walk_box = st.container()  # the key picture first (filled once the run is known
 # The page's explanation under the key picture (a projector has 720 px: the picture comes first).
 st.caption(tr(
     "The Draft proposed each token from **q**; the Target gives **p**. Slot *s* is accepted when "
-    "**u·q < p** (probability min(1, p/q)). The first rejection stops the chain: the correction token is "
+    "**u·q < p** (probability min(1, p/q)); SGLang 0.5.23 also requires **0 < q ≤ 1**, so a proposal with q = 0 is "
+    "always rejected. The first rejection stops the chain: the correction token is "
     "drawn from **max(p − q, 0)**, normalised. If every draft is accepted, the **bonus** is drawn from plain p.",
     "Draft 按 **q** 提出每个 token，Target 给出 **p**。当 **u·q < p**（概率 min(1, p/q)）时接受该位置；"
+    "SGLang 0.5.23 还要求 **0 < q ≤ 1**，所以 q = 0 的候选总被拒绝。"
     "第一次拒绝即停止：从归一化的 **max(p − q, 0)**（residual）采样修正 token。若全部 Draft 被接受，"
     "**bonus** 直接从 Target 分布 p 采样。"))
 
