@@ -264,10 +264,11 @@ with st.expander(ui.tr("3. Sampling lossless (Monte Carlo)", "3. 采样无损（
             st.markdown(ui.tr(
                 "**Detection power, exact**: with these settings the first token's law (the reference run over every coin "
                 "interval of round 0's tree) is at TV distance **{tv:.3f}** from p; p(A) = {pa:.3f}, this sampler puts "
-                "{a:.3f} on A. At {t} trials the proof fails with probability **≥ {pw:.1%}**.",
+                "{a:.3f} on A. At {t} trials the proof fails with probability **{pw}**.",
                 "**检测功效（精确）**：在当前设置下，首 token 的精确分布（参考实现遍历第 0 轮树的每个随机数区间）与 p 的 TV 距离为 "
-                "**{tv:.3f}**；p(A) = {pa:.3f}，此采样器在 A 上的概率为 {a:.3f}。{t} 次试验时，证明失败的概率 **≥ {pw:.1%}**。",
-                tv=pw.tv, pa=pw.set_expected, a=pw.set_actual, t=trials, pw=pw.power))
+                "**{tv:.3f}**；p(A) = {pa:.3f}，此采样器在 A 上的概率为 {a:.3f}。{t} 次试验时，证明失败的概率 **{pw}**。",
+                tv=pw.tv, pa=pw.set_expected, a=pw.set_actual, t=trials,
+                pw="> 99.9%" if pw.power > 0.999 else f"≥ {pw.power:.1%}"))
         if ui.widget(st.toggle, ui.tr("Run the Monte Carlo", "运行蒙特卡洛"), "sv_loop::run_mc", False):
             with st.spinner(ui.tr("Sampling…", "采样中…")):
                 sp = cached_sampling_proof(prompt, mc_settings.checked(), int(trials))
