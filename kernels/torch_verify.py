@@ -18,7 +18,7 @@ import math
 import torch
 
 from specviz.errors import SpecvizError
-from specviz.reference.verify import check_predicts_init, check_threshold, check_chain_args
+from specviz.reference.verify import check_chain_args, check_predicts_init, check_threshold, check_work_buffer
 from specviz.results import TreeSampleResult, VerifyResult
 from specviz.validate import (check_semantics, check_shape, check_tokens, check_tree_arrays, check_width, coin_array,
                               int_array, prob_array)
@@ -181,12 +181,14 @@ def check_tree_sampling_args(candidates, retrieve_index, retrieve_next_token, re
 
 def tree_sampling_target_only(candidates, retrieve_index, retrieve_next_token, retrieve_next_sibling, uniform_samples,
                               uniform_samples_for_final_sampling, target_probs, *, num_speculative_tokens,
-                              threshold_single=1.0, threshold_acc=1.0, semantics="0.5.23",
+                              threshold_single=1.0, threshold_acc=1.0, semantics="0.5.23", draft_probs=None,
                               validate=True) -> TreeSampleResult:
     """SGLang's TreeSpeculativeSamplingTargetOnly for the whole batch (SEMANTICS.md §6).
 
     uniform_samples [bs, n] (coin of a level = the coin of the last accepted node),
     uniform_samples_for_final_sampling [bs], target_probs [bs, n, V] float32.
+    draft_probs [bs, n, V]: the work buffer on entry (None = zeros, as SGLang passes it; a
+    nonzero buffer is the "q as buffer" mistake, which this kernel then makes).
     Returns predicts, accept_index, accept_token_num and the work buffer draft_probs [bs, n, V].
     The running sum over siblings is added in sibling order in float32, as SGLang adds it.
     """
@@ -200,14 +202,20 @@ def tree_sampling_target_only(candidates, retrieve_index, retrieve_next_token, r
     p = as_tensor("target_probs", target_probs, F32, device)
     u = as_tensor("uniform_samples", uniform_samples, F32, device)
     uf = as_tensor("uniform_samples_for_final_sampling", uniform_samples_for_final_sampling, F32, device)
+    init = None
+    if draft_probs is not None:
+        if validate:
+            check_work_buffer(draft_probs, tuple(p.shape))
+        init = as_tensor("draft_probs", draft_probs, F32, device)
     predicts, accept_index, k, buf = tree_sampling_core(
         cand, ri, nt, ns, u, uf, p, W=W, threshold_single=threshold_single, threshold_acc=threshold_acc,
-        new=semantics == "0.5.23", want_buffer=True)
+        new=semantics == "0.5.23", want_buffer=True, buffer_init=init)
     return TreeSampleResult(predicts=predicts, accept_index=accept_index, accept_token_num=k.to(INT32), draft_probs=buf)
 
 
-def tree_sampling_core(cand, ri, nt, ns, u, uf, p, *, W, threshold_single, threshold_acc, new, want_buffer):
+def tree_sampling_core(cand, ri, nt, ns, u, uf, p, *, W, threshold_single, threshold_acc, new, want_buffer, buffer_init=None):
     """The vectorised target-only rule on tensors (no validation); p may be an expanded view.
+    ``buffer_init`` [bs, n, V]: the work buffer on entry (None = zeros).
 
     Returns (predicts [bs*n] int32, accept_index [bs, W] int32, k [bs] int64, buffer [bs, n, V] or None).
     """
@@ -264,6 +272,8 @@ def tree_sampling_core(cand, ri, nt, ns, u, uf, p, *, W, threshold_single, thres
     # rejected children's mass (every child, when the walk stopped there below the depth limit).
     p_node = p[rows, node]  # [bs, V]
     node_row = torch.zeros(bs, V + 1, dtype=F32, device=device)
+    if buffer_init is not None:  # the buffer's own row at the final node, then the rejected children overwrite it
+        node_row[:, :V] = buffer_init[rows, node]
     node_row.scatter_(1, torch.where(rejected & (parent == node[:, None]), tok_c, V), pt)
     plain = (k == W - 1)[:, None]
     dist = torch.where(plain, p_node, torch.clamp(p_node - node_row[:, :V], min=0.0))
@@ -272,6 +282,8 @@ def tree_sampling_core(cand, ri, nt, ns, u, uf, p, *, W, threshold_single, thres
     buf = None
     if want_buffer:  # every rejected sibling's target mass at (its parent's row, its token)
         buf = torch.zeros(bs, n * V + 1, dtype=F32, device=device)
+        if buffer_init is not None:
+            buf[:, : n * V] = buffer_init.reshape(bs, n * V)
         buf.scatter_(1, torch.where(rejected, par0 * V + tok_c, n * V), pt)
         buf = buf[:, : n * V].reshape(bs, n, V).contiguous()
     return predicts[: bs * n].clone(), accept_index[:, :W].contiguous(), k, buf

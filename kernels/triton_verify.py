@@ -13,7 +13,7 @@ import torch
 from specviz.results import TreeSampleResult, VerifyResult
 
 from .torch_common import F32, INT32, INT64, as_tensor
-from .torch_verify import check_chain_inputs, check_greedy_inputs, check_tree_sampling_args
+from .torch_verify import check_chain_inputs, check_greedy_inputs, check_tree_sampling_args, check_work_buffer
 from .triton_common import chain_cdf_block, pow2, sampler_warps, target_only_chunk, triton_device
 from .triton_verify_kernels import (chain_rejection_sampling_kernel, tree_sampling_target_only_kernel,
                                     verify_tree_greedy_kernel)
@@ -60,13 +60,16 @@ def tree_sampling_launch(cand, ri, nt, ns, u, uf, p, **kw):
     return outputs
 
 
-def tree_sampling_prepare(cand, ri, nt, ns, u, uf, p, *, W, threshold_single, threshold_acc, new):
-    """Allocate outputs and the zero work buffer; return ((predicts, accept_index, k, buf), launch)."""
+def tree_sampling_prepare(cand, ri, nt, ns, u, uf, p, *, W, threshold_single, threshold_acc, new, buffer_init=None):
+    """Allocate outputs and the work buffer (zero, or a copy of ``buffer_init``); return ((predicts, accept_index, k, buf), launch)."""
     bs, n = cand.shape
     V = p.shape[2]
     assert p.stride(2) == 1
     predicts, accept_index, accept_token_num = _outputs(bs, n, W, cand.device)
-    buf = torch.zeros((bs, n, V), dtype=F32, device=cand.device)  # SGLang's work buffer: zero on entry
+    if buffer_init is None:
+        buf = torch.zeros((bs, n, V), dtype=F32, device=cand.device)  # SGLang's work buffer: zero on entry
+    else:  # the "q as buffer" mistake: the kernel reads whatever the caller handed it
+        buf = buffer_init.to(device=cand.device, dtype=F32).reshape(bs, n, V).contiguous().clone()
     launch = functools.partial(
         tree_sampling_target_only_kernel[(bs,)],
         predicts, accept_index, accept_token_num, buf, cand, ri, nt, ns, u, uf, p,
@@ -78,10 +81,11 @@ def tree_sampling_prepare(cand, ri, nt, ns, u, uf, p, *, W, threshold_single, th
 
 def tree_sampling_target_only(candidates, retrieve_index, retrieve_next_token, retrieve_next_sibling, uniform_samples,
                               uniform_samples_for_final_sampling, target_probs, *, num_speculative_tokens,
-                              threshold_single=1.0, threshold_acc=1.0, semantics="0.5.23",
+                              threshold_single=1.0, threshold_acc=1.0, semantics="0.5.23", draft_probs=None,
                               validate=True) -> TreeSampleResult:
     """Target-only tree sampling (SEMANTICS.md §6), one Triton program per request.
 
+    draft_probs [bs, n, V]: the work buffer on entry (None = zeros, as SGLang passes it).
     Returns predicts, accept_index, accept_token_num and the work buffer draft_probs [bs, n, V].
     """
     device = triton_device(candidates, target_probs, uniform_samples)
@@ -89,6 +93,8 @@ def tree_sampling_target_only(candidates, retrieve_index, retrieve_next_token, r
         check_tree_sampling_args(candidates, retrieve_index, retrieve_next_token, retrieve_next_sibling, uniform_samples,
                                  uniform_samples_for_final_sampling, target_probs, num_speculative_tokens,
                                  threshold_single, threshold_acc, semantics)
+        if draft_probs is not None:
+            check_work_buffer(draft_probs, tuple(target_probs.shape))
     predicts, accept_index, k, buf = tree_sampling_launch(
         as_tensor("candidates", candidates, INT64, device), as_tensor("retrieve_index", retrieve_index, INT64, device),
         as_tensor("retrieve_next_token", retrieve_next_token, INT64, device),
@@ -96,7 +102,8 @@ def tree_sampling_target_only(candidates, retrieve_index, retrieve_next_token, r
         as_tensor("uniform_samples", uniform_samples, F32, device),
         as_tensor("uniform_samples_for_final_sampling", uniform_samples_for_final_sampling, F32, device),
         as_tensor("target_probs", target_probs, F32, device), W=int(num_speculative_tokens),
-        threshold_single=threshold_single, threshold_acc=threshold_acc, new=semantics == "0.5.23")
+        threshold_single=threshold_single, threshold_acc=threshold_acc, new=semantics == "0.5.23",
+        buffer_init=None if draft_probs is None else as_tensor("draft_probs", draft_probs, F32, device))
     return TreeSampleResult(predicts=predicts, accept_index=accept_index, accept_token_num=k, draft_probs=buf)
 
 

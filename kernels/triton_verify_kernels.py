@@ -172,7 +172,7 @@ def tree_sampling_target_only_kernel(predicts_ptr, accept_index_ptr, accept_toke
                                      BLOCK_V: tl.constexpr):
     """Target-only tree sampling (SEMANTICS.md §6) of request b = program_id(0).
 
-    buf [bs, n, V] f32 must be zero on entry (the work buffer); coins [bs, n], final_coins [bs] f32;
+    buf [bs, n, V] f32: the work buffer, zero on entry in SGLang (the "q as buffer" mistake hands it q); coins [bs, n], final_coins [bs] f32;
     target_probs rows at b*stride_p_b + node*stride_p_row. threshold_acc is already clamped >= 1e-9.
     """
     b = tl.program_id(0).to(tl.int64)

@@ -6,15 +6,14 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from specviz import captions, edits, steps
+from specviz import edits
 from specviz import distributions as dist
 from specviz.engine import scenario_inputs, scenario_key
 from specviz.errors import SpecvizError
-from specviz.frames import replay
 from specviz.render import sampling_charts as sc
 from specviz.scenario import scenario_from_json
 from specviz.ui import common as ui
-from specviz.ui import heavy, markup, player, sampling_page, share_ui
+from specviz.ui import heavy, markup, player, playframes, sampling_page, share_ui
 from specviz.safety import md_text as md
 
 SLOT = "chain"
@@ -44,9 +43,11 @@ walk_box = st.container()  # the key picture first (filled once the run is known
 # The page's explanation under the key picture (a projector has 720 px: the picture comes first).
 st.caption(tr(
     "The Draft proposed each token from **q**; the Target gives **p**. Slot *s* is accepted when "
-    "**u·q < p** (probability min(1, p/q)). The first rejection stops the chain: the correction token is "
+    "**u·q < p** (probability min(1, p/q)); SGLang 0.5.23 also requires **0 < q ≤ 1**, so a proposal with q = 0 is "
+    "always rejected. The first rejection stops the chain: the correction token is "
     "drawn from **max(p − q, 0)**, normalised. If every draft is accepted, the **bonus** is drawn from plain p.",
     "Draft 按 **q** 提出每个 token，Target 给出 **p**。当 **u·q < p**（概率 min(1, p/q)）时接受该位置；"
+    "SGLang 0.5.23 还要求 **0 < q ≤ 1**，所以 q = 0 的候选总被拒绝。"
     "第一次拒绝即停止：从归一化的 **max(p − q, 0)**（residual）采样修正 token。若全部 Draft 被接受，"
     "**bonus** 直接从 Target 分布 p 采样。"))
 
@@ -235,61 +236,19 @@ for w in run.warnings:
     st.warning(w)
 ui.backend_badge(s)
 
-frames = replay(run.trace)
+# Every frame and caption of the player is a pure function of the one replay (specviz.ui.playframes).
+views = playframes.chain_frames(s, run, ui.lang())
 events = run.trace.events
-typed = steps.typed_events(events)
-last = len(frames) - 1
+last = len(views) - 1
 if st.session_state.get("sv_chain_step_ver") != ui.scenario_version(SLOT):  # new inputs: show their outcome first
     st.session_state["sv_chain_step_ver"] = ui.scenario_version(SLOT)
     ui.set_step(STEP, last)
 cur = min(ui.step(STEP), last)
-ui.mark_last(STEP, len(frames))
+ui.mark_last(STEP, len(views))
 test_of = {e.node: e.data for e in events if e.kind == "accept_test"}
-hovers = [f"root {req.chain[0]} (row 0)"] + [
-    (f"slot {j}: {req.chain[j]}  p = {test_of[j]['p']:.4g}, q = {test_of[j]['q']:.4g}, u = {test_of[j]['coin']:.4g}"
-     if j in test_of else f"slot {j}: {req.chain[j]} (never tested)") for j in range(1, N)]
-slot_names = ["root"] + [tr("slot {s}", "位置 {s}", s=j) for j in range(1, N)]
 res_ev = next((e for e in events if e.kind == "residual"), None)
 term_ev = next((e for e in events if e.kind == "terminal"), None)
 
-
-def chain_frame(k: int) -> player.Frame:
-    """The chain, the p/q/coin test of every slot (verdicts as far as step k) and the arrays after k events."""
-    seen = events[:k]
-    view = steps.scan_view(typed[:k], N, chain=True, cut_after_reject=True, finish=False)
-    bonus = vocab[view.bonus[1]] if view.bonus else None
-    dot = sc.chain_dot(list(req.chain), view.states, bonus=bonus, hovers=hovers, slot_names=slot_names,
-                       bonus_caption=ui.term("bonus"))
-    tested = {e.node for e in seen if e.kind == "accept_test"}
-    table = [[tr("slot", "位置"), tr("draft", "Draft"), "p(x)", "q(x)", "u", "u·q", "u·q < p ?", tr("verdict", "结果")]]
-    for j in range(1, N):
-        d = test_of.get(j)
-        here = view.focus == j and j not in tested
-        if d is None:
-            table.append([str(j), req.chain[j], "", "", f"{req.coins[j - 1]:.3f}", "", "", (tr("not reached", "未到达"), "discarded", "")])
-        elif j in tested:
-            ok = bool(d["accepted"])
-            state = "accepted" if ok else "rejected"
-            table.append([(str(j), "current" if view.focus == j else "", ""), req.chain[j],
-                          f"{d['p']:.3g}", f"{d['q']:.3g}", f"{d['coin']:.3f}", (f"{d['u_times_q']:.3g}", state, ""),
-                          (f"{d['u_times_q']:.3g} {'<' if d['u_times_q'] < d['p'] else '≥'} {d['p']:.3g}", state, d.get("rule", "")),
-                          (ui.term("accepted") if ok else ui.term("rejected"), state, f"min(1, p/q) = {d['accept_prob']:.3g}")])
-        else:
-            table.append([(str(j), "current" if here else "", ""), req.chain[j], f"{d['p']:.3g}", f"{d['q']:.3g}", f"{d['coin']:.3f}",
-                          "?", "?", ("…", "current" if here else "pending", "")])
-    rows = sampling_page.array_rows(frames[k].arrays, seen, vocab)
-    if res_ev is not None and any(e.kind == "residual" for e in seen):
-        chosen = term_ev.data["token"] if any(e is term_ev for e in seen) else None
-        src = tr("residual max(p − q, 0), normalised", "residual max(p − q, 0)，归一化") if res_ev.data.get("q") is not None \
-            else tr("plain p (every draft accepted)", "直接用 p（全部 Draft 被接受）")
-        rows += sampling_page.terminal_draw_rows(tr("terminal draw at row {r}: {src}", "第 {r} 行的终止采样：{src}", r=res_ev.node, src=src),
-                                                 vocab, res_ev.data["dist"], chosen, req.coin_final)
-    caption = captions.plain(captions.caption(typed[k - 1] if k else None, s, ui.lang()))
-    return player.Frame(dot=dot, caption=caption, rows=rows, table=table,
-                        alt=tr("the draft chain at step {k}", "第 {k} 步的 Draft 链", k=k))
-
-
-views = [chain_frame(k) for k in range(len(frames))]
 with walk_box:
     st.subheader(tr("The Accept, step by step", "逐步执行 Accept"))
     player.show(views, key=STEP, start=cur, links=player.step_links(KEY, SLOT, STEP, len(views)))
@@ -316,10 +275,10 @@ rows = []
 for j in range(1, N):
     d = test_of.get(j)
     if d is None:
-        rows.append({tr("slot", "位置"): j, "draft": req.chain[j], "p(x)": None, "q(x)": None, "min(1, p/q)": None,
+        rows.append({tr("slot", "位置"): j, "draft": req.chain[j], "p(x)": None, "q(x)": None, tr("accept probability", "接受概率"): None,
                      "u": req.coins[j - 1], "u·q": None, tr("verdict", "结果"): tr("not reached", "未到达")})
     else:
-        rows.append({tr("slot", "位置"): j, "draft": req.chain[j], "p(x)": d["p"], "q(x)": d["q"], "min(1, p/q)": d["accept_prob"],
+        rows.append({tr("slot", "位置"): j, "draft": req.chain[j], "p(x)": d["p"], "q(x)": d["q"], tr("accept probability", "接受概率"): d["accept_prob"],
                      "u": d["coin"], "u·q": d["u_times_q"],
                      tr("verdict", "结果"): ("✔ " + ui.term("accepted")) if d["accepted"] else ("✘ " + ui.term("rejected"))})
 st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")

@@ -13,12 +13,14 @@ from specviz.errors import SpecvizError  # noqa: E402
 from specviz.loop import metrics as M  # noqa: E402
 from specviz.loop import view  # noqa: E402
 from specviz.loop.decode import LoopSettings, run_loop  # noqa: E402
-from specviz.loop.proofs import PROOF_FOR_MISTAKE, TREE_TOL, greedy_lossless, sampling_lossless, tree_pass_exact  # noqa: E402
+from specviz.loop.proofs import (PAGE_PROMPT, PAGE_SETTINGS, PAGE_TRIALS, PROOF_FOR_MISTAKE, PROOF_TOKENS, TREE_TOL,  # noqa: E402
+                                 detection_power, greedy_lossless, proof_settings, sampling_lossless, tree_pass_exact)
 from specviz.loop.train import load_models  # noqa: E402
 from specviz.render.mask import mask_svg  # noqa: E402
 from specviz.ui import markup, player  # noqa: E402
 
-DEFAULT_PROMPT = "The target model verifies the draft tree. "
+DEFAULT_PROMPT = PAGE_PROMPT
+D = PAGE_SETTINGS  # the page's defaults live in the library (a test checks the mistake demos at them)
 ALGOS = {"greedy": ("Greedy verify", "贪心验证"), "target_only": ("Target-only tree sampling", "仅目标模型的树采样"),
          "chain": ("Chain rejection sampling (topk 1)", "链式拒绝采样（topk 1）")}
 MISTAKE_TEXT = {
@@ -57,7 +59,12 @@ def cached_greedy_proof(prompt: str, settings: LoopSettings):
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def cached_sampling_proof(prompt: str, settings: LoopSettings, trials: int):
-    return sampling_lossless(prompt, settings, num_tokens=2, trials=trials, models=models())
+    return sampling_lossless(prompt, settings, num_tokens=PROOF_TOKENS, trials=trials, models=models())
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def cached_power(prompt: str, settings: LoopSettings, trials: int):
+    return detection_power(prompt, settings, trials, models=models())
 
 
 st.title(ui.tr("Decoding loop", "解码循环"))
@@ -81,11 +88,11 @@ with c[1]:
 c = st.columns(6)
 chain = algorithm == "chain"
 with c[0]:
-    topk = 1 if chain else ui.widget(st.slider, "topk", "sv_loop::topk", 2, min_value=1, max_value=4)
+    topk = 1 if chain else ui.widget(st.slider, "topk", "sv_loop::topk", D["topk"], min_value=1, max_value=4)
     if chain:
         st.metric("topk", 1)
 with c[1]:
-    depth = ui.widget(st.slider, ui.tr("depth (draft steps)", "深度（草稿步数）"), "sv_loop::depth", 4, min_value=1, max_value=6)
+    depth = ui.widget(st.slider, ui.tr("depth (draft steps)", "深度（草稿步数）"), "sv_loop::depth", D["depth"], min_value=1, max_value=6)
 most = topk + (depth - 1) * topk ** 2 + 1
 with c[2]:
     if topk == 1:
@@ -94,14 +101,14 @@ with c[2]:
     else:
         if int(st.session_state.get("sv_loop::n", 8)) > most:     # a smaller tree shape: keep the slider in range
             ui.set_value("sv_loop::n", most)
-        n = ui.widget(st.slider, "num_draft_tokens", "sv_loop::n", min(8, most), min_value=2, max_value=most)
+        n = ui.widget(st.slider, "num_draft_tokens", "sv_loop::n", min(D["num_draft_tokens"], most), min_value=2, max_value=most)
 with c[3]:
-    temperature = ui.widget(st.slider, ui.tr("temperature", "温度"), "sv_loop::temperature", 0.8, min_value=0.1, max_value=2.0,
+    temperature = ui.widget(st.slider, ui.tr("temperature", "温度"), "sv_loop::temperature", D["temperature"], min_value=0.1, max_value=2.0,
                             step=0.1, disabled=algorithm == "greedy")
 with c[4]:
-    seed = ui.widget(st.number_input, ui.tr("seed", "随机种子"), "sv_loop::seed", 0, min_value=0, max_value=2**31 - 1, step=1)
+    seed = ui.widget(st.number_input, ui.tr("seed", "随机种子"), "sv_loop::seed", D["seed"], min_value=0, max_value=2**31 - 1, step=1)
 with c[5]:
-    rounds = ui.widget(st.slider, ui.tr("rounds", "轮数"), "sv_loop::rounds", 16, min_value=1, max_value=64)
+    rounds = ui.widget(st.slider, ui.tr("rounds", "轮数"), "sv_loop::rounds", D["rounds"], min_value=1, max_value=64)
 
 with st.expander(ui.tr("Classic mistakes (each breaks a proof)", "经典错误（每个都会打破一个证明）"), expanded=False):
     mistakes = tuple(m for m in MISTAKE_TEXT if ui.widget(st.checkbox, ui.tr(*MISTAKE_TEXT[m]), f"sv_loop::m::{m}", False))
@@ -239,21 +246,39 @@ with st.expander(ui.tr("3. Sampling lossless (Monte Carlo)", "3. 采样无损（
     if algorithm == "greedy":
         st.info(ui.tr("Choose a sampling algorithm to run this proof.", "选择一种采样算法来运行此证明。"))
     else:
-        trials = ui.widget(st.select_slider, ui.tr("trials", "试验次数"), "sv_loop::trials", 200, options=[100, 200, 400, 800])
-        mc_settings = replace(settings, depth=min(settings.depth, 2),
-                              num_draft_tokens=min(settings.num_draft_tokens, 4) if topk > 1 else min(settings.depth, 2) + 1)
+        trials = ui.widget(st.select_slider, ui.tr("trials", "试验次数"), "sv_loop::trials", PAGE_TRIALS, options=[100, 200, 400, 800])
+        mc_settings = proof_settings(settings)
         st.caption(ui.tr(
-            "The next 2 tokens after the prompt, {t} independent runs (depth {d}, n {n}), against the Target's exact "
-            "distribution. With K bins, P(L1 ≥ λ) ≤ 2^K·exp(−N·λ²/2) for a correct sampler (Bretagnolle–Huber–Carol): "
-            "the bound λ below is exceeded with probability ≤ 0.001.",
-            "提示之后的 2 个 token，{t} 次独立运行（深度 {d}，n {n}），与 Target 的精确分布比较。K 个分箱时，"
-            "正确的采样器满足 P(L1 ≥ λ) ≤ 2^K·exp(−N·λ²/2)（Bretagnolle–Huber–Carol）：下面的界 λ 被超过的概率 ≤ 0.001。",
-            t=trials, d=mc_settings.depth, n=mc_settings.num_draft_tokens))
+            "The next {k} tokens after the prompt, {t} independent runs (depth {d}, n {n}), against the Target's exact "
+            "distribution, by two tests at 0.0005 each (so a correct sampler fails the proof with probability ≤ 0.001). "
+            "L1 over K bins: P(L1 ≥ λ) ≤ 2^K·exp(−N·λ²/2) (Bretagnolle–Huber–Carol). The Draft-favoured set A = {{x : q(x) > p(x)}} "
+            "of first tokens: the share of runs that start in A against p(A), by an exact binomial test. A sampler that leans "
+            "towards drafted tokens, or away from them, moves that share first.",
+            "提示之后的 {k} 个 token，{t} 次独立运行（深度 {d}，n {n}），与 Target 的精确分布比较，用两个各 0.0005 的检验"
+            "（正确的采样器让证明失败的概率 ≤ 0.001）。K 个分箱上的 L1：P(L1 ≥ λ) ≤ 2^K·exp(−N·λ²/2)（Bretagnolle–Huber–Carol）。"
+            "Draft 偏好的首 token 集合 A = {{x : q(x) > p(x)}}：以 A 开头的运行比例对比 p(A)，用精确二项检验。"
+            "偏向或偏离草稿 token 的采样器，最先改变的就是这个比例。",
+            k=PROOF_TOKENS, t=trials, d=mc_settings.depth, n=mc_settings.num_draft_tokens))
+        if algorithm == "target_only":
+            pw = cached_power(prompt, mc_settings.checked(), int(trials))
+            st.markdown(ui.tr(
+                "**Detection power, exact**: with these settings the first token's law (the reference run over every coin "
+                "interval of round 0's tree) is at TV distance **{tv:.3f}** from p; p(A) = {pa:.3f}, this sampler puts "
+                "{a:.3f} on A. At {t} trials the proof fails with probability **{pw}**.",
+                "**检测功效（精确）**：在当前设置下，首 token 的精确分布（参考实现遍历第 0 轮树的每个随机数区间）与 p 的 TV 距离为 "
+                "**{tv:.3f}**；p(A) = {pa:.3f}，此采样器在 A 上的概率为 {a:.3f}。{t} 次试验时，证明失败的概率 **{pw}**。",
+                tv=pw.tv, pa=pw.set_expected, a=pw.set_actual, t=trials,
+                pw="> 99.9%" if pw.power > 0.999 else f"≥ {pw.power:.1%}"))
         if ui.widget(st.toggle, ui.tr("Run the Monte Carlo", "运行蒙特卡洛"), "sv_loop::run_mc", False):
             with st.spinner(ui.tr("Sampling…", "采样中…")):
                 sp = cached_sampling_proof(prompt, mc_settings.checked(), int(trials))
-            st.markdown(ui.tr("{r}: L1 = {l:.3f}, bound λ = {b:.3f} ({n} trials)", "{r}：L1 = {l:.3f}，界 λ = {b:.3f}（{n} 次）",
-                              r=ok_word if sp.ok else fail_word, l=sp.l1, b=sp.bound, n=sp.trials))
+            st.markdown(ui.tr("**{r}** ({n} trials): L1 = {l:.3f}, bound λ = {b:.3f} → {r1}; first token in A: {o:.3f} "
+                              "observed vs p(A) = {e:.3f}, binomial p-value {pv:.2g} → {r2}",
+                              "**{r}**（{n} 次）：L1 = {l:.3f}，界 λ = {b:.3f} → {r1}；首 token 落在 A：观测 {o:.3f}，"
+                              "p(A) = {e:.3f}，二项检验 p 值 {pv:.2g} → {r2}",
+                              r=ok_word if sp.ok else fail_word, l=sp.l1, b=sp.bound, n=sp.trials,
+                              r1=ok_word if sp.l1_ok else fail_word, o=sp.set_observed, e=sp.set_expected, pv=sp.set_pvalue,
+                              r2=ok_word if sp.set_ok else fail_word))
             st.dataframe(pd.DataFrame({ui.tr("next 2 tokens", "接下来 2 个 token"):
                                        [("".join(show(t) for t in lab) if lab != "other" else ui.tr("other", "其他")) for lab in sp.labels],
                                        ui.tr("Target exact", "Target 精确"): [round(x, 4) for x in sp.expected],

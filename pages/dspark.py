@@ -7,14 +7,13 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from specviz import captions, edits, steps
+from specviz import edits, steps
 from specviz import distributions as dist
 from specviz.errors import SpecvizError
-from specviz.frames import replay
 from specviz.render import dspark_charts as dc
 from specviz.render import sampling_charts as sc
 from specviz.ui import common as ui
-from specviz.ui import markup, player, sampling_page, share_ui
+from specviz.ui import markup, player, playframes, sampling_page, share_ui
 from specviz.safety import md_text as md
 
 SLOT = "dspark"
@@ -190,78 +189,18 @@ bonus = vocab[int(res["bonus"][0])]
 commit_lens = int(res["commit_lens"][0])
 vlen = int(run.inputs["verify_lens"][0])
 
-frames = replay(run.trace)
+# Every frame and caption of the player is a pure function of the one replay (specviz.ui.playframes).
+views = playframes.dspark_frames(s, run, ui.lang())
 events = run.trace.events
-typed = steps.typed_events(events)
-last = len(frames) - 1
+last = len(views) - 1
 if st.session_state.get("sv_dspark_step_ver") != ui.scenario_version(SLOT):  # new inputs: show their outcome first
     st.session_state["sv_dspark_step_ver"] = ui.scenario_version(SLOT)
     ui.set_step(STEP, last)
 cur = min(ui.step(STEP), last)
-ui.mark_last(STEP, len(frames))
-slot_names = ["anchor"] + [f"t={j}" for j in range(1, T)]
-matches = steps.dspark_matches(s) if greedy else None
+ui.mark_last(STEP, len(views))
+matches = steps.dspark_matches(events) if greedy else None  # read from the replay's compare events
 tp_ids = s.target_predict(0) if greedy else None
-test_of = {e.node: e.data for e in events if e.kind == "accept_test"}
-out_all = [vocab[int(x)] if 0 <= int(x) < len(vocab) else str(int(x)) for x in res["out_tokens"][0]]
 
-
-def ds_frame(k: int) -> player.Frame:
-    """The window (chain + per-row comparison), correct_len and the commit after k events."""
-    seen = events[:k]
-    done = any(e.kind == "commit" for e in seen)
-    bonus_seen = any(e.kind == "terminal" for e in seen)
-    if greedy:
-        walk = steps.walk_after(typed, k, T, 0, dspark=True)
-        states = [walk.states.get(i, "accepted" if i == 0 else "pending") for i in range(T)]
-        compared = {e.node for e in seen if e.kind == "compare"}
-        table = [["t", tr("verify row", "Verify 行"), tr("Target predicts after it", "Target 在其后的预测"),
-                  tr("next draft", "下一个 Draft"), tr("match?", "匹配？")]]
-        for t in range(T - 1):
-            node = t + 1
-            if node in compared:
-                counted = t < raw_len
-                if matches[t] and not counted:
-                    cell = (tr("(match) ignored", "（匹配）忽略"), "discarded", tr("after the first mismatch", "在第一次分歧之后"))
-                else:
-                    cell = (tr("match", "匹配") if matches[t] else tr("mismatch", "不匹配"), "accepted" if matches[t] else "rejected", "")
-            else:
-                cell = ("?", "current" if t == len(compared) else "pending", "")
-            cut = vlen < T and node >= vlen
-            table.append([str(t), req.chain[t], (vocab[int(tp_ids[t])], "compared" if node in compared else "", f"target_predict[{t}]"),
-                          (req.chain[node], "discarded" if cut else "", tr("outside the verify window", "在验证窗口之外") if cut else ""), cell])
-    else:
-        states = steps.scan_view(typed[:k], T, chain=True, finish=False).states
-        tested = {e.node for e in seen if e.kind == "accept_test"}
-        table = [["t", tr("draft", "Draft"), "p", "q", "u", "u·q", tr("verdict", "结果")]]
-        for j in range(1, T):
-            d = test_of.get(j)
-            if d is None:
-                table.append([str(j), req.chain[j], "", "", f"{req.coins[j - 1]:.3f}", "", (tr("not reached", "未到达"), "discarded", "")])
-            elif j in tested:
-                state = "accepted" if d["accepted"] else "rejected"
-                table.append([str(j), req.chain[j], f"{d['p']:.3g}", f"{d['q']:.3g}", f"{d['coin']:.3f}",
-                              (f"{d['u_times_q']:.3g}", state, ""), (ui.term("accepted") if d["accepted"] else ui.term("rejected"), state, "")])
-            else:
-                table.append([str(j), req.chain[j], f"{d['p']:.3g}", f"{d['q']:.3g}", f"{d['coin']:.3f}", "?", ("…", "pending", "")])
-    dot = sc.chain_dot(list(req.chain), states, bonus=bonus if bonus_seen else None, bonus_caption=ui.term("bonus"), slot_names=slot_names)
-    pend = ("—", "pending", tr("known when the Accept finishes", "Accept 结束时才知道"))
-    rows = [player.Row("correct_len", [(correct_len, "accepted", tr("the leading run of matching drafts", "连续匹配的 Draft 前缀长度"))
-                                       if done else pend] + ([f"({tr('uncapped', '未裁剪')} {raw_len})"] if done and raw_len != correct_len else [])),
-            player.Row("bonus", [(bonus, "bonus", "") if bonus_seen else pend]),
-            player.Row("commit_lens", [(commit_lens, "accepted", "correct_len + 1") if done else pend]),
-            player.Row("new_seq_lens", [(int(res["new_seq_lens"][0]), "accepted", f"prefix {req.seq_len} + commit_lens {commit_lens}")
-                                        if done else pend]),
-            player.Row(tr("output", "输出"), [(x, "bonus" if j == commit_lens - 1 else "accepted", "") for j, x in enumerate(out_all[:commit_lens])]
-                       if done else [pend])]
-    if vlen < T:
-        rows.append(player.Row("verify_len", [(vlen, "compared", tr("the verify window caps correct_len at verify_len − 1",
-                                                                     "验证窗口把 correct_len 限制在 verify_len − 1"))]))
-    caption = captions.plain(captions.caption(typed[k - 1] if k else None, s, ui.lang()))
-    return player.Frame(dot=dot, caption=caption, rows=rows, table=table, alt=tr("the DSpark chain at step {k}", "第 {k} 步的 DSpark 链", k=k))
-
-
-views = [ds_frame(k) for k in range(len(frames))]
 with walk_box:
     st.subheader(tr("The Accept, step by step", "逐步执行 Accept"))
     player.show(views, key=STEP, start=cur, links=player.step_links(KEY, SLOT, STEP, len(views)))

@@ -5,12 +5,11 @@ tables come from the chosen backend's result (engine.run_scenario).
 """
 import streamlit as st
 
-from specviz import captions, edits, steps
+from specviz import captions, edits
 from specviz.frames import replay
 from specviz.render.tables import path_states, shift_table
-from specviz.render.tree import tree_dot
 from specviz.ui import common as ui
-from specviz.ui import player
+from specviz.ui import player, playframes
 from specviz.ui import share_ui
 from specviz.safety import md_text as md
 
@@ -126,72 +125,21 @@ if run is None:
     st.stop()
 
 # -- the walk, step by step (in the browser: every frame is sent at once) ---------------------------
+# Every frame and caption is a pure function of the one replay (specviz.ui.playframes).
 all_events = run.trace.events
 events = [e for e in all_events if e.request == b]
-typed = steps.typed_events(events)  # the one typed form; captions and node states read it
 global_idx = [0] + [k + 1 for k, e in enumerate(all_events) if e.request == b]
 frames = replay(run.trace)
 step = min(ui.step(KEY), len(events))
 ui.mark_last(KEY, len(events) + 1)
-link_words = (ui.tr("first child", "第一个子节点"), ui.tr("next sibling", "下一个兄弟"))
-
-
-def frame_view(k: int):
-    """The tree (DOT) and the value rows after ``k`` events of this request."""
-    frame = frames[global_idx[k]]
-    event = events[k - 1] if k > 0 else None
-    walk = steps.walk_after(typed, k, n, b)
-    bonus = (walk.bonus[0], s.label(walk.bonus[1])) if walk.bonus else None
-    dot = tree_dot(tree.parents, labels, rows=[b * n + i for i in range(n)], states=walk.states, links=True,
-                   bonus=bonus, bonus_label=ui.term("bonus"), row_word=ui.term("row"), link_words=link_words)
-    ai = frame.arrays["accept_index"].reshape(-1, W)[b]
-    written = {i for e in events[:k] for a, i, _ in e.writes if a == "predicts"}
-    last_writes = {(a, i) for a, i, _ in (event.writes if event else ())}
-    rows = []
-    chips = []
-    for j, r in enumerate(ai):
-        state = "pending" if r < 0 else ("current" if ("accept_index", b * W + j) in last_writes else "accepted")
-        chips.append((int(r), state, f"accept_index[{b}][{j}] = {int(r)}"))
-    rows.append(player.Row("accept_index", chips))
-    rows.append(player.Row("", code=f"accept_index[{b}] = {[int(x) for x in ai]}"))
-    pr = frame.arrays["predicts"]
-    # Up to 16 rows every row is shown; beyond that only the rows the walk has touched.
-    touched = set(range(n)) if n <= 16 else ({r - b * n for r in written} | {i for i, st_ in walk.states.items() if st_ not in ("pending", "discarded")}
-                                             | ({walk.target_row - b * n} if walk.target_row is not None else set()))
-    chips = []
-    for i in sorted(touched):
-        r = b * n + i
-        if r in written:
-            is_bonus = walk.bonus is not None and event is not None and any(
-                e.kind == "terminal" and e.data["row"] == r for e in events[:k])
-            state = "current" if ("predicts", r) in last_writes else ("bonus" if is_bonus else "accepted")
-            text = s.label(int(pr[r]))
-        else:
-            state, text = "pending", f"{int(pr[r])}"
-        chips.append((f"{r}:{text}", state, f"predicts[{r}] = {int(pr[r])}" + ("" if r in written else " (predicts_init, never written)")))
-    if len(touched) < n:
-        chips.append(ui.tr("… {k} more rows untouched", "… 另有 {k} 行未触及", k=n - len(touched)))
-    rows.append(player.Row("predicts", chips))
-    rows.append(player.Row("target_predict", [(f"{b * n + i}:{tp_labels[i]}", "compared" if walk.target_row == b * n + i and not walk.done
-                                                else "pending", f"target_predict[{b * n + i}] = {tp_labels[i]}") for i in sorted(touched)]))
-    atn = int(frame.arrays["accept_token_num"].reshape(-1)[b])
-    rows.append(player.Row("num_correct_drafts", [(walk.num_accepted, "accepted" if walk.num_accepted else "pending",
-                                                   ui.tr("drafts accepted so far", "目前已接受的草稿数"))]))
-    rows.append(player.Row("accept_lens", [(walk.num_accepted + 1, "accepted", "num_correct_drafts + 1 (the bonus)")]))
-    rows.append(player.Row("accept_token_num", [(atn if walk.done else "—", "accepted" if walk.done else "pending",
-                                                 ui.tr("written when the request commits", "在请求提交时写入"))]))
-    caption = captions.plain(captions.caption(typed[k - 1] if k else None, s, ui.lang()))
-    return dot, caption, rows
-
+views = playframes.greedy_frames(s, run, ui.lang(), b)
 
 with walk_box:
     st.subheader(ui.tr("The walk", "遍历过程"))
-    views = [frame_view(k) for k in range(len(events) + 1)]
-    player.show([player.Frame(dot=d, caption=c, rows=r, alt=ui.tr("verify tree at step {k}", "第 {k} 步的验证树", k=k))
-                 for k, (d, c, r) in enumerate(views)], key=KEY, start=step,
+    player.show(views, key=KEY, start=step,
                 links=player.step_links(KEY, SLOT, KEY, len(views), extra={"req": b} if b else None))
     ui.legend()
-dot = views[step][0]
+dot = views[step].dot
 frame = frames[global_idx[step]]
 
 # -- after the walk -------------------------------------------------------------------------------

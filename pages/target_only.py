@@ -7,15 +7,14 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from specviz import captions, edits, steps
+from specviz import edits, steps
 from specviz import distributions as dist
 from specviz.engine import scenario_inputs, scenario_key
 from specviz.errors import SpecvizError
-from specviz.frames import replay
 from specviz.render import sampling_charts as sc
 from specviz.scenario import scenario_from_json
 from specviz.ui import common as ui
-from specviz.ui import heavy, player, sampling_page, share_ui
+from specviz.ui import heavy, player, playframes, sampling_page, share_ui
 from specviz.safety import md_text as md
 
 SLOT = "target_only"
@@ -169,70 +168,19 @@ for w in run.warnings:
 ui.backend_badge(s)
 
 VER_NOW = ui.scenario_version(SLOT)
-frames = replay(run.trace)
+# Every frame and caption of the player is a pure function of the one replay (specviz.ui.playframes).
+views = playframes.target_only_frames(s, run, ui.lang())
 events = run.trace.events
 typed = steps.typed_events(events)
-last = len(frames) - 1
+last = len(views) - 1
 if st.session_state.get("sv_to_step_ver") != VER_NOW:  # new inputs: show their outcome first (the last frame)
     st.session_state["sv_to_step_ver"] = VER_NOW
     ui.set_step(STEP, last)
 cur = min(ui.step(STEP), last)
-ui.mark_last(STEP, len(frames))
-BIG = n > 12  # a big tree shows the walk's path and the siblings it scanned; the rest is folded
-node_caps = ["" if i == 0 else f"p={p_rows[tree.parents[i]][tree.tokens[i]]:.3g}" for i in range(n)]
-hovers = [f"node {i} ({labels[i]}), row {i}" + ("" if i == 0 else f": p(row {tree.parents[i]})[{labels[i]}] = "
-                                              f"{p_rows[tree.parents[i]][tree.tokens[i]]:.4g}, coin u[{tree.parents[i]}] = {req.coins[tree.parents[i]]:.4g}")
-          for i in range(n)]
+ui.mark_last(STEP, len(views))
 res_ev = next((e for e in events if e.kind == "residual"), None)
 term_ev = next((e for e in events if e.kind == "terminal"), None)
-skip_zero = len(vocab) > 10  # a large vocabulary: only the tokens with mass
 
-
-def to_frame(k: int) -> player.Frame:
-    """The tree, the level scan (coin against the siblings' buckets), the work buffer and the arrays after k events."""
-    seen = events[:k]
-    view = steps.scan_view(typed[:k], n, parents=tree.parents)
-    states, parent = view.states, view.parent
-    bonus = (view.bonus[0], vocab[view.bonus[1]]) if view.bonus else None
-    path = [i for i in range(n) if states[i] == "accepted"] + [parent]
-    shown = set(path) | {c for i in path for c in children[i]} if BIG else None
-    dot = sc.sampling_tree_dot(list(tree.parents), labels, states, hovers=hovers, captions=node_caps, bonus=bonus,
-                               bonus_caption=ui.term("bonus"), show=shown, more_caption=tr("more", "个节点"))
-    rows = sampling_page.array_rows(frames[k].arrays, seen, vocab, compact=BIG)
-    terminal_phase = any(e.kind in ("residual", "terminal", "commit") for e in seen)
-    sibs = children[parent]
-    table = None
-    if sibs and not terminal_phase:
-        buckets = dist.sibling_buckets(p_rows[parent], [tree.tokens[c] for c in sibs], sibs, threshold_single=s.threshold_single,
-                                       threshold_acc=s.threshold_acc, semantics=s.semantics)
-        verdict = {e.node: "accept" if e.data["accepted"] else "reject" for e in seen if e.kind == "accept_test" and e.node in sibs}
-        rows.append(player.Row(tr("coin u[{p}] for the children of {t}", "节点 {t} 的子节点用随机数 u[{p}]", p=parent, t=labels[parent]),
-                               [(f"{req.coins[parent]:.3f}", "compared", tr("one coin per level, shared by the siblings",
-                                                                           "每层一个随机数，由兄弟节点共享"))]))
-        table = [[tr("sibling", "兄弟节点"), "p", "prob_acc", tr("coin bucket", "随机数桶"), tr("verdict", "结果")]]
-        for bk in buckets:
-            v = verdict.get(bk.node)
-            here = view.focus == bk.node and v is None
-            state = "accepted" if v == "accept" else "rejected" if v == "reject" else ("current" if here else "pending")
-            word = ui.term("accepted") if v == "accept" else ui.term("rejected") if v == "reject" else ("?" if here else "…")
-            table.append([(f"{bk.node}: {labels[bk.node]}", "current" if view.focus == bk.node else "", ""), f"{bk.p:.3g}",
-                          f"{bk.prob_acc:.3g}", (f"[{bk.lo:.3g}, {bk.hi:.3g})", state, tr("accepted iff the coin falls here",
-                                                                                          "随机数落在此区间即接受")),
-                          (word, state, "")])
-    buf = frames[k].arrays["draft_probs"].reshape(n, -1)[parent]
-    rows.append(player.Row(tr("p, row {p}", "p，第 {p} 行", p=parent), sampling_page.dist_chips(vocab, p_rows[parent], skip_zero=skip_zero)))
-    rows.append(player.Row(tr("work buffer draft_probs[{p}]", "工作缓冲区 draft_probs[{p}]", p=parent),
-                           sampling_page.dist_chips(vocab, buf, skip_zero=skip_zero)))
-    if res_ev is not None and any(e is res_ev for e in seen):
-        chosen = term_ev.data["token"] if any(e is term_ev for e in seen) else None
-        rows += sampling_page.terminal_draw_rows(tr("relu(p − buffer), normalised", "relu(p − buffer)，归一化"), vocab,
-                                                 res_ev.data["dist"], chosen, req.coin_final, skip_zero=skip_zero)
-    caption = captions.plain(captions.caption(typed[k - 1] if k else None, s, ui.lang()))
-    return player.Frame(dot=dot, caption=caption, rows=rows, table=table,
-                        alt=tr("the verify tree at step {k}", "第 {k} 步的验证树", k=k))
-
-
-views = [to_frame(k) for k in range(len(frames))]
 with walk_box:
     st.subheader(tr("The sibling scan, step by step", "逐步查看兄弟节点扫描"))
     player.show(views, key=STEP, start=cur, links=player.step_links(KEY, SLOT, STEP, len(views)))
@@ -245,7 +193,7 @@ final = steps.scan_view(typed, n, parents=tree.parents)
 step_fig = step_fig_what = None  # the terminal draw, for the export box
 if res_ev is not None:
     row = final.parent
-    buf_args = (vocab, p_rows[row], frames[-1].arrays["draft_probs"].reshape(n, -1)[row])
+    buf_args = (vocab, p_rows[row], run.result["draft_probs"].reshape(n, -1)[row])
     buf_kw = dict(dist=res_ev.data["dist"], coin_final=req.coin_final if term_ev else None,
                   chosen=term_ev.data["token"] if term_ev else None,
                   text={"p": tr("p (Target row)", "p（Target 行）"), "buf": tr("work buffer draft_probs", "工作缓冲区 draft_probs"),

@@ -74,6 +74,16 @@ def _bonus(lang):
     return _t(lang, "bonus", "bonus（奖励 token）")
 
 
+def apart(a: float, b: float, digits: int = 3, kind: str = "f") -> tuple:
+    """``a`` and ``b`` as text (format ``.{digits}{kind}``), with more digits when needed so that two
+    different numbers never read the same (a coin a hair below a threshold must not print as equal to it)."""
+    for d in range(digits, 10):
+        x, y = f"{a:.{d}{kind}}", f"{b:.{d}{kind}}"
+        if a == b or x != y:
+            return x, y
+    return repr(a), repr(b)
+
+
 def caption(ev, s: Scenario, lang: str = "en", esc=_plain_label) -> str:
     """One sentence for a typed step event (``specviz.steps``) of scenario ``s``; None = before the walk.
 
@@ -152,15 +162,28 @@ def caption(ev, s: Scenario, lang: str = "en", esc=_plain_label) -> str:
                  "比较 {tok} 与第 {trow} 行的 target_predict = {target}：不一致。", tok=L(ev.token), trow=ev.target_row, target=L(ev.target))
     if isinstance(ev, E.AcceptTest):
         v = _accepted(lang) if ev.accepted else _rejected(lang)
-        if ev.q is not None:  # chain rejection: u·q < p
-            return t("Test u·q < p: {u:.3f} × {q:.3f} = {uq:.4f} {cmp} p = {p:.3f} → **{v}** (accept probability min(1, p/q) = {a:.3f}).",
-                     "检验 u·q < p：{u:.3f} × {q:.3f} = {uq:.4f} {cmp} p = {p:.3f} → **{v}**（接受概率 min(1, p/q) = {a:.3f}）。",
-                     u=ev.coin, q=ev.q, uq=ev.u_times_q, p=ev.p, a=ev.accept_prob if ev.accept_prob is not None else min(1.0, ev.p / ev.q if ev.q else 1.0),
-                     cmp="<" if ev.u_times_q < ev.p else "≥", v=v)
+        if ev.q is not None:  # chain rejection: (0.5.23: 0 < q <= 1 and) u·q < p; accept_prob from the reference
+            if ev.q_valid is False:  # 0.5.23 rejects an invalid q before the coin is looked at
+                return t("q = {q:.3f} fails SGLang 0.5.23's rule 0 < q ≤ 1, so the proposal is **{v}** whatever the coin "
+                         "(accept probability {a:.3f}); u·q < p is not what decides it.",
+                         "q = {q:.3f} 不满足 SGLang 0.5.23 的条件 0 < q ≤ 1，所以无论随机数是多少都**{v}**"
+                         "（接受概率 {a:.3f}）；决定结果的不是 u·q < p。",
+                         q=ev.q, v=v, a=ev.accept_prob)
+            cmp = "<" if ev.u_times_q < ev.p else "≥"
+            if ev.q > 0:
+                why = t("accept probability min(1, p/q) = {a:.3f}", "接受概率 min(1, p/q) = {a:.3f}", a=ev.accept_prob)
+            else:  # earlier releases: q = 0 (or below) makes u·q = 0, so p alone decides
+                why = t("q = {q:.3f}: earlier releases test u·q < p alone, so every coin gives the same verdict; accept probability {a:.3f}",
+                        "q = {q:.3f}：更早的版本只检验 u·q < p，所以任何随机数结果都相同；接受概率 {a:.3f}", q=ev.q, a=ev.accept_prob)
+            uq, pp = apart(ev.u_times_q, ev.p, 4)
+            return t("Test u·q < p: {u:.3f} × {q:.3f} = {uq} {cmp} p = {p} → **{v}** ({why}).",
+                     "检验 u·q < p：{u:.3f} × {q:.3f} = {uq} {cmp} p = {p} → **{v}**（{why}）。",
+                     u=ev.coin, q=ev.q, uq=uq, p=pp, cmp=cmp, v=v, why=why)
         extra = t(" — p ≥ threshold_single fires", " — 触发 p ≥ threshold_single") if ev.single_fired else ""
-        return t("prob_acc = {a:.3f}; coin {c:.3f} < prob_acc / threshold_acc = {b:.3f}? → **{v}**{x}",
-                 "prob_acc = {a:.3f}；coin {c:.3f} < prob_acc / threshold_acc = {b:.3f}？→ **{v}**{x}",
-                 a=ev.prob_acc, c=ev.coin, b=ev.bound, x=extra, v=v)
+        c, bnd = apart(ev.coin, ev.bound)
+        return t("prob_acc = {a:.3f}; coin {c} < prob_acc / threshold_acc = {b}? → **{v}**{x}",
+                 "prob_acc = {a:.3f}；coin {c} < prob_acc / threshold_acc = {b}？→ **{v}**{x}",
+                 a=ev.prob_acc, c=c, b=bnd, x=extra, v=v)
     if isinstance(ev, E.Accept):
         if alg.key == "greedy":
             return t("Accept node {node} ({tok}, row {row}): predicts[{prow}] = {tok}, accept_index[{k}] = {row}.",
@@ -206,7 +229,14 @@ def caption(ev, s: Scenario, lang: str = "en", esc=_plain_label) -> str:
         return t("Terminal distribution: {src}.", "终止分布：{src}。", src=esc(ev.source))
     if isinstance(ev, E.Terminal):
         if alg.decision == "greedy" and alg.family == "dspark":
+            if ev.provisional:
+                return t("AcceptGreedy: bonus = target_predict[{r}] = {t}, at the uncapped length; the verify window cap comes next.",
+                         "AcceptGreedy：bonus = target_predict[{r}] = {t}（未裁剪的长度）；接下来是验证窗口的裁剪。", r=ev.row, t=L(ev.token))
             return t("bonus = target_predict[{r}] = **{t}**.", "bonus = target_predict[{r}] = **{t}**。", r=ev.row, t=L(ev.token))
+        if ev.provisional and ev.coin is not None:
+            return t("u_final = {c:.3f} lands on {t}: predicts[row {r}] = {t}, at the uncapped length; the verify window cap comes next.",
+                     "u_final = {c:.3f} 落在 {t}：predicts[第 {r} 行] = {t}（未裁剪的长度）；接下来是验证窗口的裁剪。",
+                     c=ev.coin, t=L(ev.token), r=ev.row)
         if alg.decision == "greedy":
             return t("Bonus: predicts[{row}] = target_predict[{row}] = {tok}. It is the next root; it has no KV yet.",
                      "bonus：predicts[{row}] = target_predict[{row}] = {tok}。它是下一轮的根，还没有 KV。", row=ev.row, tok=L(ev.token))
@@ -216,12 +246,35 @@ def caption(ev, s: Scenario, lang: str = "en", esc=_plain_label) -> str:
                  "u_final = {c:.3f} 落在 **{t}**：predicts[第 {r} 行] = {t}（{b}）。", c=ev.coin, t=L(ev.token), r=ev.row, b=_bonus(lang))
     if isinstance(ev, E.Commit):
         if alg.family == "dspark":
-            return t("correct_len = {k} (the leading run); commit_lens = correct_len + 1 = {a}.",
-                     "correct_len = {k}（前缀匹配长度）；commit_lens = correct_len + 1 = {a}。", k=ev.k, a=ev.k + 1)
+            if alg.decision == "greedy":
+                return t("AcceptGreedy: correct_len = {k} (the leading run of matching drafts).",
+                         "AcceptGreedy：correct_len = {k}（连续匹配的 Draft 前缀长度）。", k=ev.k)
+            return t("The chain sampler: correct_len = accept_token_num = {k}.",
+                     "链式采样器：correct_len = accept_token_num = {k}。", k=ev.k)
         if alg.key == "greedy":
             return t("accept_token_num = {k} (num_correct_drafts); accept_lens = {k1}. The rows in accept_index keep their KV.",
                      "accept_token_num = {k}（num_correct_drafts）；accept_lens = {k1}。accept_index 中的行保留 KV。", k=ev.k, k1=ev.k + 1)
         return t("accept_token_num = {k}; accept_lens = {a}.", "accept_token_num = {k}；accept_lens = {a}。", k=ev.k, a=ev.accept_len)
+    if isinstance(ev, E.Cap):
+        if ev.greedy:
+            src = t("the bonus is re-read: target_predict[{c}] = **{b}**", "bonus 重新读取：target_predict[{c}] = **{b}**",
+                    c=ev.capped, b=L(ev.bonus))
+        else:
+            src = t("the two-level gather at the capped length: bonus = predicts[accept_index[{c}]] = predicts[{g}] = **{b}**",
+                    "在裁剪后的长度上做两级 gather：bonus = predicts[accept_index[{c}]] = predicts[{g}] = **{b}**",
+                    c=ev.capped, g=ev.gather_row, b=L(ev.bonus))
+        return t("CapCorrectLen: verify_len = {v}, so correct_len = min({r}, {v} − 1) = **{c}**, cap_trim_lens = {x}; {src}.",
+                 "CapCorrectLen：verify_len = {v}，所以 correct_len = min({r}, {v} − 1) = **{c}**，cap_trim_lens = {x}；{src}。",
+                 v=ev.verify_len, r=ev.raw, c=ev.capped, x=ev.trim, src=src)
+    if isinstance(ev, E.Finalize):
+        if not ev.greedy:
+            gather = t("bonus = predicts[accept_index[{k}]] = predicts[{g}] = {b}; ", "bonus = predicts[accept_index[{k}]] = predicts[{g}] = {b}；",
+                       k=ev.k, g=ev.gather_row, b=L(ev.bonus))
+        else:
+            gather = ""
+        return t("{g}commit_lens = correct_len + 1 = **{a}**; new_seq_lens = {p} + {a} = {n}; rows 0..{last} keep their KV.",
+                 "{g}commit_lens = correct_len + 1 = **{a}**；new_seq_lens = {p} + {a} = {n}；第 0..{last} 行保留 KV。",
+                 g=gather, a=ev.commit_len, p=ev.prefix, n=ev.new_seq_len, last=ev.commit_len - 1)
     if isinstance(ev, E.Warning_):
         return ("注意：" if z else "Note: ") + esc(ev.message)
     return getattr(ev, "kind", type(ev).__name__)

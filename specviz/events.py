@@ -57,6 +57,7 @@ class AcceptTest:  # chain rejection (q given) or target-only (q None: running s
     bound: float | None = None
     single_fired: bool = False
     level: int | None = None
+    q_valid: bool | None = None  # chain, 0.5.23: does q pass 0 < q <= 1 (None: earlier semantics, no such rule)
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,7 @@ class Terminal:
     row: int
     token: int
     coin: float | None = None  # sampling: u_final
+    provisional: bool = False  # DSpark: a later window cap re-reads the bonus
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,31 @@ class Commit:
     request: int
     k: int
     accept_len: int
+
+
+@dataclass(frozen=True)
+class Cap:  # DSpark CapCorrectLen: the verify window shorter than T
+    request: int
+    raw: int  # the accept kernel's correct_len
+    capped: int  # min(raw, verify_len - 1)
+    verify_len: int
+    trim: int  # cap_trim_lens = raw - capped
+    bonus: int  # re-read at capped
+    greedy: bool
+    gather_row: int | None = None  # sampling: accept_index[b, capped]
+
+
+@dataclass(frozen=True)
+class Finalize:  # DSpark FinalizeAcceptLens
+    request: int
+    k: int  # correct_len (capped)
+    commit_len: int  # k + 1
+    prefix: int
+    new_seq_len: int
+    bonus: int
+    greedy: bool
+    gather_row: int | None = None
+    output: tuple = ()  # BuildOutTokens' first commit_lens entries: the accepted drafts, then the bonus
 
 
 @dataclass(frozen=True)
@@ -153,7 +180,7 @@ def typed(e: Event, via_sibling: bool = False):
     if e.kind == "accept_test":
         return AcceptTest(b, node, int(d["token"]), float(d["p"]), float(d["coin"]), bool(d["accepted"]), _f(d.get("q")),
                           _f(d.get("u_times_q")), _f(d.get("accept_prob")), _f(d.get("prob_acc")), _f(d.get("bound")),
-                          bool(d.get("single_fired", False)), d.get("level"))
+                          bool(d.get("single_fired", False)), d.get("level"), d.get("q_valid"))
     if e.kind == "accept":
         prow = next((int(i) for a, i, _ in e.writes if a == "predicts"), None)
         return Accept(b, node, int(d["token"]), int(d["row"]), int(d["k"]), prow, _f(d.get("next_coin")))
@@ -168,7 +195,14 @@ def typed(e: Event, via_sibling: bool = False):
     if e.kind == "residual":
         return Residual(b, node, str(d.get("source", "")))
     if e.kind == "terminal":
-        return Terminal(b, node, int(d.get("row", node if node is not None else 0)), int(d["token"]), _f(d.get("coin")))
+        return Terminal(b, node, int(d.get("row", node if node is not None else 0)), int(d["token"]), _f(d.get("coin")),
+                        bool(d.get("provisional", False)))
+    if e.kind == "cap":
+        return Cap(b, int(d["raw"]), int(d["capped"]), int(d["verify_len"]), int(d["trim"]), int(d["bonus"]), bool(d["greedy"]),
+                   d.get("gather_row"))
+    if e.kind == "finalize":
+        return Finalize(b, int(d["k"]), int(d["commit_len"]), int(d["prefix"]), int(d["new_seq_len"]), int(d["bonus"]),
+                        bool(d["greedy"]), d.get("gather_row"), tuple(int(x) for x in d.get("output", ())))
     if e.kind == "commit":
         k = int(d.get("k", 0))
         return Commit(b, k, int(d.get("accept_len", k + 1)))

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from . import algorithms
-from .events import (Accept, AcceptTest, Commit, Compare, Reject, Residual, Start, Terminal, Visit,  # noqa: F401
+from .events import (Accept, AcceptTest, Cap, Commit, Compare, Finalize, Reject, Residual, Start, Terminal, Visit,  # noqa: F401
                      typed, typed_events)
 from .frames import replay
 
@@ -68,6 +68,14 @@ def advance(w: WalkState, ev, n: int, dspark: bool) -> None:
         if dspark:
             for i in range(ev.k + 1):
                 w.states[i] = "accepted"
+    elif isinstance(ev, Cap):  # the window cap: accepted drafts beyond verify_len - 1 are trimmed
+        for i in range(ev.capped + 1, ev.raw + 1):
+            w.states[i] = "discarded"
+        w.num_accepted = ev.capped
+        w.bonus = (ev.capped, ev.bonus)
+    elif isinstance(ev, Finalize):
+        w.num_accepted = ev.k
+        w.bonus = (ev.k, ev.bonus)
 
 
 def walk_after(events, step: int, n: int, request: int = 0, dspark: bool = False) -> WalkState:
@@ -181,11 +189,24 @@ def scan_view(events, n: int, parents=None, chain: bool = False, cut_after_rejec
                 v.bonus = (ev.node, ev.token)
         elif isinstance(ev, Commit) and finish:
             v.states = [x if x in ("accepted", "rejected") else "discarded" for x in v.states]
+        elif isinstance(ev, Cap):  # DSpark: the window cap trims accepted slots beyond verify_len - 1
+            for j in range(ev.capped + 1, min(ev.raw + 1, n)):
+                v.states[j] = "discarded"
+            v.bonus = (ev.capped, ev.bonus)
+        elif isinstance(ev, Finalize):
+            v.bonus = (ev.k, ev.bonus)
     return v
 
 
-def dspark_matches(s, b: int = 0) -> list:
-    """DSpark greedy: does draft t+1 equal the target's prediction after row t? (one bool per row t)"""
-    chain = s.tree(b).tokens
-    tp = s.target_predict(b)
-    return [int(chain[t + 1]) == int(tp[t]) for t in range(len(chain) - 1)]
+def dspark_matches(events, b: int = 0) -> list:
+    """DSpark greedy: does draft t+1 equal the target's prediction after row t? (one bool per row t),
+    read from the replay's ``compare`` events (typed or recorded), never recomputed beside them."""
+    out = []
+    for ev in events:
+        if getattr(ev, "request", None) != b:
+            continue
+        if isinstance(ev, Compare):
+            out.append(bool(ev.match))
+        elif getattr(ev, "kind", None) == "compare":
+            out.append(bool(ev.data["match"]))
+    return out

@@ -21,6 +21,8 @@ Event kinds (``Event.kind``):
 ``residual``              the terminal distribution is formed (plain target row or residual)
 ``terminal``              the bonus / correction token is written at the last accepted row
 ``commit``                accept_token_num written; the request is done
+``cap``                   DSpark: the verify window caps correct_len (CapCorrectLen); the bonus is re-read
+``finalize``              DSpark: commit_lens = correct_len + 1 and new_seq_lens written (FinalizeAcceptLens)
 ``warning``               a degenerate but legal situation, explained in ``data['message']``
 ``build_link``            tree build: a node is linked under its parent
 ``build_row``             tree build: a node's mask row and position are written
@@ -35,7 +37,7 @@ import numpy as np
 
 EVENT_KINDS = (
     "start", "visit", "compare", "accept_test", "accept", "reject", "next_sibling", "no_child",
-    "depth_limit", "residual", "terminal", "commit", "warning", "build_link", "build_row",
+    "depth_limit", "residual", "terminal", "commit", "cap", "finalize", "warning", "build_link", "build_row",
 )
 
 

@@ -44,6 +44,8 @@ def _chain(s, inputs, ops, kw):
 def _dspark_sampling(s, inputs, ops, kw):
     out = _chain(s, inputs, ops, kw)
     out.update(dspark_lengths(s, inputs, out["accept_token_num"], predicts=out["predicts"], accept_index=out["accept_index"]))
+    if kw.get("trace") is not None:
+        trace_dspark_tail(kw["trace"], inputs, out, greedy=False)
     return out
 
 
@@ -51,7 +53,53 @@ def _dspark_greedy(s, inputs, ops, kw):
     correct_len, _bonus = ops.dspark_accept_greedy(inputs["candidates"], inputs["target_predict"], **kw)
     out = {"raw_correct_len": _np(correct_len)}
     out.update(dspark_lengths(s, inputs, _np(correct_len), target_predict=_np(inputs["target_predict"])))
+    if kw.get("trace") is not None:
+        trace_dspark_tail(kw["trace"], inputs, out, greedy=True)
     return out
+
+
+def trace_dspark_tail(trace, inputs, out: dict, *, greedy: bool) -> None:
+    """Record the steps after the accept kernel (SEMANTICS §8) in the one trace, once per request.
+
+    The accept kernel's trace (AcceptGreedy, or the chain sampler) ends each request with its
+    ``commit`` at the uncapped length. After it: ``cap`` (CapCorrectLen, only when the request's
+    verify window is shorter than T: capped = min(correct_len, verify_lens - 1), the bonus re-read
+    at capped) and ``finalize`` (FinalizeAcceptLens: commit_lens, new_seq_lens). Their writes
+    leave the traced arrays equal to the result, so every frame and caption reads the capped
+    values from the events, never from a second computation. A kernel ``terminal`` that the cap
+    overrides is marked ``provisional``."""
+    import dataclasses
+
+    import numpy as np
+
+    cand, prefix, vlens = _np(inputs["candidates"]), _np(inputs["seq_lens"]), _np(inputs["verify_lens"])
+    bs, T = cand.shape
+    for name in ("correct_len", "bonus", "cap_trim_lens", "commit_lens", "new_seq_lens"):
+        if name not in trace.initial:
+            trace.initial[name] = np.zeros(bs, dtype=np.asarray(out[name]).dtype)
+    raw = [int(x) for x in out["raw_correct_len"]]
+    events = []
+    for ev in trace.events:
+        b = ev.request
+        if ev.kind == "terminal" and int(out["correct_len"][b]) != raw[b]:
+            ev = dataclasses.replace(ev, data={**ev.data, "provisional": True})
+        events.append(ev)
+        if ev.kind != "commit":
+            continue
+        k, bonus, trim = int(out["correct_len"][b]), int(out["bonus"][b]), int(out["cap_trim_lens"][b])
+        gather_row = None if greedy else int(np.asarray(out["accept_index"])[b, k])
+        writes = [("correct_len", b, k), ("bonus", b, bonus), ("cap_trim_lens", b, trim)]
+        if int(vlens[b]) < T:
+            trace.emit("cap", b, k, writes, raw=raw[b], capped=k, verify_len=int(vlens[b]), trim=trim, bonus=bonus,
+                       greedy=greedy, gather_row=gather_row, T=T)
+            events.append(trace.events.pop())
+        commit = int(out["commit_lens"][b])
+        trace.emit("finalize", b, k, writes + [("commit_lens", b, commit), ("new_seq_lens", b, int(out["new_seq_lens"][b]))],
+                   k=k, commit_len=commit, prefix=int(prefix[b]), new_seq_len=int(out["new_seq_lens"][b]), bonus=bonus,
+                   output=[int(x) for x in np.asarray(out["out_tokens"])[b][:commit]],
+                   greedy=greedy, gather_row=gather_row, T=T)
+        events.append(trace.events.pop())
+    trace.events = events
 
 
 def dspark_lengths(s, inputs, correct_len, **bonus_src) -> dict:

@@ -33,9 +33,9 @@ Mistakes (``settings.mistakes``), each a classic bug that breaks a proof (``proo
                    input rows: the root's row is lost.
 ``no_shift``       emit the accepted rows' own tokens (``candidates[accept_index]``) instead of
                    ``predicts[accept_index]``.
-``q_as_buffer``    hand the target-only sampler the Draft's q as its work buffer instead of zeros
-                   (only its terminal draw reads the buffer; the loop redraws that token from
-                   ``relu(p - buffer)`` with the buffer starting at q, as the kernel would).
+``q_as_buffer``    hand the target-only sampler the Draft's q as its work buffer instead of zeros:
+                   the backend's kernel itself gets q (row i = the Draft's distribution at node i)
+                   and its terminal draw subtracts it, ``relu(p - buffer)``.
 ``mask_drop_ancestor`` a tree mask missing an ancestor: every node at depth >= 2 loses its
                    parent's column in the verify forward.
 """
@@ -150,13 +150,27 @@ class Round:
 class LoopRun:
     prompt: str
     prompt_ids: list
-    settings: LoopSettings
+    settings: LoopSettings          # as run: ``checked()``, so n is the one the server forces for topk = 1
     rounds: list = field(default_factory=list)
     vocab: str = ""
+    max_tokens: int | None = None   # the output is cut here (the last round may accept more)
+    notes: list = field(default_factory=list)  # what the run did differently from the request, one sentence each
+
+    @property
+    def round_tokens(self) -> list:
+        """Every token the rounds emitted (the last round's may go past ``max_tokens``)."""
+        return [t for r in self.rounds for t in r.emitted]
 
     @property
     def generated(self) -> list:
-        return [t for r in self.rounds for t in r.emitted]
+        """The output: the rounds' tokens, cut at ``max_tokens`` as a server cuts at max_new_tokens."""
+        out = self.round_tokens
+        return out if self.max_tokens is None else out[: self.max_tokens]
+
+    @property
+    def dropped(self) -> int:
+        """Tokens the last round accepted beyond ``max_tokens`` (cut from the output)."""
+        return len(self.round_tokens) - len(self.generated)
 
     @property
     def text(self) -> str:
@@ -399,10 +413,12 @@ class Decoder:
         else:
             target_probs = ops.target_probs_from_logits(logits_dev, temperature=float(s.temperature)).reshape(1, n, -1)
             if s.algorithm == "target_only":
+                # The work buffer: zeros (what SGLang passes), or under the mistake the Draft's q, handed to the kernel.
+                work = torch.from_numpy(tree.node_q).reshape(1, n, -1).to(dev) if "q_as_buffer" in mistakes else None
                 res = ops.tree_sampling_target_only(cand, ri, nt, ns, coins.reshape(1, n).to(dev), coin_final.to(dev),
                                                     target_probs,
                                                     num_speculative_tokens=W, threshold_single=s.threshold_single,
-                                                    threshold_acc=s.threshold_acc)
+                                                    threshold_acc=s.threshold_acc, draft_probs=work)
                 buffer_final = _host(res.draft_probs[0]).copy()
             else:
                 draft_probs = torch.from_numpy(tree.proposal_q[1:]).reshape(1, n - 1, -1).to(dev)
@@ -414,8 +430,6 @@ class Decoder:
         accept_index = [int(x) for x in _host(res.accept_index)[0]]
         k = int(_host(res.accept_token_num)[0])
         nodes = accept_index[: k + 1]                  # bs = 1: global row == node
-        if "q_as_buffer" in mistakes and s.algorithm == "target_only" and k < W - 1:
-            predicts[nodes[-1]] = self._terminal_with_q(tree, nodes[-1], target_probs, buffer_final, float(coin_final))
 
         # Outputs: the token after each kept row (the shift), or the mistake's rows' own tokens.
         if "no_shift" in mistakes:
@@ -448,16 +462,6 @@ class Decoder:
         self.root = bonus
         return rnd
 
-    @staticmethod
-    def _terminal_with_q(tree: DraftTree, node: int, p_rows: np.ndarray, buf_out: np.ndarray, coin: float) -> int:
-        """The terminal draw had the work buffer started from q: relu(p - buffer) with rejected children overwritten."""
-        buf = tree.node_q[node].copy()
-        kids = [i for i, par in enumerate(tree.parents) if par == node]
-        for i in kids:
-            buf[tree.candidates[i]] = buf_out[node, tree.candidates[i]]
-        dist = np.maximum(p_rows[node] - buf, 0).astype(np.float32)
-        return _draw(dist, coin)
-
 
 def _host(x) -> np.ndarray:
     """A backend result as a host numpy array (one device-to-host copy for a GPU tensor)."""
@@ -466,15 +470,35 @@ def _host(x) -> np.ndarray:
 
 @single_threaded
 def run_loop(prompt: str, settings: LoopSettings, models=None, max_tokens: int | None = None) -> LoopRun:
-    """Run ``settings.rounds`` rounds (or until ``max_tokens`` tokens are emitted)."""
+    """Run ``settings.rounds`` rounds, or until ``max_tokens`` tokens are emitted.
+
+    A round accepts up to depth + 1 tokens at once, so the last round can go past ``max_tokens``;
+    as a server stops at max_new_tokens, ``run.generated`` / ``run.text`` are cut at exactly
+    ``max_tokens`` (``run.dropped`` counts the cut tokens; the rounds keep what they accepted).
+    With topk = 1 the server forces num_draft_tokens = depth + 1 (SEMANTICS §1): ``run.settings``
+    holds the forced value and ``run.notes`` says so when it differs from the request."""
+    if max_tokens is not None and (not isinstance(max_tokens, (int, np.integer)) or max_tokens < 1):
+        raise SpecvizError("max_tokens", f"is {max_tokens!r}: ask for at least 1 token, or None for every round's tokens")
     dec = Decoder(prompt, settings, models)
-    run = LoopRun(prompt=prompt, prompt_ids=dec.prompt_ids, settings=dec.settings, vocab=dec.tok.vocab)
+    run = LoopRun(prompt=prompt, prompt_ids=dec.prompt_ids, settings=dec.settings, vocab=dec.tok.vocab,
+                  max_tokens=None if max_tokens is None else int(max_tokens), notes=settings_notes(settings, dec.settings))
     for _ in range(dec.settings.rounds):
         dec.step()
         if max_tokens is not None and len(dec.history) - len(dec.prompt_ids) >= max_tokens:
             break
     run.rounds = dec.rounds
+    if run.dropped:
+        run.notes.append(f"max_tokens = {max_tokens}: the last round accepted {run.dropped} more token(s); "
+                         f"they are cut from the output, as a server stops at max_new_tokens")
     return run
+
+
+def settings_notes(asked: LoopSettings, used: LoopSettings) -> list:
+    """One sentence per setting the run had to change (today: n forced for topk = 1)."""
+    if asked.num_draft_tokens != used.num_draft_tokens:
+        return [f"topk = 1: the server forces num_draft_tokens = depth + 1 = {used.num_draft_tokens} "
+                f"(asked {asked.num_draft_tokens}); SEMANTICS §1"]
+    return []
 
 
 @single_threaded

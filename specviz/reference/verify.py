@@ -14,7 +14,7 @@ from ..errors import SpecvizError, SpecvizWarning
 from ..results import TreeSampleResult, VerifyResult
 from ..trace import Trace
 from ..validate import (INT32_MAX, INT32_MIN, check_semantics, check_shape, check_tokens, check_tree_arrays, check_width, coin_array,
-                        int_array, prob_array)
+                        float_array, int_array, prob_array)
 
 from .cdf import chain_inverse_cdf, target_only_inverse_cdf
 
@@ -144,14 +144,28 @@ def check_threshold(name: str, v) -> float:
     return v
 
 
+def check_work_buffer(draft_probs, shape) -> np.ndarray:
+    """The target-only sampler's work buffer on entry as float32 [bs, n, V]: zeros for None (SGLang's
+    zero buffer), else finite values in [0, 1] of exactly ``shape`` (the "q as buffer" mistake)."""
+    if draft_probs is None:
+        return np.zeros(shape, dtype=F32)
+    buf = float_array("draft_probs", draft_probs, 3).astype(F32).copy()
+    check_shape("draft_probs", buf, tuple(shape), "(the work buffer: [bs, n, V], like target_probs)")
+    if not np.all(np.isfinite(buf)) or np.any(buf < 0) or np.any(buf > 1):
+        raise SpecvizError("draft_probs", "holds values outside [0, 1]: the work buffer starts at zero (None) or at a probability table")
+    return buf
+
+
 def tree_sampling_target_only(candidates, retrieve_index, retrieve_next_token, retrieve_next_sibling, uniform_samples,
                               uniform_samples_for_final_sampling, target_probs, *, num_speculative_tokens,
-                              threshold_single=1.0, threshold_acc=1.0, semantics="0.5.23",
+                              threshold_single=1.0, threshold_acc=1.0, semantics="0.5.23", draft_probs=None,
                               trace: Trace | None = None) -> TreeSampleResult:
     """SGLang's TreeSpeculativeSamplingTargetOnly: sibling scan with a running sum of target mass.
 
     uniform_samples [bs, n]: coin of each level, indexed by the last accepted *node*;
     uniform_samples_for_final_sampling [bs]; target_probs [bs, n, V] (p of each node's row).
+    draft_probs [bs, n, V]: the work buffer on entry. None = zeros, what SGLang passes; anything
+    else is the "q as buffer" mistake (the terminal draw then subtracts it).
     Returns predicts, accept_index, accept_token_num and the work buffer draft_probs [bs, n, V].
     """
     cand, ri, nt, ns = check_tree_arrays(candidates, retrieve_index, retrieve_next_token, retrieve_next_sibling)
@@ -173,7 +187,7 @@ def tree_sampling_target_only(candidates, retrieve_index, retrieve_next_token, r
     predicts = np.zeros(bs * n, dtype=np.int32)
     accept_index = np.full((bs, W), -1, dtype=np.int32)
     accept_token_num = np.zeros(bs, dtype=np.int32)
-    buf = np.zeros((bs, n, V), dtype=F32)
+    buf = check_work_buffer(draft_probs, (bs, n, V))
     if trace is not None:
         trace.begin("tree_sampling_target_only", predicts=predicts, accept_index=accept_index,
                     accept_token_num=accept_token_num, draft_probs=buf)
@@ -287,6 +301,22 @@ def check_chain_args(candidates, retrieve_index, uniform_samples, uniform_sample
     return cand, ri, u, uf, p, q
 
 
+def chain_accept_probability(p: float, q: float, semantics: str = "0.5.23") -> float:
+    """P(the chain test accepts) over a coin u uniform in [0, 1), for target mass p and draft mass q.
+
+    0.5.23 accepts iff 0 < q <= 1 and u*q < p: min(1, p/q) for a valid q, else 0 (q = 0 is
+    rejected for every coin). Earlier releases test u*q < p alone: min(1, p/q) for q > 0; with
+    q = 0 the product is 0, so every coin accepts iff p > 0."""
+    p, q = float(p), float(q)
+    if semantics == "0.5.23" and not (0 < q <= 1):
+        return 0.0
+    if q > 0:
+        return min(1.0, max(p, 0.0) / q)
+    if q == 0:
+        return 1.0 if p > 0 else 0.0
+    return 1.0 if p >= 0 else 0.0  # q < 0 (earlier releases only): u*q <= 0, so u*q < p for every u > 0
+
+
 def chain_rejection_sampling(candidates, retrieve_index, uniform_samples, uniform_samples_for_final_sampling,
                              target_probs, draft_probs, *, num_speculative_tokens, semantics="0.5.23",
                              trace: Trace | None = None) -> VerifyResult:
@@ -330,8 +360,8 @@ def chain_rejection_sampling(candidates, retrieve_index, uniform_samples, unifor
             if trace is not None:
                 trace.emit("visit", b, s, row=int(ri[b, s]))
                 trace.emit("accept_test", b, s, token=tok, p=float(pt), q=float(qt), coin=float(c), u_times_q=float(prod),
-                           accept_prob=float(min(1.0, pt / qt)) if qt > 0 else (1.0 if pt > 0 else 0.0), accepted=ok,
-                           rule="0 < q <= 1 and u*q < p" if new else "u*q < p")
+                           accept_prob=chain_accept_probability(pt, qt, semantics), accepted=ok,
+                           q_valid=bool(0 < qt <= 1) if new else None, rule="0 < q <= 1 and u*q < p" if new else "u*q < p")
             if not ok:
                 if trace is not None:
                     trace.emit("reject", b, s, token=tok, p=float(pt), q=float(qt))

@@ -62,51 +62,24 @@ def require_algorithm(s, key: str, slot: str, step_key: str, algorithms: tuple, 
 # -- the step player's frames (every step goes to the browser at once) ------------------------------
 
 def array_rows(arrays: dict, seen, vocab: list, compact: bool = False) -> list:
-    """accept_index and predicts after the events ``seen``, as the player's chip rows.
+    """accept_index and predicts after the events ``seen`` (``playframes.array_rows`` in the page's language)."""
+    from specviz.ui import playframes
 
-    ``compact``: list only the predicts rows written so far (a big tree's 64 chips would bury them)."""
-    from specviz.ui import player
-
-    ai = arrays["accept_index"].reshape(-1).tolist()
-    pr = arrays["predicts"].reshape(-1).tolist()
-    last = {(name, i) for e in seen[-1:] for (name, i, _) in e.writes}
-    rows = [player.Row("accept_index", [(v, "current" if ("accept_index", j) in last else ("accepted" if v >= 0 else "pending"),
-                                         f"accept_index[0][{j}] = {v}") for j, v in enumerate(ai)])]
-    written = {i for e in seen for (name, i, _) in e.writes if name == "predicts"}
-
-    def word(v):
-        return vocab[v] if 0 <= v < len(vocab) else str(v)
-
-    if compact:
-        rows.append(player.Row(ui.tr("predicts (rows written)", "predicts（已写入的行）"),
-                               [(f"{j}→{word(pr[j])}", "current" if ("predicts", j) in last else "accepted", f"predicts[{j}] = {pr[j]}")
-                                for j in sorted(written)] or [("·", "pending", ui.tr("nothing written yet", "尚未写入"))]))
-    else:
-        rows.append(player.Row("predicts", [(word(v), "current" if ("predicts", j) in last else "accepted", f"predicts[{j}] = {v} ({word(v)})")
-                                            if j in written else ("·", "pending", f"predicts[{j}]: not written (init {v})")
-                                            for j, v in enumerate(pr)]))
-    return rows
+    return playframes.array_rows(arrays, seen, vocab, ui.lang(), compact=compact)
 
 
 def dist_chips(vocab: list, values, chosen: int | None = None, fmt: str = "{:.3g}", skip_zero: bool = False) -> list:
-    """One chip per token: ``A .25`` (the chosen token marked as the bonus); ``skip_zero``: only tokens with mass."""
-    out = [(f"{t} {fmt.format(float(v))}", "bonus" if chosen == i else ("pending" if float(v) <= 0 else "compared"),
-            f"{t}: {float(v):.4g}") for i, (t, v) in enumerate(zip(vocab, values)) if not skip_zero or float(v) > 0 or chosen == i]
-    return out or ["0"]
+    """One chip per token (``playframes.dist_chips``)."""
+    from specviz.ui import playframes
+
+    return playframes.dist_chips(vocab, values, chosen, fmt, skip_zero)
 
 
 def terminal_draw_rows(label: str, vocab: list, values, chosen: int | None, coin: float, skip_zero: bool = False) -> list:
-    """The terminal draw as two player rows: the normalised distribution (chosen token marked) and
-    u_final -> the token, once drawn. ``values``: the unnormalised terminal distribution."""
-    from specviz.ui import player
+    """The terminal draw as two player rows (``playframes.terminal_draw_rows`` in the page's language)."""
+    from specviz.ui import playframes
 
-    values = [float(x) for x in values]
-    total = sum(values)
-    hint = ui.tr("the inverse-CDF draw picks the first token whose cumulative mass exceeds u_final",
-                 "逆 CDF 采样：选出累计质量首次超过 u_final 的 token")
-    return [player.Row(label, dist_chips(vocab, [v / total if total > 0 else 0.0 for v in values], chosen, skip_zero=skip_zero)),
-            player.Row("u_final", [(f"{coin:.3f}", "compared" if chosen is None else "bonus", hint)]
-                       + ([f"→ {vocab[chosen]}"] if chosen is not None else []))]
+    return playframes.terminal_draw_rows(label, vocab, values, chosen, coin, ui.lang(), skip_zero=skip_zero)
 
 
 def end_state_note() -> None:
