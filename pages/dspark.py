@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from specviz import captions, edits, steps
+from specviz import captions, edits, steps, wording
 from specviz import distributions as dist
 from specviz.errors import SpecvizError
 from specviz.frames import replay
@@ -180,7 +180,7 @@ run = ui.run(s)
 if run is None:
     share_ui.sidebar_controls(KEY, s, slot=SLOT, step_key=STEP)
     st.stop()
-for w in run.warnings:
+for w in wording.run_warnings(run, ui.lang(), esc=md):  # worded from the trace: labels, the page's language
     st.warning(w)
 ui.backend_badge(s)
 res = run.result

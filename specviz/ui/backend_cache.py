@@ -108,13 +108,29 @@ def usable_backends() -> list[str]:
     return [b for b, why in available_backends().items() if why is None]
 
 
-def backend_label(name: str) -> str:
+def _label(name: str) -> str:
+    """specviz.backends.backend_label in the chosen language."""
+    from specviz.backends import backend_label as label, triton_mode
+
+    if name == "numpy":
+        return tr("numpy (reference)", "numpy（参考实现）")
+    if name == "triton" and triton_mode() != "gpu":
+        return tr("triton (CPU interpreter)", "triton（CPU 解释器）")
+    return label(name)
+
+
+def interpreted(name: str) -> bool:
+    """True when ``name`` runs its kernels under the Triton interpreter here (slow: a button, not a rerun)."""
     from specviz.backends import backend_label as label
 
+    return "interpreter" in label(name)
+
+
+def backend_label(name: str) -> str:
     if name == "numpy" or not backends_loaded():  # no availability known yet: the plain label
-        return label(name)
+        return _label(name)
     why = available_backends().get(name)
-    return label(name) if why is None else f"{name} ({tr('unavailable', '不可用')})"
+    return _label(name) if why is None else f"{name} ({tr('unavailable', '不可用')})"
 
 
 def backend() -> str:
