@@ -320,7 +320,7 @@ if res_ev is not None and term_ev is not None:
     k = res_ev.node
     full = res_ev.data.get("q") is None
     src = wording.residual_source(res_ev.data.get("source_code"), ui.lang(), fallback=md(res_ev.data["source"]))
-    st.markdown(tr("**Terminal draw at row {k}** ({src})", "**第 {k} 行的终止采样**（{src}）", k=k, src=src))
+    st.markdown(tr("**Terminal draw at row {k}** ({src})", "**第 {k} 行的终止采样**：{src}", k=k, src=src))
     res_args = (vocab, p_rows[k], None if full else req.draft_probs[k])
     res_kw = dict(coin_final=req.coin_final, chosen=term_ev.data["token"], bonus_from_p=full,
                   text={"norm": tr("normalised", "归一化"), "cdf": tr("terminal draw", "终止采样"),

@@ -78,13 +78,15 @@ def pytest_file(s: Scenario, run: Run | None = None) -> str:
     # The docstring holds user text (title, description, labels): it is written as one Python
     # literal by repr(), never pasted between quotes, so no text can end it and become code.
     doc = [f"specviz example {display_name(s)!r}: {s.title or s.algorithm} (exported from specviz; SGLang 0.5.23 semantics).",
-           "", *RUN_HOWTO.format(file=f"test_{file_stem(s)}.py").splitlines(), "",
-           *textwrap.wrap(s.description or "", 96), "",
+           "", *textwrap.wrap(s.description or "", 96), "",
            "Vocabulary (token id -> label): " + ", ".join(f"{i}={t}" for i, t in enumerate(label))]
     for c in run.commits:
         doc.append(f"Request {c.request}: input rows {c.accept_rows} ({' '.join(label[t] for t in c.committed_tokens)}) "
                    f"-> outputs {' '.join(label[t] for t in c.output_tokens)}; new_seq_len {c.new_seq_len}.")
-    lines = [_py_literal("\n".join(doc) + "\n"), "import numpy as np", "", IMPORT_SPECVIZ, "", ""]
+    # The how-to is comment lines above the docstring: readable as the file's first lines. Its only
+    # variable part is the file name, ASCII letters, digits and "_" (file_stem), so no text can leave the comment.
+    howto = ["# " + line if line else "#" for line in RUN_HOWTO.format(file=f"test_{file_stem(s)}.py").splitlines()]
+    lines = [*howto, "", _py_literal("\n".join(doc) + "\n"), "import numpy as np", "", IMPORT_SPECVIZ, "", ""]
     lines.append(f"VOCAB = {list(label)!r}")
     for key in ("candidates", "retrieve_index", "retrieve_next_token", "retrieve_next_sibling", "target_predict",
                 "target_probs", "draft_probs", "uniform_samples", "uniform_samples_for_final_sampling", "seq_lens",
@@ -140,13 +142,16 @@ def pytest_file(s: Scenario, run: Run | None = None) -> str:
 
 
 # How to run an exported file, in its header (``{file}``: the name the download button gives it).
-RUN_HOWTO = """How to run it: this file needs Python 3.10+, numpy, pytest and specviz. Install specviz from its
+RUN_HOWTO = """A specviz example exported as a test (SGLang 0.5.23 accept semantics).
+
+How to run it: this file needs Python 3.10+, numpy, pytest and specviz. Install specviz from its
 repository checkout (the folder holding pyproject.toml), then run pytest on this file from any folder:
 
-    python -m pip install /path/to/specviz        # or: pip install -e /path/to/specviz
+    python -m pip install /path/to/specviz        (or: pip install -e /path/to/specviz)
     python -m pytest -q {file}
 
-With the repository's virtualenv (README, command 1): /path/to/specviz/.venv/bin/python -m pytest -q {file}"""
+With the repository's own virtualenv (README, command 1):
+    /path/to/specviz/.venv/bin/python -m pytest -q {file}"""
 
 # The import of specviz: when it is not installed, one ImportError that says how to install it
 # (never a skip: a test that cannot run must not look like a pass).

@@ -6,7 +6,7 @@ builder, the coin and probability editors). Once its inputs differ from that pre
 preset of the same name on every call, so the words follow the inputs:
 
     origin(s)          -> Origin(name="running_example", preset=True, edited=True)
-    display_name(s)    -> "running_example (edited)"     ("running_example（已修改）" in zh)
+    display_name(s)    -> "running_example (edited)"     ("已修改的 running_example" in zh)
     file_stem(s)       -> "running_example_edited"       (export file names, test function names)
 
 A scenario whose name is not a preset's (loaded from a file, a link) is called by its own name.
@@ -61,7 +61,7 @@ def display_name(s: Scenario, lang: str = "en") -> str:
     o = origin(s)
     if not o.edited:
         return o.name
-    return f"{o.name}（已修改）" if lang == "zh" else f"{o.name} (edited)"
+    return f"已修改的 {o.name}" if lang == "zh" else f"{o.name} (edited)"
 
 
 def file_stem(s: Scenario) -> str:

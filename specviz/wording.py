@@ -76,9 +76,9 @@ def warning_sentence(code: str | None, request: int, node: int | None, params: d
                  "请求 {b}：节点 {i} 处的终止分布没有质量；SGLang 此时输出 token V-1 = {x}。", b=request, i=node, x=tok(V - 1))
     if code == "unlinked_node":
         return t("request {b}, node {i}: its parent candidate is not selected, so the node stays unlinked and unreachable "
-                 "(SGLang's CUDA builder prints 'invalid eagle tree'); its mask row and position are undefined in SGLang.",
+                 "(SGLang's CUDA builder prints `invalid eagle tree`); its mask row and position are undefined in SGLang.",
                  "请求 {b}，节点 {i}：它的父候选没有被选中，因此该节点不会被链接，也无法到达（SGLang 的 CUDA 构建器会打印 "
-                 "'invalid eagle tree'）；它在 SGLang 中的掩码行与 position 未定义。", b=request, i=node)
+                 "`invalid eagle tree`）；它在 SGLang 中的掩码行与 position 未定义。", b=request, i=node)
     return esc(fallback) if fallback else ""
 
 

@@ -284,11 +284,12 @@ def badge(diffs: dict | None, what: str = "") -> bool:
     if diffs is None:
         badge_pending()
         return False
-    names = ", ".join(backend_label(b) for b in diffs)
+    names = tr(", ", "、").join(backend_label(b) for b in diffs)
     bad = {b: d for b, d in diffs.items() if d is not None}
     suffix = f" · {what}" if what else ""
     if not bad:
-        st.success(tr("All backends agree ({names}){suffix}", "所有后端结果一致（{names}）{suffix}", names=names, suffix=suffix),
+        # (zh: a colon, not brackets around labels that carry their own: no nested （…（…）…）)
+        st.success(tr("All backends agree ({names}){suffix}", "所有后端结果一致：{names}{suffix}", names=names, suffix=suffix),
                    icon=":material/check_circle:")
         return True
     for b, d in bad.items():
