@@ -90,7 +90,7 @@ with c1:
     edited = naming.is_edited(s)  # an edited preset is not that preset: no preset shows as chosen
     st.selectbox(ui.tr("Preset", "预设"), names, index=names.index(s.name) if s.name in names and not edited else None,
                  key=f"w_audit_preset::{ver}", on_change=pick_preset,
-                 placeholder=(ui.tr("edited from {n}: choose a preset to reload", "由 {n} 修改：选择预设以重新加载", n=s.name)
+                 placeholder=(ui.tr("edited: {n} (pick a preset to reload it)", "已修改：{n}（选择预设可重新加载）", n=s.name)
                               if edited else ui.tr("choose a preset", "选择预设")))
     st.markdown(f"`{s.algorithm}` · bs = {len(s.requests)} · n = {s.n} · W = {s.width}")
     if s.describe(ui.lang()):

@@ -1,7 +1,7 @@
 """An edited preset is never called by the preset's name (issue 18, item 8).
 
 Load running_example, edit it (Target(R) = B: the walk R → B), and every place that names the
-scenario says it was edited: the sidebar's preset picker (no preset chosen, "edited from
+scenario says it was edited: the sidebar's preset picker (no preset chosen, "edited:
 running_example"), the share box ("… (edited)", and the step the link really opens at), every export
 file name, the offline HTML's title, the pytest file's test name, the Overview's heading. The
 unedited preset keeps its plain name everywhere. Names are derived from the live inputs
@@ -71,7 +71,7 @@ def test_naming_is_derived_from_the_inputs():
 def test_edited_preset_is_named_edited_everywhere_on_the_page(downloads):
     at = _greedy(_edited())
     picker = next(sb for sb in at.sidebar.selectbox if sb.label == "Preset")
-    assert picker.value is None and "edited from running_example" in picker.proto.placeholder
+    assert picker.value is None and "edited: running_example" in picker.proto.placeholder
     share = _unmd(next(c.value for c in at.sidebar.caption if "The link holds" in c.value))
     assert "the scenario 'running_example (edited)'" in share
     assert "It opens at step 3, the step this page was drawn at" in share  # the truth about the link's step
@@ -133,4 +133,4 @@ def test_share_box_in_chinese_names_the_edit():
     share = _unmd(next(c.value for c in at.sidebar.caption if "链接包含" in c.value))
     assert "场景“已修改的 running_example”" in share and "第 2 步" in share
     picker = next(sb for sb in at.sidebar.selectbox if sb.label == "预设")
-    assert picker.value is None and "由 running_example 修改" in picker.proto.placeholder
+    assert picker.value is None and "已修改：running_example" in picker.proto.placeholder

@@ -92,7 +92,7 @@ def scenario_io(slot: str = "tree", presets: list[str] | None = None) -> None:
         names = presets if presets is not None else preset_names()
         edited = is_edited(s)  # derived: the preset's name beside other inputs would be false
         cur = s.name if s.name in names and not edited else None
-        hint = (tr("edited from {n}: choose a preset to reload", "由 {n} 修改：选择预设以重新加载", n=s.name) if edited
+        hint = (tr("edited: {n} (pick a preset to reload it)", "已修改：{n}（选择预设可重新加载）", n=s.name) if edited
                 else tr("choose a preset", "选择预设"))
         choice = st.selectbox(tr("Preset", "预设"), names, index=names.index(cur) if cur else None,
                               key=f"w_preset::{slot}::{scenario_version(slot)}", placeholder=hint)
