@@ -200,3 +200,43 @@ def test_chinese_at_special_states(state):
         assert not any("token 0" in w for w in warnings), warnings
     if state == "chain_zero_mass":
         assert any("V-1 = R" in w.proto.body for w in at.warning), [w.proto.body for w in at.warning]
+
+
+def test_every_worded_code_in_both_languages():
+    """Each code the reference records (terminal-distribution sources, warnings) is worded in 简体中文
+    with no English sentence, and names tokens by label; the reference emits no code without words."""
+    import ast as _ast
+
+    from specviz import wording
+    from specviz.pitfalls import preset
+
+    s = preset("target_only_sampling")
+    vocab = _vocab()
+    emitted = set()
+    for path in (ROOT / "specviz" / "reference").glob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        # source, source_code = "English", "code"  /  ("English", "code") pairs
+        segments = re.findall(r'source, source_code = ([^\n]*(?:\n {20,}[^\n]*){0,3})', text)  # the statement and its continuation lines
+        sources = {c for seg in segments for c in re.findall(r'"([a-z_]+)"', seg)}
+        assert sources <= set(wording.SOURCES), sources - set(wording.SOURCES)
+        emitted |= sources
+        for node in _ast.walk(_ast.parse(text)):
+            if isinstance(node, _ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) in ("_warn", "emit"):
+                emitted |= {k.value.value for k in node.keywords if k.arg == "code" and isinstance(k.value, _ast.Constant)}
+                if getattr(node.func, "id", "") == "_warn" and len(node.args) > 4 and isinstance(node.args[4], _ast.Constant):
+                    emitted.add(node.args[4].value)
+    warn_codes = {"chain_q_zero", "chain_no_mass", "target_only_no_mass", "unlinked_node"}
+    assert warn_codes <= emitted and set(wording.SOURCES) <= emitted, emitted
+    for code in wording.SOURCES:
+        zh = wording.residual_source(code, "zh")
+        assert CJK.search(zh) and not english_runs(zh, vocab), (code, zh)
+    params = {"slot": 1, "token": 2, "p": 0.25, "semantics": "0.5.23", "row": 0, "vocab_size": s.vocab_size,
+              "last_valid_fallback": True}
+    for code in sorted(warn_codes):
+        for lang in ("en", "zh"):
+            text = wording.warning_sentence(code, 0, 3, params, s, lang)
+            assert text and "token 2" not in text and "= 5" not in text, text  # labels, not ids
+            if lang == "zh":
+                assert CJK.search(text) and not english_runs(text, vocab), (code, text)
+    assert "C" in wording.warning_sentence("chain_q_zero", 0, 1, params, s, "zh")  # token 2 is labelled C
+    assert "R" in wording.warning_sentence("target_only_no_mass", 0, 3, params, s, "en")  # V-1 = 5 is labelled R
