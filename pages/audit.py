@@ -7,6 +7,7 @@ import json
 
 import streamlit as st
 
+from specviz import naming
 from specviz.audit import audit, auditable_fields, expected_outputs, parse_claimed_text, row_outputs
 from specviz.errors import SpecvizError
 from specviz.pitfalls import display
@@ -86,8 +87,11 @@ with c1:
         if choice:
             ui.set_scenario(SLOT, ui.load_preset(choice))
 
-    st.selectbox(ui.tr("Preset", "预设"), names, index=names.index(s.name) if s.name in names else None,
-                 key=f"w_audit_preset::{ver}", on_change=pick_preset, placeholder=ui.tr("choose a preset", "选择预设"))
+    edited = naming.is_edited(s)  # an edited preset is not that preset: no preset shows as chosen
+    st.selectbox(ui.tr("Preset", "预设"), names, index=names.index(s.name) if s.name in names and not edited else None,
+                 key=f"w_audit_preset::{ver}", on_change=pick_preset,
+                 placeholder=(ui.tr("edited: {n} (pick a preset to reload it)", "已修改：{n}（选择预设可重新加载）", n=s.name)
+                              if edited else ui.tr("choose a preset", "选择预设")))
     st.markdown(f"`{s.algorithm}` · bs = {len(s.requests)} · n = {s.n} · W = {s.width}")
     if s.describe(ui.lang()):
         st.caption(md_prose(s.describe(ui.lang())))

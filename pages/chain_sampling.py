@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from specviz import edits
+from specviz import edits, wording
 from specviz import distributions as dist
 from specviz.engine import scenario_inputs, scenario_key
 from specviz.errors import SpecvizError
@@ -96,14 +96,23 @@ def _randomise():
     _store(build)
 
 
+TEXT_ERR = "sv_chain_text_err"  # the "Apply the text" button's own error, drawn right under the button
+TEXT_OK = "sv_chain_text_ok"
+
+
 def _apply_text(ver: int):
-    """on_click (a callback, so the click is never lost to a rerun): the typed p and q rows."""
+    """on_click (a callback, so the click is never lost to a rerun): the typed p and q rows.
+
+    Both rows are applied together or not at all; a refusal is kept for the next run and shown
+    under the button that caused it (the typed text stays in the boxes to be fixed)."""
     def build(cur):
         V = len(cur.vocab)
         rows_p = dist.rows_from_text("requests[0].target_probs", st.session_state.get(f"w_chain_ptext::{ver}", ""), V)
         rows_q = dist.rows_from_text("requests[0].draft_probs", st.session_state.get(f"w_chain_qtext::{ver}", ""), V)
         return edits.set_fields(cur, 0, target_probs=rows_p, draft_probs=rows_q)
-    _store(build)
+    before = ui.scenario_version(SLOT)
+    _store(build, err_key=TEXT_ERR)
+    st.session_state[TEXT_OK] = ui.scenario_version(SLOT) != before
 
 
 def _set_coin0(value: float):
@@ -221,6 +230,13 @@ with edit_box:
         p_text = tx1.text_area("target_probs (p)", dist.rows_to_text(p_rows), key=f"w_chain_ptext::{VER}", height=130)
         q_text = tx2.text_area("draft_probs (q)", dist.rows_to_text(req.draft_probs), key=f"w_chain_qtext::{VER}", height=130)
         st.button(tr("Apply the text", "应用文本"), key="w_chain_apply", on_click=_apply_text, args=(VER,))
+        if TEXT_ERR in st.session_state:  # this click's answer, next to the button (never in another column)
+            ui.show_deferred_error(TEXT_ERR)
+            st.caption(tr("Nothing was applied: p and q are unchanged, and your text is kept above to fix.",
+                          "未应用任何修改：p 与 q 保持不变，你输入的文本仍保留在上方，可修改后再试。"))
+        elif st.session_state.pop(TEXT_OK, False):
+            st.success(tr("Applied: p and q now come from the text.", "已应用：p 与 q 现在来自上面的文本。"),
+                       icon=":material/check:")
 
 # ---------------------------------------------------------------------------------------------
 # The run, step by step
@@ -232,7 +248,7 @@ run = ui.run(s)
 if run is None:
     share_ui.sidebar_controls(KEY, s, slot=SLOT, step_key=STEP)
     st.stop()
-for w in run.warnings:
+for w in wording.run_warnings(run, ui.lang(), esc=md):  # worded from the trace: labels, the page's language
     st.warning(w)
 ui.backend_badge(s)
 
@@ -261,7 +277,8 @@ step_fig = step_fig_what = None  # the terminal draw, for the export box
 if res_ev is not None and term_ev is not None:
     k = res_ev.node
     full = res_ev.data.get("q") is None
-    st.markdown(tr("**Terminal draw at row {k}** ({src})", "**第 {k} 行的终止采样**（{src}）", k=k, src=res_ev.data["source"]))
+    src = wording.residual_source(res_ev.data.get("source_code"), ui.lang(), fallback=md(res_ev.data["source"]))
+    st.markdown(tr("**Terminal draw at row {k}** ({src})", "**第 {k} 行的终止采样**：{src}", k=k, src=src))
     res_args = (vocab, p_rows[k], None if full else req.draft_probs[k])
     res_kw = dict(coin_final=req.coin_final, chosen=term_ev.data["token"], bonus_from_p=full,
                   text={"norm": tr("normalised", "归一化"), "cdf": tr("terminal draw", "终止采样"),
@@ -334,7 +351,7 @@ def _monte_carlo(text: str, backend: str, trials: int, seed: int, from_q: bool):
 
 m1, m2, m3 = st.columns([1, 1, 2])
 # Triton under the CPU interpreter draws ~30 trials a second: offer small N and run only on request.
-slow = "interpreter" in ui.backend_label(ui.backend())
+slow = ui.interpreted(ui.backend())
 choices = [50, 100, 200, 500] if slow else [1000, 4000, 10000, 40000]
 trials = m1.select_slider(tr("trials N", "试验次数 N"), choices, value=choices[1], key=f"w_chain_mc_n::{slow}")
 trials = heavy.cap_trials(trials, s.n, s.vocab_size)  # at most MAX_TRIAL_CELLS cells per click

@@ -7,11 +7,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from specviz import edits, steps
+from specviz import edits, steps, wording
 from specviz import distributions as dist
 from specviz.errors import SpecvizError
 from specviz.render import dspark_charts as dc
-from specviz.render import sampling_charts as sc
 from specviz.ui import common as ui
 from specviz.ui import markup, player, playframes, sampling_page, share_ui
 from specviz.safety import md_text as md
@@ -179,7 +178,7 @@ run = ui.run(s)
 if run is None:
     share_ui.sidebar_controls(KEY, s, slot=SLOT, step_key=STEP)
     st.stop()
-for w in run.warnings:
+for w in wording.run_warnings(run, ui.lang(), esc=md):  # worded from the trace: labels, the page's language
     st.warning(w)
 ui.backend_badge(s)
 res = run.result

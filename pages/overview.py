@@ -1,7 +1,7 @@
 """Overview: the speculative decoding loop, the running example live, and where each page goes deeper."""
 import streamlit as st
 
-from specviz import captions, edits
+from specviz import captions, edits, naming
 from specviz.render.tree import loop_dot, tree_dot
 from specviz.ui import common as ui
 from specviz.ui import share_ui
@@ -64,9 +64,13 @@ words = {
 }
 ui.graph(loop_dot(words, highlight="accept"), width="stretch")
 
-st.subheader(ui.tr("The running example, live", "示例（实时）"))
 preset = ui.load_preset("running_example")
-if not edits.same_inputs(s, preset):  # derived on every run: is this still the running example?
+running = edits.same_inputs(s, preset)  # derived on every run: is this still the running example?
+if running:
+    st.subheader(ui.tr("The running example, live", "示例（实时）"))
+else:  # another tree: never the running example's name beside it
+    st.subheader(ui.tr("The scenario '{n}', live", "场景“{n}”（实时）", n=md(naming.display_name(s, ui.lang()))))
+if not running:
     c = st.columns([3, 1])
     c[0].caption(ui.tr("Showing your edited scenario (shared with the tree builder and greedy pages).",
                        "正在显示你编辑过的场景（与构建树、贪心接受页面共享）。"))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from specviz import edits, steps
+from specviz import edits, steps, wording
 from specviz import distributions as dist
 from specviz.engine import scenario_inputs, scenario_key
 from specviz.errors import SpecvizError
@@ -163,7 +163,7 @@ run = ui.run(s)
 if run is None:
     share_ui.sidebar_controls(KEY, s, slot=SLOT, step_key=STEP)
     st.stop()
-for w in run.warnings:
+for w in wording.run_warnings(run, ui.lang(), esc=md):  # worded from the trace: labels, the page's language
     st.warning(w)
 ui.backend_badge(s)
 
@@ -231,7 +231,7 @@ def _monte_carlo(text: str, backend: str, trials: int, seed: int):
 
 m1, m2, _ = st.columns([1, 1, 2])
 # Triton under the CPU interpreter draws ~30 trials a second: offer small N and run only on request.
-slow = "interpreter" in ui.backend_label(ui.backend())
+slow = ui.interpreted(ui.backend())
 choices = [50, 100, 200, 500] if slow else [1000, 4000, 10000, 40000]
 trials = m1.select_slider(tr("trials N", "试验次数 N"), choices, value=choices[1], key=f"w_to_mc_n::{slow}")
 trials = heavy.cap_trials(trials, s.n, s.vocab_size)  # at most MAX_TRIAL_CELLS cells per click

@@ -9,6 +9,7 @@ from pathlib import Path
 import streamlit as st
 
 from specviz.engine import run_scenario
+from specviz.naming import display_name
 from specviz.render.tree import tree_dot
 from specviz.ui import common as ui
 from specviz.ui import markup, share_ui
@@ -87,7 +88,7 @@ def live_summary(slot) -> str:
             parts.append(f"correct_len {c.num_correct_drafts} → {outs}")
         else:
             parts.append(f"{ui.tr('rows', '行')} {c.accept_rows} → {outs}")
-    return md(s.name) + " · " + md("; ".join(parts))
+    return md(display_name(s, ui.lang())) + " · " + md("; ".join(parts))
 
 
 # -- the six stops ------------------------------------------------------------------------------------
@@ -240,7 +241,7 @@ if live_slot:
             if not fig_s.is_tree:
                 dot = dot.replace("rankdir=TB", "rankdir=LR", 1)
             st.caption(ui.tr("Live: the inputs on that page now ({name}, request 0)", "实时：该页面当前的输入（{name}，请求 0）",
-                             name=fig_s.name))
+                             name=md(display_name(fig_s, ui.lang()))))
             ui.graph(dot, width="content")
         except Exception:  # noqa: BLE001  the picture never breaks the tour
             pass
@@ -273,13 +274,16 @@ for k, (prompt, check) in enumerate(stop["tries"]):
             done = bool(check())
         except Exception:  # noqa: BLE001  a prompt check never breaks the tour
             done = False
-    mark = ":material/check_box:" if done else (":material/check_box_outline_blank:" if done is False else ":material/forum:")
+    mark = (markup.icon("done", ui.tr("done", "已完成")) if done else
+            markup.icon("todo", ui.tr("not yet", "尚未完成")) if done is False else markup.icon("talk", ui.tr("for discussion", "讨论题")))
     status = (ui.tr(" — done ✔", " —— 已完成 ✔") if done else (ui.tr(" — not yet", " —— 尚未完成") if done is False else ""))
     markup.fixed_markup(f"<div style='font-size:1.2rem;margin:.4em 0'>{mark} {prompt[lang_i]}<span style='color:#555'>{status}</span></div>")
 
-st.caption(ui.tr(":material/check_box_outline_blank: / :material/check_box: prompts are checked against the live page's current inputs; "
-                 ":material/forum: prompts are for discussion.",
-                 ":material/check_box_outline_blank: / :material/check_box: 的提示会根据对应页面当前的输入自动检查；:material/forum: 的提示用于讨论。"))
+markup.show([markup.Markup("<div style='font-size:.9rem;color:#555'>"), markup.icon("todo", ui.tr("not yet", "尚未完成")), " / ",
+             markup.icon("done", ui.tr("done", "已完成")),
+             ui.tr("prompts are checked against the live page's current inputs; ", "的提示会根据对应页面当前的输入自动检查；"),
+             markup.icon("talk", ui.tr("for discussion", "讨论题")),
+             ui.tr("prompts are for discussion.", "的提示用于讨论。"), markup.Markup("</div>")])
 st.progress((step + 1) / len(STOPS), text=ui.tr("Stop {k} of {n}", "第 {k} 站，共 {n} 站", k=step + 1, n=len(STOPS)))
 share_ui.sidebar_controls(KEY, extra={"stop": step})
 ui.end_page()

@@ -6,6 +6,7 @@ caption can never describe another walk than the one drawn beside it. ``lang`` i
 from __future__ import annotations
 
 from .scenario import Scenario
+from .wording import event_warning, residual_source
 
 
 def _t(lang: str, en: str, zh: str) -> str:
@@ -224,9 +225,10 @@ def caption(ev, s: Scenario, lang: str = "en", esc=_plain_label) -> str:
                      "已接受 W − 1 = {k} 个 Draft：达到深度上限；bonus 直接从 p 采样。", k=ev.k)
         return t("Every draft was accepted: the bonus comes from plain p of the last row.", "全部 Draft 被接受：bonus 直接从最后一行的 p 采样。")
     if isinstance(ev, E.Residual):
+        src = residual_source(ev.code, lang, fallback=esc(ev.source))  # worded from the event's code, in this language
         if alg.key == "target_only" and ev.node is not None:
-            return t("Terminal distribution at node {i}: {src}.", "节点 {i} 处的终止分布：{src}。", i=ev.node, src=esc(ev.source))
-        return t("Terminal distribution: {src}.", "终止分布：{src}。", src=esc(ev.source))
+            return t("Terminal distribution at node {i}: {src}.", "节点 {i} 处的终止分布：{src}。", i=ev.node, src=src)
+        return t("Terminal distribution: {src}.", "终止分布：{src}。", src=src)
     if isinstance(ev, E.Terminal):
         if alg.decision == "greedy" and alg.family == "dspark":
             if ev.provisional:
@@ -243,7 +245,7 @@ def caption(ev, s: Scenario, lang: str = "en", esc=_plain_label) -> str:
         if ev.coin is None:
             return t("u_final lands on **{t}**.", "u_final 落在 **{t}**。", t=L(ev.token))
         return t("u_final = {c:.3f} lands on **{t}**: predicts[row {r}] = {t} (the {b}).",
-                 "u_final = {c:.3f} 落在 **{t}**：predicts[第 {r} 行] = {t}（{b}）。", c=ev.coin, t=L(ev.token), r=ev.row, b=_bonus(lang))
+                 "u_final = {c:.3f} 落在 **{t}**：predicts[第 {r} 行] = {t}，即 {b}。", c=ev.coin, t=L(ev.token), r=ev.row, b=_bonus(lang))
     if isinstance(ev, E.Commit):
         if alg.family == "dspark":
             if alg.decision == "greedy":
@@ -276,5 +278,5 @@ def caption(ev, s: Scenario, lang: str = "en", esc=_plain_label) -> str:
                  "{g}commit_lens = correct_len + 1 = **{a}**；new_seq_lens = {p} + {a} = {n}；第 0..{last} 行保留 KV。",
                  g=gather, a=ev.commit_len, p=ev.prefix, n=ev.new_seq_len, last=ev.commit_len - 1)
     if isinstance(ev, E.Warning_):
-        return ("注意：" if z else "Note: ") + esc(ev.message)
+        return ("注意：" if z else "Note: ") + event_warning(ev, s, lang, esc)
     return getattr(ev, "kind", type(ev).__name__)

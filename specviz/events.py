@@ -104,7 +104,8 @@ class DepthLimit:
 class Residual:
     request: int
     node: int | None
-    source: str
+    source: str  # English, for logs and the CLI
+    code: str | None = None  # which distribution it is, for words in any language (specviz.wording)
 
 
 @dataclass(frozen=True)
@@ -152,7 +153,10 @@ class Finalize:  # DSpark FinalizeAcceptLens
 @dataclass(frozen=True)
 class Warning_:
     request: int
-    message: str
+    message: str  # English, with token ids (Python's warnings, the CLI)
+    code: str | None = None  # what happened, for words in any language with the scenario's labels (specviz.wording)
+    node: int | None = None
+    params: dict = field(default_factory=dict)  # the numbers the words need (token id, slot, row, V, ...)
 
 
 @dataclass(frozen=True)
@@ -193,7 +197,7 @@ def typed(e: Event, via_sibling: bool = False):
     if e.kind == "depth_limit":
         return DepthLimit(b, int(d["k"]))
     if e.kind == "residual":
-        return Residual(b, node, str(d.get("source", "")))
+        return Residual(b, node, str(d.get("source", "")), d.get("source_code"))
     if e.kind == "terminal":
         return Terminal(b, node, int(d.get("row", node if node is not None else 0)), int(d["token"]), _f(d.get("coin")),
                         bool(d.get("provisional", False)))
@@ -207,7 +211,8 @@ def typed(e: Event, via_sibling: bool = False):
         k = int(d.get("k", 0))
         return Commit(b, k, int(d.get("accept_len", k + 1)))
     if e.kind == "warning":
-        return Warning_(b, str(d.get("message", "")))
+        return Warning_(b, str(d.get("message", "")), d.get("code"), node,
+                        {k: v for k, v in d.items() if k not in ("message", "code")})
     return Other(b, e.kind, node, dict(d))
 
 

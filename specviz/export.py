@@ -29,6 +29,7 @@ from .captions import outcome_sentence, plain, walk_summary
 from .steps import replay_steps
 from .algorithms import calls
 from .engine import Run, run_scenario
+from .naming import display_name, file_stem
 from .errors import SpecvizError
 from .render.palette import FONT_FAMILY, PALETTE, state_color, text_on
 from .safety import json_for_script
@@ -76,13 +77,16 @@ def pytest_file(s: Scenario, run: Run | None = None) -> str:
     bs = len(s.requests)
     # The docstring holds user text (title, description, labels): it is written as one Python
     # literal by repr(), never pasted between quotes, so no text can end it and become code.
-    doc = [f"specviz example {s.name!r}: {s.title or s.algorithm} (exported from specviz; SGLang 0.5.23 semantics).",
+    doc = [f"specviz example {display_name(s)!r}: {s.title or s.algorithm} (exported from specviz; SGLang 0.5.23 semantics).",
            "", *textwrap.wrap(s.description or "", 96), "",
            "Vocabulary (token id -> label): " + ", ".join(f"{i}={t}" for i, t in enumerate(label))]
     for c in run.commits:
         doc.append(f"Request {c.request}: input rows {c.accept_rows} ({' '.join(label[t] for t in c.committed_tokens)}) "
                    f"-> outputs {' '.join(label[t] for t in c.output_tokens)}; new_seq_len {c.new_seq_len}.")
-    lines = [_py_literal("\n".join(doc) + "\n"), "import numpy as np", "", "from specviz import reference as ref", "", ""]
+    # The how-to is comment lines above the docstring: readable as the file's first lines. Its only
+    # variable part is the file name, ASCII letters, digits and "_" (file_stem), so no text can leave the comment.
+    howto = ["# " + line if line else "#" for line in RUN_HOWTO.format(file=f"test_{file_stem(s)}.py").splitlines()]
+    lines = [*howto, "", _py_literal("\n".join(doc) + "\n"), "import numpy as np", "", IMPORT_SPECVIZ, "", ""]
     lines.append(f"VOCAB = {list(label)!r}")
     for key in ("candidates", "retrieve_index", "retrieve_next_token", "retrieve_next_sibling", "target_predict",
                 "target_probs", "draft_probs", "uniform_samples", "uniform_samples_for_final_sampling", "seq_lens",
@@ -102,7 +106,7 @@ def pytest_file(s: Scenario, run: Run | None = None) -> str:
                   f"EXPECTED_OUT_TOKENS = {json.dumps(np.asarray(res['out_tokens']).tolist())}",
                   f"EXPECTED_OUTPUTS = {[[label[t] for t in o] for o in exp_outputs]!r}",
                   "", ""]
-        lines += [f"def test_{_slug(s.name)}():",
+        lines += [f"def test_{_slug(file_stem(s))}():",
                   f"    raw_correct_len, bonus = {call}",
                   "    correct_len, _trim = ref.cap_correct_len(raw_correct_len, VERIFY_LENS)",
                   "    if not np.array_equal(correct_len, raw_correct_len):  # the window cap re-reads the bonus",
@@ -125,7 +129,7 @@ def pytest_file(s: Scenario, run: Run | None = None) -> str:
               f"EXPECTED_OUTPUTS = {[[label[t] for t in o] for o in exp_outputs]!r}"
               "  # accepted drafts + bonus",
               "", ""]
-    lines += [f"def test_{_slug(s.name)}():",
+    lines += [f"def test_{_slug(file_stem(s))}():",
               f"    res = {call}",
               "    assert res.accept_index.tolist() == EXPECTED_ACCEPT_INDEX",
               "    assert res.accept_token_num.tolist() == EXPECTED_ACCEPT_TOKEN_NUM",
@@ -135,6 +139,30 @@ def pytest_file(s: Scenario, run: Run | None = None) -> str:
               f"    outputs = [[VOCAB[res.predicts[r]] for r in res.accept_index[b][:accept_lens[b]]] for b in range({bs})]",
               "    assert outputs == EXPECTED_OUTPUTS", ""]
     return check_pytest_source("\n".join(lines))
+
+
+# How to run an exported file, in its header (``{file}``: the name the download button gives it).
+RUN_HOWTO = """A specviz example exported as a test (SGLang 0.5.23 accept semantics).
+
+How to run it: this file needs Python 3.10+, numpy, pytest and specviz. Install specviz from its
+repository checkout (the folder holding pyproject.toml), then run pytest on this file from any folder:
+
+    python -m pip install /path/to/specviz        (or: pip install -e /path/to/specviz)
+    python -m pytest -q {file}
+
+With the repository's own virtualenv (README, command 1):
+    /path/to/specviz/.venv/bin/python -m pytest -q {file}"""
+
+# The import of specviz: when it is not installed, one ImportError that says how to install it
+# (never a skip: a test that cannot run must not look like a pass).
+IMPORT_SPECVIZ = """try:
+    from specviz import reference as ref
+except ModuleNotFoundError as exc:
+    if exc.name != "specviz":
+        raise
+    raise ImportError("this test needs the specviz package, which this Python cannot import: install it from the specviz "
+                      "repository checkout with `python -m pip install /path/to/specviz`, then run `python -m pytest` "
+                      "on this file again") from exc"""
 
 
 _PYTEST_NAMES = {"VOCAB", "CANDIDATES", "RETRIEVE_INDEX", "RETRIEVE_NEXT_TOKEN", "RETRIEVE_NEXT_SIBLING", "TARGET_PREDICT",
@@ -167,7 +195,8 @@ def _is_np_array(node) -> bool:
 
 def check_pytest_source(source: str) -> str:
     """Parse a generated test module with ``ast`` and refuse any shape other than the expected one:
-    a docstring, ``import numpy as np``, ``from specviz import reference as ref``, constants that are
+    a docstring, ``import numpy as np``, ``from specviz import reference as ref`` (in the fixed
+    ``IMPORT_SPECVIZ`` block that names the install command when specviz is missing), constants that are
     plain literals (or ``np.array(literal, dtype=...)``), and one argument-free ``test_*`` function
     whose only text literals are the semantics names. Returns ``source``; raises SpecvizError."""
     def refuse(why):
@@ -181,7 +210,7 @@ def check_pytest_source(source: str) -> str:
                              and isinstance(body[0].value.value, str)):
         refuse("no docstring first")
     if ast.dump(body[1]) != ast.dump(ast.parse("import numpy as np").body[0]) or \
-            ast.dump(body[2]) != ast.dump(ast.parse("from specviz import reference as ref").body[0]):
+            ast.dump(body[2]) != ast.dump(ast.parse(IMPORT_SPECVIZ).body[0]):
         refuse("unexpected imports")
     *consts, fn = body[3:]
     for node in consts:
@@ -535,7 +564,8 @@ def animation_html(s: Scenario, lang: str = "en") -> str:
     commit = run_scenario(s, with_trace=False).commits[0]
     data = {
         "lang": "zh-CN" if zh else "en",
-        "title": f"specviz · {s.name}: {walk_summary(s, commit, lang)}",  # derived from the live result, never preset text
+        # derived from the live result and the live inputs ("(edited)" once they differ from the preset), never preset text
+        "title": f"specviz · {display_name(s, lang)}: {walk_summary(s, commit, lang)}",
         "desc": " ".join(x for x in (s.describe(lang), outcome_sentence(s, commit, lang)) if x),
         "vocab": ("# 词表 token id: " if zh else "# vocab token ids: ") + "  ".join(f"{i}={t}" for i, t in enumerate(s.vocab[:40])),
         "legend": [[state_color(k), text_on(state_color(k)), t] for k, t in legend_items],

@@ -1,6 +1,7 @@
 """AppTest for the classroom pages: pitfalls, audit, quiz, tour. They run without exception,
 key interactions change what is shown, both languages work, and reruns stay fast."""
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -192,14 +193,16 @@ def test_tour_prompt_checks_follow_the_live_scenario():
     at.switch_page("pages/tour.py").run()
     at.button(key="w_tour_next").click().run()
     at.button(key="w_tour_next").click().run()  # stop 3: greedy
-    assert ":material/check_box_outline_blank: Make the target predict D after A" in texts(at)  # icons, not font glyphs
+    # drawn icons (inline SVG with a text alternative), never font glyphs or raw ":material/...:" codes in HTML
+    assert re.search(r'aria-label="not yet"[^>]*>.*?</svg> Make the target predict D after A', texts(at))
+    assert ":material/check_box" not in texts(at) and ":material/forum" not in texts(at)
     data = json.loads(at.session_state["sv_scn::tree"]) if "sv_scn::tree" in at.session_state else None
     s = scenario_from_json(data and json.dumps(data)) if data else None
     base = json.loads((ROOT / "scenarios" / "running_example.json").read_text()) if s is None else data
     base["requests"][0]["target_predict"] = ["A", "D", "X", "X", "X"]
     at.session_state["sv_scn::tree"] = scenario_from_dict(base).to_json()
     at.run()
-    assert ":material/check_box: Make the target predict D after A" in texts(at)
+    assert re.search(r'aria-label="done"[^>]*>.*?</svg> Make the target predict D after A', texts(at))
 
 
 TOUR_BUTTONS = [  # (stop, button, page file, slot, preset)

@@ -81,10 +81,21 @@ def test_quiz_page(page, open_page, screenshot_dir):
     page.screenshot(path=str(screenshot_dir / "classroom_quiz_reveal.png"))
 
 
+def _prompt_marks_are_icons(page, name: str) -> None:
+    """The tour's prompt marks are drawn icons with a text alternative, never a raw ":material_…" code (issue 18)."""
+    text = page.locator('[data-testid="stMain"]').inner_text()
+    assert ":material" not in text, text[:2000]
+    marks = page.locator(f'[data-testid="stMain"] svg[role="img"][aria-label="{name}"]')
+    expect(marks.first).to_be_visible()
+    box = marks.first.bounding_box()
+    assert box and 8 <= box["width"] <= 40, box  # the size of the text around it
+
+
 def test_tour_page(page, open_page, screenshot_dir):
     open_page(page, "tour")
     _no_exception(page)
     expect(page.get_by_text(re.compile("How the target confirms")).first).to_be_visible()
+    _prompt_marks_are_icons(page, "not yet")
     page.screenshot(path=str(screenshot_dir / "classroom_tour_1.png"))
     page.get_by_role("button", name=re.compile("Next")).first.click()
     wait_for_app(page)
@@ -95,6 +106,7 @@ def test_tour_page(page, open_page, screenshot_dir):
     page.get_by_text("简体中文").first.click()
     wait_for_app(page)
     expect(page.get_by_text(re.compile("Greedy Accept 的行索引与输出")).first).to_be_visible()
+    _prompt_marks_are_icons(page, "尚未完成")
     page.screenshot(path=str(screenshot_dir / "classroom_tour_3_zh.png"))
     page.get_by_text("English").first.click()
     wait_for_app(page)

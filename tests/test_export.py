@@ -46,6 +46,47 @@ def test_exported_pytest_file_fails_on_a_wrong_expectation(tmp_path):
     assert out.returncode == 1 and "1 failed" in out.stdout
 
 
+def test_exported_pytest_file_says_how_to_run_it_and_runs_from_a_fresh_folder(tmp_path):
+    """Issue 18 item 6: the header names the install and run commands; written to a folder outside the
+    repository and run from there with this Python's ``-m pytest`` (no PYTHONPATH: the specviz
+    installed in this environment, as after README command 1), it passes."""
+    text = pytest_file(preset("running_example"))
+    header = "\n".join(line for line in text.splitlines() if line.startswith("#"))  # the file's first lines
+    assert text.startswith("# ") and header.splitlines()[0].startswith("# A specviz example")
+    assert "python -m pip install /path/to/specviz" in header
+    assert "python -m pytest -q test_running_example.py" in header
+    edited = pytest_file(preset("running_example").replace(name="my example"))
+    assert "python -m pytest -q test_my_example.py" in edited  # the name the download button gives the file
+    folder = tmp_path / "fresh"
+    folder.mkdir()
+    (folder / "test_running_example.py").write_text(text, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_running_example.py"],
+                         capture_output=True, text=True, cwd=folder, env=env, timeout=120)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "1 passed" in out.stdout
+
+
+def test_exported_pytest_file_without_specviz_fails_with_the_install_command(tmp_path):
+    """Where specviz cannot be imported, the file fails (never skips) with an ImportError that names
+    the install command, instead of a bare ModuleNotFoundError."""
+    path = tmp_path / "test_running_example.py"
+    path.write_text(pytest_file(preset("running_example")), encoding="utf-8")
+    blocker = ("import sys, importlib.abc\n"
+               "class Block(importlib.abc.MetaPathFinder):\n"
+               "    def find_spec(self, name, path=None, target=None):\n"
+               "        if name == 'specviz' or name.startswith('specviz.'):\n"
+               "            raise ModuleNotFoundError(\"No module named 'specviz'\", name='specviz')\n"
+               "sys.meta_path.insert(0, Block())\n"
+               f"import runpy; runpy.run_path({str(path)!r})\n")  # what pytest does first: import the module
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run([sys.executable, "-c", blocker], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    assert out.returncode == 1, out.stderr[-2000:]  # an error: pytest reports it as a collection error, never a skip
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError: this test needs the specviz package"), last
+    assert "python -m pip install /path/to/specviz" in last
+
+
 @pytest.mark.skipif(not has_dot(), reason="Graphviz's dot binary is not installed")
 def test_dot_export():
     from specviz.render.tree import tree_dot
@@ -131,3 +172,25 @@ def test_animation_frames_for_every_preset(name):
         if key in last and key in res:
             assert last[key] == res[key].tolist(), key
     assert all(svg_markup(f["svg"]).startswith("<svg") and f["text"] for f in frames[1:])
+
+
+@pytest.mark.parametrize("body, why", [
+    ("import os\ndef test_x():\n    pass\n", "unexpected statement"),
+    ("VOCAB = __import__('os').system('x')\ndef test_x():\n    pass\n", "unexpected statement"),
+    ("VOCAB = ['a']\ndef test_x():\n    open('evil')\n", "inside the test function"),
+    ("VOCAB = ['a']\ndef test_x():\n    pass\n", None),  # the accepted shape
+])
+def test_pytest_shape_check_with_the_install_hint_import(body, why):
+    """The generated import block (``IMPORT_SPECVIZ``) is the one accepted import of specviz; past it,
+    each other shape is refused for its own reason. A bare ``from specviz import reference`` (the old
+    header, which fails with a bare ModuleNotFoundError) is refused too."""
+    from specviz.export import IMPORT_SPECVIZ, check_pytest_source
+
+    source = f"'doc'\nimport numpy as np\n{IMPORT_SPECVIZ}\n{body}"
+    if why is None:
+        assert check_pytest_source(source) == source
+        with pytest.raises(SpecvizError, match="unexpected imports"):
+            check_pytest_source(source.replace(IMPORT_SPECVIZ, "from specviz import reference as ref"))
+    else:
+        with pytest.raises(SpecvizError, match=why):
+            check_pytest_source(source)

@@ -27,6 +27,7 @@ from specviz.engine import run_scenario
 from specviz.audit import MAX_PASTE_CHARS, parse_array, parse_claimed_text
 from specviz.errors import SpecvizError
 from specviz.export import animation_html, check_pytest_source, pytest_file
+from specviz.naming import display_name
 from specviz.pitfalls import preset
 from specviz.render.sampling_charts import chain_dot, sampling_tree_dot
 from specviz.scenario import scenario_from_json
@@ -419,7 +420,7 @@ def test_animation_html_keeps_every_user_string_as_data(lang):
         data = _script_data(page)
         # title and description are derived from the live walk (issue 9); the user's strings stay text in them
         commit = run_scenario(s, with_trace=False).commits[0]
-        assert data["title"] == f"specviz · {s.name}: {walk_summary(s, commit, lang)}"
+        assert data["title"] == f"specviz · {display_name(s, lang)}: {walk_summary(s, commit, lang)}"  # "(edited)": relabelled
         assert data["desc"].startswith(s.describe(lang))
         assert data["vocab"].count("__DESC__") == ("__DESC__" in s.vocab[:40])  # a placeholder-named label stays itself
         flat = json.dumps(data["frames"], ensure_ascii=False)
@@ -445,7 +446,7 @@ def test_exported_animation_runs_no_script_in_chromium(tmp_path, browser):
     page.wait_for_timeout(1500)  # a meta refresh of 0 s or an onerror would have fired by now
     assert page.locator("body").get_attribute("data-step") == "2"
     commit = run_scenario(s, with_trace=False).commits[0]
-    assert page.locator("h1").inner_text() == f"specviz · {s.name}: {walk_summary(s, commit, 'en')}"  # text, as written
+    assert page.locator("h1").inner_text() == f"specviz · {display_name(s)}: {walk_summary(s, commit, 'en')}"  # text, as written
     assert page.locator("#stage iframe, #stage img, #desc iframe, #desc meta, h1 img").count() == 0
     assert page.locator("g.node text").first.text_content().startswith(s.label(s.tree(0).tokens[0]))
     context.close()

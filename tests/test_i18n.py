@@ -7,6 +7,13 @@ with no Chinese character in it must be "language-neutral": once identifiers (``
 ``u[0]``, ``predicts[3]``), numbers, token labels and the article's terms that stay in English
 in the Chinese article too (Draft, Target, Accept, KV, bonus, token, EAGLE, DSpark, ...) are
 removed, no English word may remain. "u[0]  (slot 1)" fails ("slot"); "u[0]  (位置 1)" passes.
+
+A string WITH Chinese in it may still carry an English sentence ("终止分布：residual relu(p - q) at the
+rejected slot's row"): no run of three or more English words (terms, identifiers and labels aside)
+may appear anywhere, except the article's own English names in ``PHRASES``. Nor may brackets nest
+（bonus（奖励 token））, nor a Streamlit icon code show as text (":material_..."). Besides every page
+at its defaults, the pages run at the states where the reference words a warning or a special
+terminal distribution: a draft token with q = 0 (both semantics), a zero-mass residual, an edited preset.
 """
 from __future__ import annotations
 
@@ -30,6 +37,10 @@ reference interpreter Language Target-only English predicts buffer prefix anchor
 CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
 IDENT = re.compile(r":[a-z]+(?:-background)?\[|[A-Za-z_][\w.]*(\[[^\]]*\])+|[A-Za-z]*_[\w.]*|[A-Za-z]\w*\(|`[^`]*`|:material/\w+:|&\w+;|https?://\S+")
 WORD = re.compile(r"[A-Za-z]{3,}")
+# English names the Chinese article itself uses (or a metric's own name, quoted): allowed inside Chinese text.
+PHRASES = ("Classic Rejection Sampling", "Target-only Tree Sampling", "mean acceptance length")
+RUN = re.compile(r"[A-Za-z][A-Za-z']*(?:[ \t,;:/\-–—]+[A-Za-z][A-Za-z']*)+")
+NESTED = re.compile(r"（[^（）]*（")
 
 
 def _texts(at: AppTest) -> list[tuple[str, str]]:
@@ -80,24 +91,152 @@ def english_left(text: str, vocab: set) -> list[str]:
     return [w for w in WORD.findall(t) if w not in NEUTRAL and w not in vocab]
 
 
+def english_runs(text: str, vocab: set) -> list[str]:
+    """Runs of >= 3 English words (terms, identifiers, labels and ``PHRASES`` aside) anywhere in ``text``."""
+    t = html.unescape(re.sub(r"<[^>]+>", " ", text))
+    for phrase in PHRASES:
+        t = t.replace(phrase, " ")
+    t = IDENT.sub(" ", t)
+    out = []
+    for m in RUN.finditer(t):
+        words = [w for w in re.findall(r"[A-Za-z][A-Za-z']*", m.group(0))
+                 if len(w) > 1 and w.split("'")[0] not in NEUTRAL and w not in vocab]
+        if len(words) >= 3:
+            out.append(m.group(0))
+    return out
+
+
+def _vocab() -> set:
+    from specviz.scenario import load_scenario
+
+    vocab = set()  # token labels of the presets are data, not UI text
+    for f in (ROOT / "scenarios").glob("*.json"):
+        vocab |= set(load_scenario(f).vocab)
+    return vocab
+
+
+def leftovers(at: AppTest) -> list[tuple[str, str, str]]:
+    """(problem, element kind, text) for every English leftover the page shows in 简体中文 mode."""
+    vocab = _vocab()
+    texts = _texts(at)
+    # What a person typed (a text box's value, e.g. the decoding page's prompt) is data, and so is its echo.
+    for kind, text in texts:
+        if kind in ("text_input.value", "text_area.value"):
+            vocab |= set(WORD.findall(text))
+    found = set()
+    for kind, text in texts:
+        # A coloured token stream (the decoding loop's generated text, ":gray[...]") is model output: data too.
+        if kind in ("text_input.value", "text_area.value") or text.startswith(":gray["):
+            continue
+        if english_left(text, vocab):
+            found.add(("English only", kind, text[:100]))
+        for r in english_runs(text, vocab):
+            found.add(("English sentence", kind, r[:100]))
+        if NESTED.search(text):
+            found.add(("nested brackets", kind, text[:100]))
+        if ":material_" in text or re.search(r":material/\w+:", re.sub(r"^[^<]*$", "", text)):
+            found.add(("raw icon code", kind, text[:100]))
+    return sorted(found)
+
+
 @pytest.mark.parametrize("page", PAGES)
 def test_every_ui_string_has_chinese(page):
     at = AppTest.from_file(str(ROOT / "pages" / f"{page}.py"), default_timeout=120)
     at.session_state["sv_lang"] = "zh"
     at.run()
     assert not at.exception, at.exception
-    from specviz.scenario import load_scenario
+    missing = leftovers(at)
+    assert not missing, f"{page}: English left in 简体中文 mode: {missing}"
 
-    vocab = set()  # token labels of the presets are data, not UI text
-    for f in (ROOT / "scenarios").glob("*.json"):
-        vocab |= set(load_scenario(f).vocab)
-    texts = _texts(at)
-    # What a person typed (a text box's value, e.g. the decoding page's prompt) is data, and so is its echo.
-    for kind, text in texts:
-        if kind in ("text_input.value", "text_area.value"):
-            vocab |= set(WORD.findall(text))
-    # A coloured token stream (the decoding loop's generated text, ":gray[...]") is model output: data too.
-    missing = sorted({(kind, text[:80]) for kind, text in texts
-                      if kind not in ("text_input.value", "text_area.value") and not text.startswith(":gray[")
-                      and english_left(text, vocab)})
-    assert not missing, f"{page}: English-only strings in 简体中文 mode: {missing}"
+
+def _chain(p0, q0, semantics="0.5.23"):
+    """pq_example with its first p and q rows replaced (slot 1 proposes A, token 0)."""
+    from specviz.pitfalls import preset
+    from specviz.scenario import scenario_from_json
+
+    d = json.loads(preset("pq_example").to_json())
+    d["requests"][0]["target_probs"][0] = p0
+    d["requests"][0]["draft_probs"][0] = q0
+    d["requests"][0]["coins"] = [0.3]
+    d["semantics"] = semantics
+    return scenario_from_json(json.dumps(d))
+
+
+def _edited_tree():
+    from specviz import edits
+    from specviz.pitfalls import preset
+
+    return edits.set_target_predict(preset("running_example"), ["B", "D", "X", "X", "X"])
+
+
+STATES = {
+    # q(A) = 0: 0.5.23 rejects A (a warning), the residual relu(p - q) at row 0 has mass
+    "chain_q_zero": ("chain_sampling", "chain", lambda: _chain([.2, .5, .3, 0], [0, .5, .5, 0])),
+    # earlier releases accept A (p > 0): the bonus row after the last slot
+    "chain_q_zero_earlier": ("chain_sampling", "chain", lambda: _chain([.2, .5, .3, 0], [0, .5, .5, 0], "earlier")),
+    # p = q and q(A) = 0: rejected, and the residual has no mass ("emits token V-1")
+    "chain_zero_mass": ("chain_sampling", "chain", lambda: _chain([0, .5, .5, 0], [0, .5, .5, 0])),
+    "greedy_edited": ("greedy", "tree", _edited_tree),
+    "overview_edited": ("overview", "tree", _edited_tree),
+    "tour_edited": ("tour", "tree", _edited_tree),
+}
+
+
+@pytest.mark.parametrize("state", list(STATES))
+def test_chinese_at_special_states(state):
+    """The warnings, terminal-distribution sources and names that only show in corner states are
+    Chinese too, and name tokens by their labels (never "token 0")."""
+    page, slot, build = STATES[state]
+    at = AppTest.from_file(str(ROOT / "pages" / f"{page}.py"), default_timeout=120)
+    at.session_state["sv_lang"] = "zh"
+    at.session_state[f"sv_scn::{slot}"] = build().to_json()
+    at.run()
+    assert not at.exception, at.exception
+    missing = leftovers(at)
+    assert not missing, f"{state}: English left in 简体中文 mode: {missing}"
+    if state.startswith("chain"):
+        warnings = [w.proto.body for w in at.warning]
+        assert any("q = 0" in w and "A" in w and "请求" in w for w in warnings), warnings
+        assert not any("token 0" in w for w in warnings), warnings
+    if state == "chain_zero_mass":
+        assert any("V-1 = R" in w.proto.body for w in at.warning), [w.proto.body for w in at.warning]
+
+
+def test_every_worded_code_in_both_languages():
+    """Each code the reference records (terminal-distribution sources, warnings) is worded in 简体中文
+    with no English sentence, and names tokens by label; the reference emits no code without words."""
+    import ast as _ast
+
+    from specviz import wording
+    from specviz.pitfalls import preset
+
+    s = preset("target_only_sampling")
+    vocab = _vocab()
+    emitted = set()
+    for path in (ROOT / "specviz" / "reference").glob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        # source, source_code = "English", "code"  /  ("English", "code") pairs
+        segments = re.findall(r'source, source_code = ([^\n]*(?:\n {20,}[^\n]*){0,3})', text)  # the statement and its continuation lines
+        sources = {c for seg in segments for c in re.findall(r'"([a-z_]+)"', seg)}
+        assert sources <= set(wording.SOURCES), sources - set(wording.SOURCES)
+        emitted |= sources
+        for node in _ast.walk(_ast.parse(text)):
+            if isinstance(node, _ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) in ("_warn", "emit"):
+                emitted |= {k.value.value for k in node.keywords if k.arg == "code" and isinstance(k.value, _ast.Constant)}
+                if getattr(node.func, "id", "") == "_warn" and len(node.args) > 4 and isinstance(node.args[4], _ast.Constant):
+                    emitted.add(node.args[4].value)
+    warn_codes = {"chain_q_zero", "chain_no_mass", "target_only_no_mass", "unlinked_node"}
+    assert warn_codes <= emitted and set(wording.SOURCES) <= emitted, emitted
+    for code in wording.SOURCES:
+        zh = wording.residual_source(code, "zh")
+        assert CJK.search(zh) and not english_runs(zh, vocab), (code, zh)
+    params = {"slot": 1, "token": 2, "p": 0.25, "semantics": "0.5.23", "row": 0, "vocab_size": s.vocab_size,
+              "last_valid_fallback": True}
+    for code in sorted(warn_codes):
+        for lang in ("en", "zh"):
+            text = wording.warning_sentence(code, 0, 3, params, s, lang)
+            assert text and "token 2" not in text and "= 5" not in text, text  # labels, not ids
+            if lang == "zh":
+                assert CJK.search(text) and not english_runs(text, vocab), (code, text)
+    assert "C" in wording.warning_sentence("chain_q_zero", 0, 1, params, s, "zh")  # token 2 is labelled C
+    assert "R" in wording.warning_sentence("target_only_no_mass", 0, 3, params, s, "en")  # V-1 = 5 is labelled R

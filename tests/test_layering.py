@@ -3,12 +3,12 @@ imports another module's private (underscored) name. Imports are read with ``ast
 level (a lazy import inside a function counts too).
 
     0 base       errors, results, validate, trace, events, rollout, probs, paths, display, safety
-    1 model      model, scenario, algorithms (the registry's metadata), share, captions
+    1 model      model, scenario, algorithms (the registry's metadata), share, captions, wording
     2 reference  specviz.reference.*, frames
     3 kernels    kernels.* (torch and Triton)
     4 backends   specviz.backends (the registry that loads kernels.*_backend)
     5 render     specviz.render.* (pure figures and tables, no Streamlit)
-    6 library    engine, steps, algorithms.calls, edits, invariants, audit, pitfalls, distributions, export, cli,
+    6 library    engine, steps, algorithms.calls, edits, invariants, audit, pitfalls, distributions, export, naming, cli,
                  notebook, loop (the decoding-loop package), engines (SGLang / vLLM / transformers)
     7 ui         specviz.ui.*
     8 pages      pages/*.py, app.py
@@ -23,13 +23,13 @@ ROOT = Path(__file__).resolve().parents[1]
 LAYERS = [
     ("specviz", "specviz.errors", "specviz.results", "specviz.validate", "specviz.trace", "specviz.rollout", "specviz.probs",
      "specviz.events", "specviz.paths", "specviz.display", "specviz.safety"),
-    ("specviz.model", "specviz.scenario", "specviz.algorithms", "specviz.share", "specviz.captions"),
+    ("specviz.model", "specviz.scenario", "specviz.algorithms", "specviz.share", "specviz.captions", "specviz.wording"),
     ("specviz.reference", "specviz.frames"),
     ("kernels",),
     ("specviz.backends",),  # loads kernels.*_backend by name; a kernel importing it back would be a cycle
     ("specviz.render",),
     ("specviz.engine", "specviz.steps", "specviz.algorithms.calls", "specviz.edits", "specviz.invariants", "specviz.audit", "specviz.pitfalls",
-     "specviz.distributions", "specviz.export", "specviz.cli", "specviz.__main__", "specviz.notebook", "specviz.loop",
+     "specviz.distributions", "specviz.export", "specviz.naming", "specviz.cli", "specviz.__main__", "specviz.notebook", "specviz.loop",
      "specviz.engines"),
     ("specviz.ui",),
     ("pages", "app"),

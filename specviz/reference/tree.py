@@ -119,7 +119,7 @@ def build_tree(parent_list, selected_index, verified_seq_len, *, topk, depth, nu
                            "unreachable (SGLang's CUDA builder prints 'invalid eagle tree'); its mask row and position are undefined in SGLang")
                 warnings.warn(message, SpecvizWarning, stacklevel=2)
                 if trace is not None:
-                    trace.emit("warning", b, i, writes, message=message)
+                    trace.emit("warning", b, i, writes, message=message, code="unlinked_node")
                 continue
             if nt[b, p] == -1:
                 nt[b, p] = i

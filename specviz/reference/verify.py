@@ -21,10 +21,13 @@ from .cdf import chain_inverse_cdf, target_only_inverse_cdf
 F32 = np.float32
 
 
-def _warn(trace: Trace | None, b: int, node, message: str) -> None:
+def _warn(trace: Trace | None, b: int, node, message: str, code: str, **params) -> None:
+    """Warn in English (Python's warnings, the CLI) and record the event with ``code`` and its numbers
+    (``params``: token ids, rows, V), so an app can word it in any language with the scenario's labels
+    (``specviz.wording``)."""
     warnings.warn(message, SpecvizWarning, stacklevel=3)
     if trace is not None:
-        trace.emit("warning", b, node, message=message)
+        trace.emit("warning", b, node, message=message, code=code, **params)
 
 
 def check_predicts_init(predicts_init) -> int:
@@ -251,18 +254,21 @@ def tree_sampling_target_only(candidates, retrieve_index, retrieve_next_token, r
         accept_token_num[b] = k
         if k == W - 1:
             dist = p[b, node].copy()
-            source = "target row (every level accepted: plain p)"
+            source, source_code = "target row (every level accepted: plain p)", "plain_target_row"
         else:
             dist = np.maximum(p[b, node] - buf[b, node], F32(0))
-            source = ("relu(p - work buffer): the rejected siblings' mass removed" if np.any(buf[b, node] > 0)
-                      else "relu(p - work buffer) = the plain target row (nothing was rejected at this node)")
+            source, source_code = (("relu(p - work buffer): the rejected siblings' mass removed", "buffer_residual")
+                                   if np.any(buf[b, node] > 0) else
+                                   ("relu(p - work buffer) = the plain target row (nothing was rejected at this node)", "buffer_empty"))
         if not np.any(dist > 0):
             _warn(trace, b, node, f"request {b}: the terminal distribution at node {node} has no mass; SGLang then emits "
-                  f"{'the last token with mass, else ' if new else ''}token V-1 = {V - 1}")
+                  f"{'the last token with mass, else ' if new else ''}token V-1 = {V - 1}",
+                  "target_only_no_mass", last_valid_fallback=bool(new), vocab_size=V)
         tok = inverse_cdf(dist, float(uf[b]), last_valid_fallback=new, sampler="target_only")
         predicts[last] = tok
         if trace is not None:
-            trace.emit("residual", b, node, dist=dist, source=source, p=p[b, node].copy(), buffer=buf[b, node].copy())
+            trace.emit("residual", b, node, dist=dist, source=source, source_code=source_code, p=p[b, node].copy(),
+                       buffer=buf[b, node].copy())
             trace.emit("terminal", b, node, [("predicts", last, tok)], row=last, token=tok, coin=float(uf[b]))
             trace.emit("commit", b, node, [("accept_token_num", b, k)], k=k, accept_len=k + 1)
     return TreeSampleResult(predicts=predicts, accept_index=accept_index, accept_token_num=accept_token_num, draft_probs=buf)
@@ -356,7 +362,8 @@ def chain_rejection_sampling(candidates, retrieve_index, uniform_samples, unifor
             ok = bool((0 < qt <= 1) and prod < pt) if new else bool(prod < pt)
             if qt == 0:
                 _warn(trace, b, s, f"request {b} slot {s}: the draft proposed token {tok} with q = 0, which a real draft "
-                      f"cannot do; SGLang {'0.5.23 rejects it' if new else 'earlier releases accept it when p > 0'}")
+                      f"cannot do; SGLang {'0.5.23 rejects it' if new else 'earlier releases accept it when p > 0'}",
+                      "chain_q_zero", slot=s, token=tok, p=float(pt), semantics="0.5.23" if new else "earlier")
             if trace is not None:
                 trace.emit("visit", b, s, row=int(ri[b, s]))
                 trace.emit("accept_test", b, s, token=tok, p=float(pt), q=float(qt), coin=float(c), u_times_q=float(prod),
@@ -380,19 +387,20 @@ def chain_rejection_sampling(candidates, retrieve_index, uniform_samples, unifor
         accept_token_num[b] = k
         if k == N - 1:
             dist = p[b, N - 1].copy()
-            source = "target row after the last slot (every draft accepted: bonus from plain p)"
+            source, source_code = "target row after the last slot (every draft accepted: bonus from plain p)", "chain_bonus_row"
         else:
             qrow = q[b, k]
             if new:
                 qrow = np.where((qrow >= 0) & (qrow <= 1), qrow, F32(0))
             dist = np.maximum(p[b, k] - qrow, F32(0)).astype(F32)
-            source = "residual relu(p - q) at the rejected slot's row"
+            source, source_code = "residual relu(p - q) at the rejected slot's row", "chain_residual"
         if not np.any(dist > 0):
-            _warn(trace, b, k, f"request {b}: the residual at row {k} has no mass (p == q); SGLang then emits token V-1 = {V - 1}")
+            _warn(trace, b, k, f"request {b}: the residual at row {k} has no mass (p == q); SGLang then emits token V-1 = {V - 1}",
+                  "chain_no_mass", row=k, vocab_size=V)
         tok = inverse_cdf(dist, float(uf[b]), last_valid_fallback=False)
         predicts[last] = tok
         if trace is not None:
-            trace.emit("residual", b, k, dist=dist, source=source, p=p[b, k].copy(),
+            trace.emit("residual", b, k, dist=dist, source=source, source_code=source_code, p=p[b, k].copy(),
                        q=(q[b, k].copy() if k < N - 1 else None))
             trace.emit("terminal", b, k, [("predicts", last, tok)], row=last, token=tok, coin=float(uf[b]))
             trace.emit("commit", b, k, [("accept_token_num", b, k)], k=k, accept_len=k + 1)

@@ -2,6 +2,7 @@
 """
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -12,7 +13,7 @@ import streamlit as st
 from specviz.errors import BackendUnavailable, SpecvizError
 from specviz.scenario import Scenario, scenario_from_json
 from specviz.ui.guard import show_error
-from specviz.ui.i18n import term, tr
+from specviz.ui.i18n import lang, term, tr
 from specviz.ui.state import widget
 from specviz.ui.tensors import to_numpy
 
@@ -108,13 +109,32 @@ def usable_backends() -> list[str]:
     return [b for b, why in available_backends().items() if why is None]
 
 
-def backend_label(name: str) -> str:
+def _label(name: str, language: str) -> str:
+    """specviz.backends.backend_label in ``language``."""
+    from specviz.backends import backend_label as label, triton_mode
+
+    zh = language == "zh"
+    if name == "numpy":
+        return "numpy（参考实现）" if zh else "numpy (reference)"
+    if name == "triton" and triton_mode() != "gpu":
+        return "triton（CPU 解释器）" if zh else "triton (CPU interpreter)"
+    return label(name)
+
+
+def interpreted(name: str) -> bool:
+    """True when ``name`` runs its kernels under the Triton interpreter here (slow: a button, not a rerun)."""
     from specviz.backends import backend_label as label
 
+    return "interpreter" in label(name)
+
+
+def backend_label(name: str, language: str | None = None) -> str:
+    """How a page names a backend, in ``language`` (default: the chosen one)."""
+    language = language or lang()
     if name == "numpy" or not backends_loaded():  # no availability known yet: the plain label
-        return label(name)
+        return _label(name, language)
     why = available_backends().get(name)
-    return label(name) if why is None else f"{name} ({tr('unavailable', '不可用')})"
+    return _label(name, language) if why is None else f"{name} ({'不可用' if language == 'zh' else 'unavailable'})"
 
 
 def backend() -> str:
@@ -129,7 +149,8 @@ def backend_selector() -> str:
     """Sidebar select box of every backend; an unavailable one says why and numpy is used."""
     from specviz.backends import BACKENDS
 
-    name = widget(st.sidebar.selectbox, term("backend"), "sv_backend", "numpy", options=list(BACKENDS), format_func=backend_label)
+    name = widget(st.sidebar.selectbox, term("backend"), "sv_backend", "numpy", options=list(BACKENDS),
+                  format_func=functools.partial(backend_label, language=lang()))  # language bound when drawn
     why = available_backends().get(name) if name != "numpy" else None
     if why is not None:
         st.sidebar.warning(tr("{b} cannot run here: {why}. Using numpy.", "{b} 无法在此运行：{why}。改用 numpy。", b=name, why=why))
@@ -268,11 +289,12 @@ def badge(diffs: dict | None, what: str = "") -> bool:
     if diffs is None:
         badge_pending()
         return False
-    names = ", ".join(backend_label(b) for b in diffs)
+    names = tr(", ", "、").join(backend_label(b) for b in diffs)
     bad = {b: d for b, d in diffs.items() if d is not None}
     suffix = f" · {what}" if what else ""
     if not bad:
-        st.success(tr("All backends agree ({names}){suffix}", "所有后端结果一致（{names}）{suffix}", names=names, suffix=suffix),
+        # (zh: a colon, not brackets around labels that carry their own: no nested （…（…）…）)
+        st.success(tr("All backends agree ({names}){suffix}", "所有后端结果一致：{names}{suffix}", names=names, suffix=suffix),
                    icon=":material/check_circle:")
         return True
     for b, d in bad.items():

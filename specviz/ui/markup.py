@@ -51,6 +51,25 @@ def big_cell(caption, text) -> None:
     show([Markup(f"<b>{html_text(caption)}</b><br><span style='font-size:1.6rem'>{html_text(text)}</span>")])
 
 
+# Small status icons drawn here (fixed shapes, no font needed): a Streamlit ":material/...:" icon is
+# only drawn in markdown text, never inside HTML, where it would show as raw text.
+_ICONS = {
+    "todo": ('<rect x="3.5" y="3.5" width="17" height="17" rx="2.5" fill="none" stroke="currentColor" stroke-width="2"/>'),
+    "done": ('<rect x="2.5" y="2.5" width="19" height="19" rx="3" fill="#009E73"/>'
+             '<polyline points="6.5,12.5 10.5,16.5 17.5,8" fill="none" stroke="#fff" stroke-width="2.6"/>'),
+    "talk": ('<path d="M4 4.5 H20 V15.5 H10 L5.5 20 V15.5 H4 Z" fill="none" stroke="currentColor" stroke-width="2" '
+             'stroke-linejoin="round"/><line x1="8" y1="8.5" x2="16" y2="8.5" stroke="currentColor" stroke-width="1.6"/>'
+             '<line x1="8" y1="11.5" x2="14" y2="11.5" stroke="currentColor" stroke-width="1.6"/>'),
+}
+
+
+def icon(name: str, label: str) -> Markup:
+    """An inline status icon (``todo``, ``done``, ``talk``) with ``label`` as its text alternative."""
+    return Markup(f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="1.1em" height="1.1em" role="img" '
+                  f'aria-label="{html_text(label)}" style="vertical-align:-0.15em;margin-right:.3em">'
+                  f"<title>{html_text(label)}</title>{_ICONS[name]}</svg>")
+
+
 def fixed_markup(source_html: str) -> None:
     """Markup written in the source code (CSS, the tour's prose), never built from data."""
     st.markdown(source_html, unsafe_allow_html=True)

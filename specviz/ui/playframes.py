@@ -208,10 +208,12 @@ def chain_frames(s, run, lang: str = "en") -> list:
     typed = steps.typed_events(events)
     arrays = [f.arrays for f in replay(run.trace)]
     tests = {e.node: e for e in typed if isinstance(e, AcceptTest) and e.request == 0}
-    hovers = [f"root {req.chain[0]} (row 0)"] + [
-        (f"slot {j}: {req.chain[j]}  p = {tests[j].p:.4g}, q = {tests[j].q:.4g}, u = {tests[j].coin:.4g}"
-         if j in tests else f"slot {j}: {req.chain[j]} (never tested)") for j in range(1, N)]
-    slot_names = ["root"] + [_tr(lang, "slot {s}", "位置 {s}", s=j) for j in range(1, N)]
+    hovers = [_tr(lang, "root {t} (row 0)", "根节点 {t}（第 0 行）", t=req.chain[0])] + [
+        (_tr(lang, "slot {j}: {t}  p = {p:.4g}, q = {q:.4g}, u = {u:.4g}", "位置 {j}：{t}  p = {p:.4g}，q = {q:.4g}，u = {u:.4g}",
+             j=j, t=req.chain[j], p=tests[j].p, q=tests[j].q, u=tests[j].coin)
+         if j in tests else _tr(lang, "slot {j}: {t} (never tested)", "位置 {j}：{t}（未检验）", j=j, t=req.chain[j]))
+        for j in range(1, N)]
+    slot_names = [_term(lang, "root")] + [_tr(lang, "slot {s}", "位置 {s}", s=j) for j in range(1, N)]
 
     def frame(k: int) -> player.Frame:
         seen, tseen = events[:k], typed[:k]

@@ -11,6 +11,7 @@ import hashlib
 import streamlit as st
 
 from specviz.errors import SpecvizError
+from specviz.naming import file_stem, is_edited
 from specviz.paths import app_root
 from specviz.scenario import Scenario, load_scenario, scenario_from_dict, scenario_from_json
 from specviz.ui.guard import show_error
@@ -89,10 +90,13 @@ def scenario_io(slot: str = "tree", presets: list[str] | None = None) -> None:
     s = scenario(slot)
     with st.sidebar.expander(tr("Scenario: load / save", "场景：加载 / 保存"), expanded=False):
         names = presets if presets is not None else preset_names()
-        cur = s.name if s.name in names else None
+        edited = is_edited(s)  # derived: the preset's name beside other inputs would be false
+        cur = s.name if s.name in names and not edited else None
+        hint = (tr("edited: {n} (pick a preset to reload it)", "已修改：{n}（选择预设可重新加载）", n=s.name) if edited
+                else tr("choose a preset", "选择预设"))
         choice = st.selectbox(tr("Preset", "预设"), names, index=names.index(cur) if cur else None,
-                              key=f"w_preset::{slot}::{scenario_version(slot)}", placeholder=tr("choose a preset", "选择预设"))
-        if choice and choice != s.name:
+                              key=f"w_preset::{slot}::{scenario_version(slot)}", placeholder=hint)
+        if choice and (choice != s.name or edited):
             set_scenario(slot, load_preset(choice))
             st.rerun()
         up = st.file_uploader(tr("Load scenario JSON", "加载场景 JSON"), type=["json"], key=f"w_upload::{slot}")
@@ -108,5 +112,5 @@ def scenario_io(slot: str = "tree", presets: list[str] | None = None) -> None:
                     st.session_state[f"sv_upload::{slot}"] = digest
                     set_scenario(slot, new)
                     st.rerun()
-        st.download_button(tr("Save scenario JSON", "保存场景 JSON"), s.to_json(), file_name=f"{s.name}.json",
+        st.download_button(tr("Save scenario JSON", "保存场景 JSON"), s.to_json(), file_name=f"{file_stem(s)}.json",
                            mime="application/json", key=f"w_download::{slot}")

@@ -140,6 +140,27 @@ def current_state(page: str, slot: str | None = None, step_key: str | None = Non
                       step=ui.step(step_key) if step_key else 0, extra=extra)
 
 
+def share_summary(state: ShareState) -> str:
+    """What the link in the share box holds, in words derived from the state it encodes: the live
+    scenario's name ("… (edited)" once its inputs differ from the preset of that name) and the step
+    the link opens at, which is the step the page was drawn at (the in-browser player steps without
+    telling the server, so the box never claims the step on screen)."""
+    from specviz.naming import display_name
+    from specviz.safety import md_text
+
+    what = [ui.tr("this page", "此页面"), ui.tr("the language", "语言")]
+    if state.scenario is not None:
+        what.insert(0, ui.tr("the scenario '{n}'", "场景“{n}”", n=md_text(display_name(state.scenario, ui.lang()))))
+    text = ui.tr("Point at the box and click its copy icon. The link holds {w}.",
+                 "指向下面的框并点击其复制图标。链接包含{w}。", w=ui.tr(", ", "、").join(what))
+    if state.step_key:
+        text += " " + ui.tr("It opens at step {k}, the step this page was drawn at: steps taken in the player are not in it "
+                            "(the player's link button copies the step it shows).",
+                            "链接打开在第 {k} 步，即本页面绘制时的步骤：在播放器中走过的步骤不会写入链接"
+                            "（播放器的链接按钮会复制它当前显示的步骤）。", k=state.step)
+    return text
+
+
 def share_controls(page: str, slot: str | None = None, step_key: str | None = None, extra: dict | None = None,
                    expanded: bool = False) -> str | None:
     """The "copy link" box for this view; also writes the link's value into the address bar.
@@ -165,13 +186,7 @@ def share_controls(page: str, slot: str | None = None, step_key: str | None = No
             pass
     with st.expander(ui.tr("Share this view", "分享此视图"), expanded=expanded, icon=":material/link:"):
         # (no language name here: page texts such as "English" stay unique for the language toggle)
-        what = [ui.tr("this page", "此页面"), ui.tr("the language", "语言")]
-        if state.scenario is not None:
-            what.insert(0, ui.tr("the scenario '{n}'", "场景“{n}”", n=state.scenario.name))
-        if state.step_key:
-            what.append(ui.tr("step {k}", "第 {k} 步", k=state.step))
-        st.caption(ui.tr("Point at the box and click its copy icon. The link holds {w}.",
-                         "指向下面的框并点击其复制图标。链接包含{w}。", w=", ".join(what)))
+        st.caption(share_summary(state))
         st.code(url, language=None, wrap_lines=False)
     return url
 
@@ -233,7 +248,9 @@ def export_controls(s, dot: str | None = None, key: str = "export", expanded: bo
     """
     from specviz.export import GRAPHVIZ_HINT, has_dot, kaleido_problem
 
-    name = "".join(ch if ch.isalnum() else "_" for ch in s.name) or "scenario"
+    from specviz.naming import file_stem
+
+    name = file_stem(s)  # "running_example_edited" once the inputs differ from the preset
     text = s.to_json(indent=None)
     with st.expander(ui.tr("Export", "导出"), expanded=expanded, icon=":material/download:"):
         st.caption(ui.tr("**This example**", "**此示例**"))
