@@ -6,6 +6,7 @@ The same engine as ``python -m specviz audit FILE`` (specviz.audit).
 import json
 
 import streamlit as st
+from specviz.ui.bounded_cache import bounded_cache  # noqa: E402
 
 from specviz.audit import audit, auditable_fields, expected_outputs, parse_claimed_text, row_outputs
 from specviz.errors import SpecvizError
@@ -49,7 +50,7 @@ st.caption(ui.tr("Set the inputs (a preset, or paste a scenario JSON), paste the
                  "同时在树和错位表中高亮。"))
 
 
-@st.cache_data(show_spinner=False, max_entries=128)
+@bounded_cache()
 def _audit(scenario_json: str, text: str, lang: str):
     sc = scenario_from_json(scenario_json)
     claimed = parse_claimed_text(text)
@@ -60,7 +61,7 @@ def _audit(scenario_json: str, text: str, lang: str):
     return rep.ok, rep.checked, findings, rep.notes
 
 
-@st.cache_data(show_spinner=False, max_entries=128)
+@bounded_cache()
 def _expected_text(scenario_json: str) -> str:
     sc = scenario_from_json(scenario_json)
     exp = expected_outputs(sc)
@@ -68,7 +69,7 @@ def _expected_text(scenario_json: str) -> str:
                      for k, v in exp.items())
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@bounded_cache()
 def _run(scenario_json: str):
     from specviz.engine import run_scenario
 

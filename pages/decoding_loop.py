@@ -3,6 +3,7 @@ from dataclasses import replace
 
 import pandas as pd
 import streamlit as st
+from specviz.ui.bounded_cache import bounded_cache  # noqa: E402
 
 from specviz.ui import common as ui
 
@@ -40,22 +41,22 @@ def models():
     return load_models()
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@bounded_cache()
 def cached_run(prompt: str, settings: LoopSettings):
     return run_loop(prompt, settings, models())
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@bounded_cache()
 def cached_tree_proof(prompt: str, settings: LoopSettings):
     return tree_pass_exact(cached_run(prompt, settings), models())
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@bounded_cache()
 def cached_greedy_proof(prompt: str, settings: LoopSettings):
     return greedy_lossless(cached_run(prompt, settings), models())
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
+@bounded_cache()
 def cached_sampling_proof(prompt: str, settings: LoopSettings, trials: int):
     return sampling_lossless(prompt, settings, num_tokens=2, trials=trials, models=models())
 
@@ -144,7 +145,7 @@ st.caption(ui.tr("Each step is one round: the Draft's tree and the walk, the tre
 mask_words = (ui.tr("attends to", "可见"), ui.tr("masked", "屏蔽"), ui.tr("row", "行"), ui.tr("col", "列"))
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
+@bounded_cache()
 def round_frames(prompt: str, settings: LoopSettings, lang: str) -> list:
     """One player frame per round (cached per run and language: the page reruns for other widgets)."""
     out = []

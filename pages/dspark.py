@@ -10,6 +10,7 @@ import streamlit as st
 from specviz import captions, edits, steps
 from specviz import distributions as dist
 from specviz.errors import SpecvizError
+from specviz.limits import COIN_FORMAT, COIN_STEP, MAX_COIN, MAX_SEQ_LEN
 from specviz.frames import replay
 from specviz.render import dspark_charts as dc
 from specviz.render import sampling_charts as sc
@@ -137,7 +138,7 @@ with edit_box:
                     st.rerun()
     with c2:
         k = _synced("w_ds_prefix", int(req.seq_len))
-        st.number_input(tr("prefix_lens (tokens already in KV)", "prefix_lens（已在 KV 中的 token 数）"), 0, 10**6, key=k,
+        st.number_input(tr("prefix_lens (tokens already in KV)", "prefix_lens（已在 KV 中的 token 数）"), 0, MAX_SEQ_LEN, key=k,
                         on_change=_cb("seq_len", k, cast=int))
         k = _synced("w_ds_vlen", int(req.verify_len) if req.verify_len is not None else T)
         st.slider(tr("verify_len (window cap; T = no cap)", "verify_len（验证窗口上限；T 表示不裁剪）"), 1, T, key=k,
@@ -158,9 +159,9 @@ with edit_box:
         with uc:
             for i in range(T - 1):
                 k = _synced(f"w_ds_coin{i}", float(req.coins[i]))
-                st.slider(f"u[{i}]", 0.0, 0.999, step=0.001, key=k, format="%.3f", on_change=_cb("coins", k, i, float))
+                st.slider(f"u[{i}]", 0.0, MAX_COIN, step=COIN_STEP, key=k, format=COIN_FORMAT, on_change=_cb("coins", k, i, float))
             k = _synced("w_ds_coin_final", float(req.coin_final))
-            st.slider("u_final", 0.0, 0.999, step=0.001, key=k, format="%.3f", on_change=_cb("coin_final", k, cast=float))
+            st.slider("u_final", 0.0, MAX_COIN, step=COIN_STEP, key=k, format=COIN_FORMAT, on_change=_cb("coin_final", k, cast=float))
         new_p = [[float(v) for v in r] for r in dfp.to_numpy().tolist()]
         new_q = [[float(v) for v in r] for r in dfq.to_numpy().tolist()]
         if new_p != p_rows or new_q != [list(map(float, r)) for r in req.draft_probs]:

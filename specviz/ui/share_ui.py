@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 
 import streamlit as st
+from specviz.ui.bounded_cache import bounded_cache
 
 from specviz.errors import SpecvizError
 from specviz.share import QUERY_KEY, ShareState, decode_state, encode_state
@@ -180,7 +181,7 @@ def share_controls(page: str, slot: str | None = None, step_key: str | None = No
 # Export buttons
 # -------------------------------------------------------------------------------------------
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@bounded_cache()
 def _pytest_text(scenario_json: str) -> str:
     from specviz.export import pytest_file
     from specviz.scenario import scenario_from_json
