@@ -13,11 +13,12 @@ ui.page_setup(KEY, slot=None)
 from specviz.errors import SpecvizError  # noqa: E402
 from specviz.loop import metrics as M  # noqa: E402
 from specviz.loop import view  # noqa: E402
+from specviz.loop.budget import check_loop_budget  # noqa: E402
 from specviz.loop.decode import LoopSettings, run_loop  # noqa: E402
 from specviz.loop.proofs import PROOF_FOR_MISTAKE, TREE_TOL, greedy_lossless, sampling_lossless, tree_pass_exact  # noqa: E402
 from specviz.loop.train import load_models  # noqa: E402
 from specviz.render.mask import mask_svg  # noqa: E402
-from specviz.ui import markup, player  # noqa: E402
+from specviz.ui import heavy, markup, player  # noqa: E402
 
 DEFAULT_PROMPT = "The target model verifies the draft tree. "
 ALGOS = {"greedy": ("Greedy verify", "贪心验证"), "target_only": ("Target-only tree sampling", "仅目标模型的树采样"),
@@ -112,10 +113,21 @@ with st.expander(ui.tr("Classic mistakes (each breaks a proof)", "经典错误�
 settings = LoopSettings(algorithm=algorithm, topk=int(topk), depth=int(depth), num_draft_tokens=int(n),
                         temperature=float(temperature), seed=int(seed), rounds=int(rounds), backend=ui.backend(),
                         threshold_acc=float(t_acc) if algorithm == "target_only" else 1.0, mistakes=mistakes)
+greedy_settings = None
 try:
     settings = settings.checked()
-    with st.spinner(ui.tr("Decoding…", "解码中…")):
-        run = cached_run(prompt, settings)
+    greedy_settings = replace(settings, algorithm="greedy", threshold_acc=1.0,
+                              mistakes=tuple(m for m in settings.mistakes if m != "q_as_buffer"))
+    if not (cached_run.contains(prompt, settings) and cached_tree_proof.contains(prompt, settings)
+            and cached_greedy_proof.contains(prompt, greedy_settings)):
+        # New work: estimated from the inputs before it starts (a refusal names the field to lower),
+        # then run under this tab's share of the server (ui.heavy: per-session budget, CPU slots).
+        check_loop_budget(prompt, settings)
+        with heavy.heavy(ui.tr("decoding loop", "解码循环")), st.spinner(ui.tr("Decoding…", "解码中…")):
+            cached_run(prompt, settings)
+            cached_tree_proof(prompt, settings)
+            cached_greedy_proof(prompt, greedy_settings)
+    run = cached_run(prompt, settings)
 except SpecvizError as exc:
     ui.show_error(exc)
     ui.end_page()
@@ -208,8 +220,6 @@ ui.raw_tensors({
 
 # -- proofs ------------------------------------------------------------------------------------------
 st.subheader(ui.tr("Proofs, live", "证明（实时）"))
-greedy_settings = replace(settings, algorithm="greedy", threshold_acc=1.0,
-                          mistakes=tuple(m for m in settings.mistakes if m != "q_as_buffer"))
 tp = cached_tree_proof(prompt, settings)
 gp = cached_greedy_proof(prompt, greedy_settings)
 ok_word, fail_word = ui.tr("holds", "成立"), ui.tr("FAILS", "不成立")  # words: a table cell cannot show an icon font
@@ -250,9 +260,16 @@ with st.expander(ui.tr("3. Sampling lossless (Monte Carlo)", "3. 采样无损（
             "提示之后的 2 个 token，{t} 次独立运行（深度 {d}，n {n}），与 Target 的精确分布比较。K 个分箱时，"
             "正确的采样器满足 P(L1 ≥ λ) ≤ 2^K·exp(−N·λ²/2)（Bretagnolle–Huber–Carol）：下面的界 λ 被超过的概率 ≤ 0.001。",
             t=trials, d=mc_settings.depth, n=mc_settings.num_draft_tokens))
+        sp = None
         if ui.widget(st.toggle, ui.tr("Run the Monte Carlo", "运行蒙特卡洛"), "sv_loop::run_mc", False):
-            with st.spinner(ui.tr("Sampling…", "采样中…")):
-                sp = cached_sampling_proof(prompt, mc_settings.checked(), int(trials))
+            with ui.guard():
+                mc_checked = mc_settings.checked()
+                if cached_sampling_proof.contains(prompt, mc_checked, int(trials)):
+                    sp = cached_sampling_proof(prompt, mc_checked, int(trials))
+                else:
+                    with heavy.heavy(ui.tr("trials", "试验次数")), st.spinner(ui.tr("Sampling…", "采样中…")):
+                        sp = cached_sampling_proof(prompt, mc_checked, int(trials))
+        if sp is not None:
             st.markdown(ui.tr("{r}: L1 = {l:.3f}, bound λ = {b:.3f} ({n} trials)", "{r}：L1 = {l:.3f}，界 λ = {b:.3f}（{n} 次）",
                               r=ok_word if sp.ok else fail_word, l=sp.l1, b=sp.bound, n=sp.trials))
             st.dataframe(pd.DataFrame({ui.tr("next 2 tokens", "接下来 2 个 token"):

@@ -36,12 +36,12 @@ LOOP_MAX_PROMPT_CHARS = 400
 LOOP_MAX_TOPK = 4
 LOOP_MAX_DEPTH = 6
 LOOP_MAX_ROUNDS = 64
-# Work of one run of the loop page (decode + the two proofs), in Target token positions: the tree
-# proof recomputes every node of every round from scratch, so its cost is about
-# rounds x num_draft_tokens x (prompt + generated tokens). Measured on this 2-core machine
-# (benchmarks/bench_loop_budget.py): ~1.9 us of CPU per position per layer... see
-# specviz.loop_budget for the estimate; one run is refused above this bound.
-LOOP_MAX_WORK = 600_000
+# Work of one run of the loop page (the loop and its two proofs), in Target token positions,
+# estimated from the inputs before it starts (specviz.loop.budget.loop_work): ~50 us of CPU per
+# position on the 2-core dev machine, so one run stays under ~10 s of CPU (the session budget,
+# ui.heavy.SESSION_BUDGET_S, is 20 s a minute). The defaults cost ~19k; the maximal sliders with a
+# 340-character prompt ~3.4 M (115 s of CPU before this bound).
+LOOP_MAX_WORK = 200_000
 
 # -- text ---------------------------------------------------------------------------------------------
 MAX_LABEL_CHARS = 32  # a token label is drawn inside a node box

@@ -52,20 +52,25 @@ def bounded_cache(share: float = 0.25):
 
     ``share``: the fraction of TOTAL_BYTES this function may hold. Arguments must be picklable
     (strings, numbers, tuples, numpy arrays, frozen dataclasses); the key is a digest of them.
-    The wrapper has ``.clear()`` (this function's entries) like st.cache_data's.
+    The wrapper has ``.clear()`` (this function's entries) like st.cache_data's, and
+    ``.contains(*args)``: whether a call would be a hit (pages charge the work budget for misses only).
     """
     def wrap(fn):
         # The file as well as the name: pages run as scripts, so two pages' ``_monte_carlo`` share a module name.
         name = f"{os.path.basename(fn.__code__.co_filename)}:{fn.__qualname__}"
         limit = int(TOTAL_BYTES * share)
 
+        def key_of(args, kwargs):
+            try:
+                return name, hashlib.sha256(pickle.dumps((args, sorted(kwargs.items())), protocol=5)).hexdigest()
+            except Exception:  # noqa: BLE001  an unpicklable argument: no caching, same result
+                return None
+
         @functools.wraps(fn)
         def cached(*args, **kwargs):
-            try:
-                digest = hashlib.sha256(pickle.dumps((args, sorted(kwargs.items())), protocol=5)).hexdigest()
-            except Exception:  # noqa: BLE001  an unpicklable argument: no caching, same result
+            key = key_of(args, kwargs)
+            if key is None:
                 return fn(*args, **kwargs)
-            key = (name, digest)
             with _LOCK:
                 blob = _STORE.get(key)
                 if blob is not None:
@@ -92,7 +97,14 @@ def bounded_cache(share: float = 0.25):
                 for key in [k for k in _STORE if k[0] == name]:
                     _USED[name] -= len(_STORE.pop(key))
 
+        def contains(*args, **kwargs) -> bool:
+            """True when a call with these arguments would be a cache hit (no work: no budget to charge)."""
+            key = key_of(args, kwargs)
+            with _LOCK:
+                return key is not None and key in _STORE
+
         cached.clear = clear
+        cached.contains = contains
         cached.cache_name = name
         _REGISTRY[name] = cached
         return cached
