@@ -56,6 +56,11 @@ def main() -> None:
     if not pages:
         st.error("No page files found in pages/.")
         return
+    # The default page lives at "/"; a share link names its file ("/overview?s=..."): the same page,
+    # hidden from the menu, answers there too (otherwise Streamlit says "Page not found").
+    first = next((page_file(names) for names, *_ in PAGES if page_file(names) is not None),
+                 min((HERE / "pages").glob("[!_]*.py"), default=None))
+    pages.append(st.Page(str(first), title=pages[0].title, icon=pages[0].icon, url_path=first.stem, visibility="hidden"))
     st.navigation(pages).run()
 
 

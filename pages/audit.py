@@ -205,7 +205,7 @@ with g2:
     row_states = {i: ("accepted" if i in commit.accept_nodes else "discarded") for i in range(n)}
     if bad_node is not None and 0 <= bad_node < n:
         row_states[bad_node] = "rejected"
-    st.table(highlight_rows(table, row_states).hide(axis="index"))
+    ui.text_table(highlight_rows(table, row_states).hide(axis="index"))
     if bad_node is not None:
         st.caption(ui.tr("Red row: the row the first error is about.", "红色行：第一个错误所涉及的行。"))
 

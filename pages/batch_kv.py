@@ -158,7 +158,7 @@ if wrong:
         st.markdown(ui.tr("**Request {b}**: outputs {o}; rows kept {k}", "**请求 {b}**：输出 {o}；保留的行 {k}", b=b,
                           o=" ".join(s.label(t) for t in c.output_tokens), k=" ".join(s.label(t) for t in c.committed_tokens)))
         df = kv_wrong_way(c, labels[b], s.label, words)
-        st.table(df.style.apply(lambda col: ["color: #D55E00; font-weight: 600" if v != "—" else "" for v in col],
+        ui.text_table(df.style.apply(lambda col: ["color: #D55E00; font-weight: 600" if v != "—" else "" for v in col],
                                 subset=[words["problem"]]).hide(axis="index"))
     st.error(ui.tr("Keyed by outputs, every request loses its root's KV and asks for the bonus's KV, which no verify row "
                    "computed. The next round would attend to a cache with a hole and a shifted entry.",

@@ -330,7 +330,7 @@ st.success(tr("Output this round: **{o}**; next anchor **{b}** at position {p}."
               o=md(" ".join(out[:commit_lens])), b=md(bonus), p=int(res["new_seq_lens"][0])))
 
 st.header(tr("3. EAGLE tree vs DSpark chain", "3. EAGLE Tree 与 DSpark Chain 对照"))
-st.table(pd.DataFrame({
+ui.text_table(pd.DataFrame({
     "": [tr("topology", "拓扑"), tr("how the path is found", "如何确定路径"), tr("Accept result", "Accept 结果"),
          tr("tokens emitted", "输出 token 数"), tr("rows whose KV is kept", "保留 KV 的行"), tr("the +1", "+1 的含义")],
     "EAGLE Tree": [tr("tree (topk > 1)", "树（topk > 1）"), tr("Target-guided traversal: first child → next sibling", "Target 引导的遍历：first child → next sibling"),

@@ -26,7 +26,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSeriali
 
 from . import algorithms as _algorithms
 from .errors import SpecvizError
-from .safety import loads_json, read_text_file
+from .safety import loads_json, read_text_file, visible_text
 from .model import MAX_TREE_NODES, DrawnTree, chain_tree
 from .validate import PROB_SUM_ATOL
 
@@ -66,7 +66,20 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-Label = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS)]
+def _visible(v):
+    """The one validation point for text a scenario shows: control and bidi characters become visible
+    escapes (safety.visible_text), so a label or name cannot hide or reorder text (U+202E, \\x00, \\r)."""
+    return visible_text(v) if isinstance(v, str) else v
+
+
+def _visible_prose(v):
+    return visible_text(v, keep_lines=True) if isinstance(v, str) else v
+
+
+Label = Annotated[str, BeforeValidator(_visible), Field(min_length=1, max_length=MAX_LABEL_CHARS)]
+Name = Annotated[str, BeforeValidator(_visible), Field(min_length=1, max_length=MAX_NAME_CHARS)]
+Title = Annotated[str, BeforeValidator(_visible), Field(max_length=MAX_TITLE_CHARS)]
+Prose = Annotated[str, BeforeValidator(_visible_prose), Field(max_length=MAX_DESCRIPTION_CHARS)]
 
 
 class TreeSpec(_Strict):
@@ -95,10 +108,10 @@ class RequestSpec(_Strict):
 class Scenario(_Strict):
     format: Literal["specviz.scenario"] = FORMAT
     version: Literal[1] = VERSION
-    name: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
-    title: str = Field(default="", max_length=MAX_TITLE_CHARS)
-    description: str = Field(default="", max_length=MAX_DESCRIPTION_CHARS)
-    description_zh: str = Field(default="", max_length=MAX_DESCRIPTION_CHARS)  # the same in 简体中文, for the app's Chinese mode
+    name: Name
+    title: Title = ""
+    description: Prose = ""
+    description_zh: Prose = ""  # the same in 简体中文, for the app's Chinese mode
     algorithm: Literal[_algorithms.KEYS]  # the registry (specviz.algorithms) is the one list
     vocab: list[Label] = Field(min_length=1, max_length=MAX_VOCAB)
     requests: list[RequestSpec] = Field(min_length=1, max_length=MAX_BATCH)

@@ -40,6 +40,7 @@ EXTRA_FIELDS = {
     "wrong": (bool, None),  # batch page: show the wrong (gather -1) variant
     "pitfall": (str, 40),   # pitfall gallery: the pitfall's key (a name)
     "text": (str, 4000),    # audit: the pasted outputs
+    "present": (bool, None),  # any page: presentation mode (a link made in it opens in it)
 }
 
 

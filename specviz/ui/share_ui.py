@@ -25,6 +25,7 @@ import streamlit as st
 from specviz.ui.bounded_cache import bounded_cache
 
 from specviz.errors import SpecvizError
+from specviz.safety import md_message, md_text
 from specviz.share import QUERY_KEY, ShareState, decode_state, encode_state
 from specviz.ui import common as ui
 
@@ -108,7 +109,7 @@ def show_link_error() -> None:
     exc = st.session_state.pop(ERROR, None)
     if exc is not None:
         st.error(ui.tr("This link could not be loaded: **{f}**: {d}. The page shows its default state instead.",
-                       "无法加载此链接：**{f}**：{d}。页面改为显示默认状态。", f=exc.field, d=exc.detail), icon=":material/link_off:")
+                       "无法加载此链接：**{f}**：{d}。页面改为显示默认状态。", f=md_message(exc.field), d=md_message(exc.detail)), icon=":material/link_off:")
 
 
 def link_arrived(page: str) -> dict | None:
@@ -154,7 +155,7 @@ def share_controls(page: str, slot: str | None = None, step_key: str | None = No
     try:
         token = encode_state(state)
     except SpecvizError as exc:
-        st.warning(ui.tr("No link for this view: {d}", "此视图无法生成链接：{d}", d=exc.detail))
+        st.warning(ui.tr("No link for this view: {d}", "此视图无法生成链接：{d}", d=md_message(exc.detail)))
         return None
     url = f"{base_url()}/{page}?{QUERY_KEY}={token}"
     _remember(token)
@@ -168,7 +169,7 @@ def share_controls(page: str, slot: str | None = None, step_key: str | None = No
         # (no language name here: page texts such as "English" stay unique for the language toggle)
         what = [ui.tr("this page", "此页面"), ui.tr("the language", "语言")]
         if state.scenario is not None:
-            what.insert(0, ui.tr("the scenario '{n}'", "场景“{n}”", n=state.scenario.name))
+            what.insert(0, ui.tr("the scenario '{n}'", "场景“{n}”", n=md_text(state.scenario.name)))
         if state.step_key:
             what.append(ui.tr("step {k}", "第 {k} 步", k=state.step))
         st.caption(ui.tr("Point at the box and click its copy icon. The link holds {w}.",
