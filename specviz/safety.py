@@ -157,6 +157,29 @@ def plotly_text(value) -> str:
     return str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def _plotly_args(value):
+    if isinstance(value, str):
+        return plotly_text(value)
+    if isinstance(value, (list, tuple)) and any(isinstance(v, (str, list, tuple)) for v in value):
+        return type(value)(_plotly_args(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _plotly_args(v) for k, v in value.items()}
+    return value
+
+
+def plotly_safe(figure_fn):
+    """Decorator for a function that builds a plotly figure from labels: every text argument (a
+    string, a sequence of strings, a dict of words) is passed through ``plotly_text`` first, so no
+    label becomes a link, a style or a line break in the app or in the exported HTML file.
+    Numbers and arrays pass unchanged; the function's own markup (``<b>``, ``<br>``) stays markup."""
+    import functools
+
+    @functools.wraps(figure_fn)
+    def safe(*args, **kwargs):
+        return figure_fn(*(_plotly_args(a) for a in args), **{k: _plotly_args(v) for k, v in kwargs.items()})
+    return safe
+
+
 # --------------------------------------------------------------------------------------------
 # Numbers and JSON
 # --------------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from specviz.ui.bounded_cache import bounded_cache
 
 from specviz.errors import SpecvizError
 from specviz.safety import md_message, md_text
-from specviz.share import QUERY_KEY, ShareState, decode_state, encode_state
+from specviz.share import QUERY_KEY, ShareState, decode_state, encode_state, page_path
 from specviz.ui import common as ui
 
 APPLIED = "sv_share_applied"  # the last query value applied (or written) in this session
@@ -157,7 +157,7 @@ def share_controls(page: str, slot: str | None = None, step_key: str | None = No
     except SpecvizError as exc:
         st.warning(ui.tr("No link for this view: {d}", "此视图无法生成链接：{d}", d=md_message(exc.detail)))
         return None
-    url = f"{base_url()}/{page}?{QUERY_KEY}={token}"
+    url = f"{base_url()}{page_path(page)}?{QUERY_KEY}={token}"
     _remember(token)
     if _query_token() != token:
         st.session_state[APPLIED] = token
