@@ -81,12 +81,12 @@ def main() -> None:
             page = browser.new_page(viewport={"width": 1400, "height": 1800})
 
             def visit(url: str, settle: float = 3.0) -> None:
-                page.goto(url, wait_until="domcontentloaded")
+                page.goto(url, wait_until="domcontentloaded", timeout=300_000)
                 page.wait_for_selector('[data-testid="stApp"]', timeout=120_000)
                 page.wait_for_timeout(800)
-                for _ in range(1200):  # until the run is over and the backend badge is drawn (or an error)
+                for _ in range(1200):  # until the run is over and the "all backends agree" badge is drawn
                     if (page.locator('[data-testid="stStatusWidget"]').count() == 0
-                            and page.get_by_text(re.compile("agree|disagree|refused|at most|limit")).count() > 0):
+                            and page.get_by_text(re.compile("All backends agree|disagrees with the reference")).count() > 0):
                         break
                     page.wait_for_timeout(250)
                 page.wait_for_timeout(int(settle * 1000))
