@@ -291,7 +291,7 @@ if greedy:
 st.header(tr("2. Lengths, the out-token buffer and the KV commit", "2. 长度、输出 buffer 与 KV 提交"))
 m = st.columns(5)
 m[0].metric("correct_len", correct_len, delta=(f"−{raw_len - correct_len} (cap)" if raw_len != correct_len else None), delta_color="off")
-m[1].metric("bonus", bonus)
+m[1].metric("bonus", md(bonus))  # a metric value renders markdown: the label stays text
 m[2].metric("commit_lens", commit_lens, help="correct_len + 1")
 m[3].metric("new_seq_lens", int(res["new_seq_lens"][0]), help=f"prefix {req.seq_len} + commit_lens {commit_lens}")
 m[4].metric("cap_trim_lens", int(res["cap_trim_lens"][0]), help=tr("drafts trimmed by the verify window", "被验证窗口裁掉的 Draft 数"))
