@@ -998,13 +998,13 @@ def test_tree_builder_renders_a_root_with_63_children():
 
 def test_schema_values_render_on_every_page_fuzzed():
     """Hypothesis over the scenario schema's numeric fields (coins, thresholds, seq_len) through every
-    scenario page: no exception element, bounded memory. Kept cheap (3 examples x 8 pages)."""
+    scenario page: no exception element, bounded memory. Kept cheap (2 examples x 8 pages)."""
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as hs
 
     from specviz.limits import MAX_COIN, MAX_SEQ_LEN
 
-    @settings(max_examples=3, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=2, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
     @given(coin=hs.floats(0, MAX_COIN), thr=hs.floats(0, 1), seq_len=hs.integers(0, MAX_SEQ_LEN))
     def check(coin, thr, seq_len):
         for page, slot in SCHEMA_PAGES.items():
