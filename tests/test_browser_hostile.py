@@ -114,8 +114,8 @@ def test_no_user_text_becomes_an_image_or_link_on_any_scenario_page(page, app_se
     page.route(re.compile(r"^https?://(?!127\.0\.0\.1|localhost).*"), lambda route: route.abort())
     for lang in ("en", "zh"):
         token = encode_state(ShareState(page=path, slot=slot, lang=lang, scenario=_linky(name)))
-        page.goto(f"{app_server}{page_path(path)}?s={token}", wait_until="domcontentloaded")
-        wait_for_app(page)
+        page.goto(f"{app_server}{page_path(path)}?s={token}", wait_until="domcontentloaded", timeout=120_000)
+        wait_for_app(page, timeout=180_000)
         page.wait_for_timeout(600)
         exc = page.locator('[data-testid="stException"]')
         assert exc.count() == 0, (lang, path, exc.first.inner_text()[:2000])
