@@ -81,7 +81,7 @@ def load_audit_request(data: dict, base_dir: str = ".", scenario_path=None) -> t
     if "scenario" in data and ("scenario_file" in data or scenario_path is not None):
         raise SpecvizError("audit file", "gives both 'scenario' and a scenario file: give one")
     if scenario_path is not None:
-        s = _scenario_file(str(scenario_path), str(scenario_path))
+        s = _scenario_file(str(scenario_path), str(scenario_path), quote=True)
     elif "scenario" in data:
         s = scenario_from_dict(data["scenario"])
     elif "scenario_file" in data:
@@ -105,11 +105,14 @@ def load_audit_request(data: dict, base_dir: str = ".", scenario_path=None) -> t
     return s, claimed
 
 
-def _scenario_file(path: str, shown: str) -> Scenario:
-    """A scenario file for the audit; its errors name the field, never quote the file's content."""
+def _scenario_file(path: str, shown: str, quote: bool = False) -> Scenario:
+    """A scenario file for the audit; its errors name the field, and quote the file's content only
+    when the user named the file on the command line (``quote``), never for one an audit file names."""
     try:
         return load_scenario(path)
     except SpecvizError as exc:
+        if quote:
+            raise SpecvizError(f"--scenario {exc.field}", exc.detail) from None
         field = exc.field if exc.field.replace(".", "").replace("_", "").replace("[", "").replace("]", "").isalnum() else "?"
         raise SpecvizError("scenario_file", f"{shown} is not a valid scenario file (its field {field[:60]} is invalid or "
                                             "it cannot be read): check it with python -m specviz check FILE") from None
