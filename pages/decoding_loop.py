@@ -13,6 +13,7 @@ ui.page_setup(KEY, slot=None)
 from specviz.errors import SpecvizError  # noqa: E402
 from specviz.loop import metrics as M  # noqa: E402
 from specviz.loop import view  # noqa: E402
+from specviz.limits import LOOP_MAX_DEPTH, LOOP_MAX_PROMPT_CHARS, LOOP_MAX_ROUNDS, LOOP_MAX_TOPK  # noqa: E402
 from specviz.loop.budget import check_loop_budget  # noqa: E402
 from specviz.loop.decode import LoopSettings, run_loop  # noqa: E402
 from specviz.loop.proofs import PROOF_FOR_MISTAKE, TREE_TOL, greedy_lossless, sampling_lossless, tree_pass_exact  # noqa: E402
@@ -76,18 +77,18 @@ st.caption(ui.tr(
 c = st.columns([3, 2])
 with c[0]:
     prompt = ui.widget(st.text_input, ui.tr("Prompt (plain ASCII)", "提示（纯 ASCII）"), "sv_loop::prompt", DEFAULT_PROMPT,
-                       max_chars=400)
+                       max_chars=LOOP_MAX_PROMPT_CHARS)
 with c[1]:
     algorithm = ui.widget(st.selectbox, ui.tr("Accept algorithm", "接受算法"), "sv_loop::algorithm", "greedy",
                           options=list(ALGOS), format_func=lambda a: ui.tr(*ALGOS[a]))
 c = st.columns(6)
 chain = algorithm == "chain"
 with c[0]:
-    topk = 1 if chain else ui.widget(st.slider, "topk", "sv_loop::topk", 2, min_value=1, max_value=4)
+    topk = 1 if chain else ui.widget(st.slider, "topk", "sv_loop::topk", 2, min_value=1, max_value=LOOP_MAX_TOPK)
     if chain:
         st.metric("topk", 1)
 with c[1]:
-    depth = ui.widget(st.slider, ui.tr("depth (draft steps)", "深度（草稿步数）"), "sv_loop::depth", 4, min_value=1, max_value=6)
+    depth = ui.widget(st.slider, ui.tr("depth (draft steps)", "深度（草稿步数）"), "sv_loop::depth", 4, min_value=1, max_value=LOOP_MAX_DEPTH)
 most = topk + (depth - 1) * topk ** 2 + 1
 with c[2]:
     if topk == 1:
@@ -103,7 +104,7 @@ with c[3]:
 with c[4]:
     seed = ui.widget(st.number_input, ui.tr("seed", "随机种子"), "sv_loop::seed", 0, min_value=0, max_value=2**31 - 1, step=1)
 with c[5]:
-    rounds = ui.widget(st.slider, ui.tr("rounds", "轮数"), "sv_loop::rounds", 16, min_value=1, max_value=64)
+    rounds = ui.widget(st.slider, ui.tr("rounds", "轮数"), "sv_loop::rounds", 16, min_value=1, max_value=LOOP_MAX_ROUNDS)
 
 with st.expander(ui.tr("Classic mistakes (each breaks a proof)", "经典错误（每个都会打破一个证明）"), expanded=False):
     mistakes = tuple(m for m in MISTAKE_TEXT if ui.widget(st.checkbox, ui.tr(*MISTAKE_TEXT[m]), f"sv_loop::m::{m}", False))

@@ -26,7 +26,7 @@ THRESHOLD_STEP = 0.01
 
 # -- memory: what a page may allocate for one request ----------------------------------------------
 # A full_mask of n x (seq_len + n) booleans is never allocated by the app: the all-True prefix is
-# described (reference.tree.describe_full_mask). Backends are compared on an allocated mask only
+# described (reference.tree.FullMask, build_tree_described). Backends are compared on an allocated mask only
 # up to this many cells; above it they are compared in qlen_only mode (the same tree part,
 # positions and links at the real seq_len).
 MAX_MASK_CELLS = 1 << 22  # 4 MB of bool per backend
@@ -35,7 +35,7 @@ MAX_MASK_CELLS = 1 << 22  # 4 MB of bool per backend
 LOOP_MAX_PROMPT_CHARS = 400
 LOOP_MAX_TOPK = 4
 LOOP_MAX_DEPTH = 6
-LOOP_MAX_ROUNDS = 64
+LOOP_MAX_ROUNDS = 64  # (the page's sliders end at these; LoopSettings.checked() allows more for the API)
 # Work of one run of the loop page (the loop and its two proofs), in Target token positions,
 # estimated from the inputs before it starts (specviz.loop.budget.loop_work): ~50 us of CPU per
 # position on the 2-core dev machine, so one run stays under ~10 s of CPU (the session budget,
