@@ -140,8 +140,8 @@ def test_dockerfile_builds_a_small_cpu_non_root_image_with_a_health_check():
 
 
 def test_manifest_bounds_memory_disk_and_clients():
-    """Issue 19: the pod limit sits above the bounded peak (benchmarks/README.md: ~1.2 GB after the
-    issue's link and 20 hostile links), scratch volumes have a size limit, the Ingress serves TLS
+    """Issue 19: the pod limit sits above the bounded peak (benchmarks/README.md: ~0.9 GB with torch
+    loaded; the issue's link and 20 hostile links add ~23 MB), scratch volumes have a size limit, the Ingress serves TLS
     only and limits each client's request rate and connections."""
     docs = _docs()
     pod = docs["Deployment"]["spec"]["template"]["spec"]
