@@ -15,6 +15,10 @@ COPY scenarios/ scenarios/
 RUN pip wheel --no-deps --wheel-dir /wheels .
 
 # --- run -----------------------------------------------------------------------------------------
+# NOT YET PINNED BY DIGEST: no registry was reachable where this file was written, and a digest
+# must not be guessed. Before building for production, pin both FROM lines to the digest you
+# resolved, e.g.  docker buildx imagetools inspect python:3.11-slim-bookworm  ->  sha256:...
+#   FROM python:3.11-slim-bookworm@sha256:<that digest>
 FROM python:3.11-slim-bookworm
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \

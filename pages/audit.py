@@ -6,6 +6,7 @@ The same engine as ``python -m specviz audit FILE`` (specviz.audit).
 import json
 
 import streamlit as st
+from specviz.ui.bounded_cache import bounded_cache  # noqa: E402
 
 from specviz import naming
 from specviz.audit import audit, auditable_fields, expected_outputs, parse_claimed_text, row_outputs
@@ -50,7 +51,7 @@ st.caption(ui.tr("Set the inputs (a preset, or paste a scenario JSON), paste the
                  "同时在树和错位表中高亮。"))
 
 
-@st.cache_data(show_spinner=False, max_entries=128)
+@bounded_cache()
 def _audit(scenario_json: str, text: str, lang: str):
     sc = scenario_from_json(scenario_json)
     claimed = parse_claimed_text(text)
@@ -61,7 +62,7 @@ def _audit(scenario_json: str, text: str, lang: str):
     return rep.ok, rep.checked, findings, rep.notes
 
 
-@st.cache_data(show_spinner=False, max_entries=128)
+@bounded_cache()
 def _expected_text(scenario_json: str) -> str:
     sc = scenario_from_json(scenario_json)
     exp = expected_outputs(sc)
@@ -69,7 +70,7 @@ def _expected_text(scenario_json: str) -> str:
                      for k, v in exp.items())
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@bounded_cache()
 def _run(scenario_json: str):
     from specviz.engine import run_scenario
 
@@ -208,7 +209,7 @@ with g2:
     row_states = {i: ("accepted" if i in commit.accept_nodes else "discarded") for i in range(n)}
     if bad_node is not None and 0 <= bad_node < n:
         row_states[bad_node] = "rejected"
-    st.table(highlight_rows(table, row_states).hide(axis="index"))
+    ui.text_table(highlight_rows(table, row_states).hide(axis="index"))
     if bad_node is not None:
         st.caption(ui.tr("Red row: the row the first error is about.", "红色行：第一个错误所涉及的行。"))
 

@@ -3,6 +3,7 @@ import streamlit as st
 
 from specviz.render.tables import flat_rows_table, kv_wrong_way
 from specviz.render.tree import forest_dot
+from specviz.limits import MAX_SEQ_LEN
 from specviz.scenario import MAX_BATCH
 from specviz.ui import common as ui
 from specviz import edits
@@ -69,7 +70,7 @@ with st.expander(ui.tr("Edit the batch", "编辑批次"), expanded=False):
     cols = st.columns(min(bs, 8))
     for b in range(bs):
         key = f"w_seq::{ver}::{b}"
-        cols[b % len(cols)].number_input(ui.tr("seq_len of request {b}", "请求 {b} 的 seq_len", b=b), min_value=0, max_value=10**6,
+        cols[b % len(cols)].number_input(ui.tr("seq_len of request {b}", "请求 {b} 的 seq_len", b=b), min_value=0, max_value=MAX_SEQ_LEN,
                                          value=int(s.requests[b].seq_len), step=1, key=key, on_change=on_seq(b, key))
     import pandas as pd
 
@@ -157,7 +158,7 @@ if wrong:
         st.markdown(ui.tr("**Request {b}**: outputs {o}; rows kept {k}", "**请求 {b}**：输出 {o}；保留的行 {k}", b=b,
                           o=" ".join(s.label(t) for t in c.output_tokens), k=" ".join(s.label(t) for t in c.committed_tokens)))
         df = kv_wrong_way(c, labels[b], s.label, words)
-        st.table(df.style.apply(lambda col: ["color: #D55E00; font-weight: 600" if v != "—" else "" for v in col],
+        ui.text_table(df.style.apply(lambda col: ["color: #D55E00; font-weight: 600" if v != "—" else "" for v in col],
                                 subset=[words["problem"]]).hide(axis="index"))
     st.error(ui.tr("Keyed by outputs, every request loses its root's KV and asks for the bonus's KV, which no verify row "
                    "computed. The next round would attend to a cache with a hole and a shifted entry.",

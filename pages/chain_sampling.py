@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
+from specviz.ui.bounded_cache import bounded_cache  # noqa: E402
 
 from specviz import edits, wording
 from specviz import distributions as dist
 from specviz.engine import scenario_inputs, scenario_key
 from specviz.errors import SpecvizError
+from specviz.limits import COIN_FORMAT, COIN_STEP, MAX_COIN
 from specviz.render import sampling_charts as sc
 from specviz.scenario import scenario_from_json
 from specviz.ui import common as ui
@@ -158,13 +160,13 @@ with edit_box:
                 st.rerun()
 
     with col_coins:
-        st.markdown(tr("**Coins** u ∈ [0, 1) — one per draft slot, plus u_final for the terminal draw",
-                       "**随机数** u ∈ [0, 1)：每个 Draft 位置一个，另有终止采样用的 u_final"))
+        st.markdown(tr("**Coins** u ∈ [0, {m}] — one per draft slot, plus u_final for the terminal draw",
+                       "**随机数** u ∈ [0, {m}]：每个 Draft 位置一个，另有终止采样用的 u_final", m=MAX_COIN))
         for i in range(N - 1):
             k = _synced(f"w_chain_coin{i}", float(req.coins[i]))
-            st.slider(tr("u[{i}]  (slot {s})", "u[{i}]  （位置 {s}）", i=i, s=i + 1), 0.0, 0.999, step=0.001, key=k, on_change=_on_coin(i), format="%.3f")
+            st.slider(tr("u[{i}]  (slot {s})", "u[{i}]  （位置 {s}）", i=i, s=i + 1), 0.0, MAX_COIN, step=COIN_STEP, key=k, on_change=_on_coin(i), format=COIN_FORMAT)
         k = _synced("w_chain_coin_final", float(req.coin_final))
-        st.slider("u_final", 0.0, 0.999, step=0.001, key=k, on_change=_on_coin(-1), format="%.3f")
+        st.slider("u_final", 0.0, MAX_COIN, step=COIN_STEP, key=k, on_change=_on_coin(-1), format=COIN_FORMAT)
         r1, r2 = st.columns([1, 1])
         r1.number_input(tr("seed", "种子"), 0, 10**6, 0, key="w_chain_seed")
         r2.button(tr("randomise coins", "随机生成"), key="w_chain_rand", on_click=_randomise, width="stretch", icon=":material/casino:")
@@ -338,7 +340,7 @@ with ui.guard():
 st.header(tr("4. Monte Carlo: many rounds on the chosen backend", "4. Monte Carlo：在所选后端上重复多轮"))
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@bounded_cache()
 def _monte_carlo(text: str, backend: str, trials: int, seed: int, from_q: bool):
     from specviz.backends import get_backend
 

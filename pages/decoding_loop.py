@@ -3,6 +3,7 @@ from dataclasses import replace
 
 import pandas as pd
 import streamlit as st
+from specviz.ui.bounded_cache import bounded_cache  # noqa: E402
 
 from specviz.ui import common as ui
 
@@ -12,12 +13,14 @@ ui.page_setup(KEY, slot=None)
 from specviz.errors import SpecvizError  # noqa: E402
 from specviz.loop import metrics as M  # noqa: E402
 from specviz.loop import view  # noqa: E402
+from specviz.limits import LOOP_MAX_DEPTH, LOOP_MAX_PROMPT_CHARS, LOOP_MAX_ROUNDS, LOOP_MAX_TOPK  # noqa: E402
+from specviz.loop.budget import check_loop_budget  # noqa: E402
 from specviz.loop.decode import LoopSettings, run_loop  # noqa: E402
 from specviz.loop.proofs import (PAGE_PROMPT, PAGE_SETTINGS, PAGE_TRIALS, PROOF_FOR_MISTAKE, PROOF_TOKENS, TREE_TOL,  # noqa: E402
                                  detection_power, greedy_lossless, proof_settings, sampling_lossless, tree_pass_exact)
 from specviz.loop.train import load_models  # noqa: E402
 from specviz.render.mask import mask_svg  # noqa: E402
-from specviz.ui import markup, player  # noqa: E402
+from specviz.ui import heavy, markup, player  # noqa: E402
 
 DEFAULT_PROMPT = PAGE_PROMPT
 D = PAGE_SETTINGS  # the page's defaults live in the library (a test checks the mistake demos at them)
@@ -42,27 +45,27 @@ def models():
     return load_models()
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@bounded_cache()
 def cached_run(prompt: str, settings: LoopSettings):
     return run_loop(prompt, settings, models())
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@bounded_cache()
 def cached_tree_proof(prompt: str, settings: LoopSettings):
     return tree_pass_exact(cached_run(prompt, settings), models())
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@bounded_cache()
 def cached_greedy_proof(prompt: str, settings: LoopSettings):
     return greedy_lossless(cached_run(prompt, settings), models())
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
+@bounded_cache()
 def cached_sampling_proof(prompt: str, settings: LoopSettings, trials: int):
     return sampling_lossless(prompt, settings, num_tokens=PROOF_TOKENS, trials=trials, models=models())
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
+@bounded_cache()
 def cached_power(prompt: str, settings: LoopSettings, trials: int):
     return detection_power(prompt, settings, trials, models=models())
 
@@ -81,18 +84,19 @@ st.caption(ui.tr(
 c = st.columns([3, 2])
 with c[0]:
     prompt = ui.widget(st.text_input, ui.tr("Prompt (plain ASCII)", "提示（纯 ASCII）"), "sv_loop::prompt", DEFAULT_PROMPT,
-                       max_chars=400)
+                       max_chars=LOOP_MAX_PROMPT_CHARS)
 with c[1]:
     algorithm = ui.widget(st.selectbox, ui.tr("Accept algorithm", "接受算法"), "sv_loop::algorithm", "greedy",
                           options=list(ALGOS), format_func=lambda a: ui.tr(*ALGOS[a]))
 c = st.columns(6)
 chain = algorithm == "chain"
 with c[0]:
-    topk = 1 if chain else ui.widget(st.slider, "topk", "sv_loop::topk", D["topk"], min_value=1, max_value=4)
+    topk = 1 if chain else ui.widget(st.slider, "topk", "sv_loop::topk", D["topk"], min_value=1, max_value=LOOP_MAX_TOPK)
     if chain:
         st.metric("topk", 1)
 with c[1]:
-    depth = ui.widget(st.slider, ui.tr("depth (draft steps)", "深度（草稿步数）"), "sv_loop::depth", D["depth"], min_value=1, max_value=6)
+    depth = ui.widget(st.slider, ui.tr("depth (draft steps)", "深度（草稿步数）"), "sv_loop::depth", D["depth"], min_value=1,
+                      max_value=LOOP_MAX_DEPTH)
 most = topk + (depth - 1) * topk ** 2 + 1
 with c[2]:
     if topk == 1:
@@ -108,7 +112,7 @@ with c[3]:
 with c[4]:
     seed = ui.widget(st.number_input, ui.tr("seed", "随机种子"), "sv_loop::seed", D["seed"], min_value=0, max_value=2**31 - 1, step=1)
 with c[5]:
-    rounds = ui.widget(st.slider, ui.tr("rounds", "轮数"), "sv_loop::rounds", D["rounds"], min_value=1, max_value=64)
+    rounds = ui.widget(st.slider, ui.tr("rounds", "轮数"), "sv_loop::rounds", D["rounds"], min_value=1, max_value=LOOP_MAX_ROUNDS)
 
 with st.expander(ui.tr("Classic mistakes (each breaks a proof)", "经典错误（每个都会打破一个证明）"), expanded=False):
     mistakes = tuple(m for m in MISTAKE_TEXT if ui.widget(st.checkbox, ui.tr(*MISTAKE_TEXT[m]), f"sv_loop::m::{m}", False))
@@ -118,10 +122,21 @@ with st.expander(ui.tr("Classic mistakes (each breaks a proof)", "经典错误�
 settings = LoopSettings(algorithm=algorithm, topk=int(topk), depth=int(depth), num_draft_tokens=int(n),
                         temperature=float(temperature), seed=int(seed), rounds=int(rounds), backend=ui.backend(),
                         threshold_acc=float(t_acc) if algorithm == "target_only" else 1.0, mistakes=mistakes)
+greedy_settings = None
 try:
     settings = settings.checked()
-    with st.spinner(ui.tr("Decoding…", "解码中…")):
-        run = cached_run(prompt, settings)
+    greedy_settings = replace(settings, algorithm="greedy", threshold_acc=1.0,
+                              mistakes=tuple(m for m in settings.mistakes if m != "q_as_buffer"))
+    if not (cached_run.contains(prompt, settings) and cached_tree_proof.contains(prompt, settings)
+            and cached_greedy_proof.contains(prompt, greedy_settings)):
+        # New work: estimated from the inputs before it starts (a refusal names the field to lower),
+        # then run under this tab's share of the server (ui.heavy: per-session budget, CPU slots).
+        check_loop_budget(prompt, settings)
+        with heavy.heavy(ui.tr("decoding loop", "解码循环")), st.spinner(ui.tr("Decoding…", "解码中…")):
+            cached_run(prompt, settings)
+            cached_tree_proof(prompt, settings)
+            cached_greedy_proof(prompt, greedy_settings)
+    run = cached_run(prompt, settings)
 except SpecvizError as exc:
     ui.show_error(exc)
     ui.end_page()
@@ -151,7 +166,7 @@ st.caption(ui.tr("Each step is one round: the Draft's tree and the walk, the tre
 mask_words = (ui.tr("attends to", "可见"), ui.tr("masked", "屏蔽"), ui.tr("row", "行"), ui.tr("col", "列"))
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
+@bounded_cache()
 def round_frames(prompt: str, settings: LoopSettings, lang: str) -> list:
     """One player frame per round (cached per run and language: the page reruns for other widgets)."""
     out = []
@@ -214,8 +229,6 @@ ui.raw_tensors({
 
 # -- proofs ------------------------------------------------------------------------------------------
 st.subheader(ui.tr("Proofs, live", "证明（实时）"))
-greedy_settings = replace(settings, algorithm="greedy", threshold_acc=1.0,
-                          mistakes=tuple(m for m in settings.mistakes if m != "q_as_buffer"))
 tp = cached_tree_proof(prompt, settings)
 gp = cached_greedy_proof(prompt, greedy_settings)
 ok_word, fail_word = ui.tr("holds", "成立"), ui.tr("FAILS", "不成立")  # words: a table cell cannot show an icon font
@@ -269,9 +282,16 @@ with st.expander(ui.tr("3. Sampling lossless (Monte Carlo)", "3. 采样无损（
                 "**{tv:.3f}**；p(A) = {pa:.3f}，此采样器在 A 上的概率为 {a:.3f}。{t} 次试验时，证明失败的概率 **{pw}**。",
                 tv=pw.tv, pa=pw.set_expected, a=pw.set_actual, t=trials,
                 pw="> 99.9%" if pw.power > 0.999 else f"≥ {pw.power:.1%}"))
+        sp = None
         if ui.widget(st.toggle, ui.tr("Run the Monte Carlo", "运行蒙特卡洛"), "sv_loop::run_mc", False):
-            with st.spinner(ui.tr("Sampling…", "采样中…")):
-                sp = cached_sampling_proof(prompt, mc_settings.checked(), int(trials))
+            with ui.guard():
+                mc_checked = mc_settings.checked()
+                if cached_sampling_proof.contains(prompt, mc_checked, int(trials)):
+                    sp = cached_sampling_proof(prompt, mc_checked, int(trials))
+                else:
+                    with heavy.heavy(ui.tr("trials", "试验次数")), st.spinner(ui.tr("Sampling…", "采样中…")):
+                        sp = cached_sampling_proof(prompt, mc_checked, int(trials))
+        if sp is not None:
             st.markdown(ui.tr("**{r}** ({n} trials): L1 = {l:.3f}, bound λ = {b:.3f} → {r1}; first token in A: {o:.3f} "
                               "observed vs p(A) = {e:.3f}, binomial p-value {pv:.2g} → {r2}",
                               "**{r}**（{n} 次）：L1 = {l:.3f}，界 λ = {b:.3f} → {r1}；首 token 落在 A：观测 {o:.3f}，"

@@ -10,6 +10,7 @@ import streamlit as st
 from specviz import edits, steps, wording
 from specviz import distributions as dist
 from specviz.errors import SpecvizError
+from specviz.limits import COIN_FORMAT, COIN_STEP, MAX_COIN, MAX_SEQ_LEN
 from specviz.render import dspark_charts as dc
 from specviz.ui import common as ui
 from specviz.ui import markup, player, playframes, sampling_page, share_ui
@@ -135,7 +136,7 @@ with edit_box:
                     st.rerun()
     with c2:
         k = _synced("w_ds_prefix", int(req.seq_len))
-        st.number_input(tr("prefix_lens (tokens already in KV)", "prefix_lens（已在 KV 中的 token 数）"), 0, 10**6, key=k,
+        st.number_input(tr("prefix_lens (tokens already in KV)", "prefix_lens（已在 KV 中的 token 数）"), 0, MAX_SEQ_LEN, key=k,
                         on_change=_cb("seq_len", k, cast=int))
         k = _synced("w_ds_vlen", int(req.verify_len) if req.verify_len is not None else T)
         st.slider(tr("verify_len (window cap; T = no cap)", "verify_len（验证窗口上限；T 表示不裁剪）"), 1, T, key=k,
@@ -156,9 +157,9 @@ with edit_box:
         with uc:
             for i in range(T - 1):
                 k = _synced(f"w_ds_coin{i}", float(req.coins[i]))
-                st.slider(f"u[{i}]", 0.0, 0.999, step=0.001, key=k, format="%.3f", on_change=_cb("coins", k, i, float))
+                st.slider(f"u[{i}]", 0.0, MAX_COIN, step=COIN_STEP, key=k, format=COIN_FORMAT, on_change=_cb("coins", k, i, float))
             k = _synced("w_ds_coin_final", float(req.coin_final))
-            st.slider("u_final", 0.0, 0.999, step=0.001, key=k, format="%.3f", on_change=_cb("coin_final", k, cast=float))
+            st.slider("u_final", 0.0, MAX_COIN, step=COIN_STEP, key=k, format=COIN_FORMAT, on_change=_cb("coin_final", k, cast=float))
         new_p = [[float(v) for v in r] for r in dfp.to_numpy().tolist()]
         new_q = [[float(v) for v in r] for r in dfq.to_numpy().tolist()]
         if new_p != p_rows or new_q != [list(map(float, r)) for r in req.draft_probs]:
@@ -228,7 +229,7 @@ if greedy:
 st.header(tr("2. Lengths, the out-token buffer and the KV commit", "2. 长度、输出 buffer 与 KV 提交"))
 m = st.columns(5)
 m[0].metric("correct_len", correct_len, delta=(f"−{raw_len - correct_len} (cap)" if raw_len != correct_len else None), delta_color="off")
-m[1].metric("bonus", bonus)
+m[1].metric("bonus", md(bonus))  # a metric value renders markdown: the label stays text
 m[2].metric("commit_lens", commit_lens, help="correct_len + 1")
 m[3].metric("new_seq_lens", int(res["new_seq_lens"][0]), help=f"prefix {req.seq_len} + commit_lens {commit_lens}")
 m[4].metric("cap_trim_lens", int(res["cap_trim_lens"][0]), help=tr("drafts trimmed by the verify window", "被验证窗口裁掉的 Draft 数"))
@@ -267,7 +268,7 @@ st.success(tr("Output this round: **{o}**; next anchor **{b}** at position {p}."
               o=md(" ".join(out[:commit_lens])), b=md(bonus), p=int(res["new_seq_lens"][0])))
 
 st.header(tr("3. EAGLE tree vs DSpark chain", "3. EAGLE Tree 与 DSpark Chain 对照"))
-st.table(pd.DataFrame({
+ui.text_table(pd.DataFrame({
     "": [tr("topology", "拓扑"), tr("how the path is found", "如何确定路径"), tr("Accept result", "Accept 结果"),
          tr("tokens emitted", "输出 token 数"), tr("rows whose KV is kept", "保留 KV 的行"), tr("the +1", "+1 的含义")],
     "EAGLE Tree": [tr("tree (topk > 1)", "树（topk > 1）"), tr("Target-guided traversal: first child → next sibling", "Target 引导的遍历：first child → next sibling"),

@@ -4,6 +4,7 @@ Everything shown comes from specviz.pitfalls (the buggy implementations and the 
 values) and specviz.audit (the one-sentence diagnosis); this page only lays them out.
 """
 import streamlit as st
+from specviz.ui.bounded_cache import bounded_cache  # noqa: E402
 
 from specviz.audit import audit
 from specviz.pitfalls import PITFALLS, BY_KEY, display, side_view
@@ -44,7 +45,7 @@ st.caption(ui.tr("Each entry runs a small buggy implementation and the SGLang 0.
                  "每个条目都在相同输入上运行一个小的错误实现和 SGLang 0.5.23 参考实现。选择一个条目，对比两侧结果，再阅读症状与修正方法。"))
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@bounded_cache()
 def _pitfall_data(key: str):
     p = BY_KEY[key]
     s = p.scenario()

@@ -185,7 +185,7 @@ if reveal:
     rows = [{"field": f, ui.tr("value", "值"): display(s, f, exp[f])} for f in ("accept_index", "correct_len", "outputs",
                                                                                 "committed_rows", "committed_tokens", "new_seq_lens")
             if f in exp]
-    st.table(pd.DataFrame(rows))
+    ui.text_table(pd.DataFrame(rows))
 
 # The export box holds the answers (the pytest file's expectations): offered only after the reveal.
 share_ui.sidebar_controls(KEY, s if reveal else None, slot=SLOT, key="quiz_export")

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
+from specviz.ui.bounded_cache import bounded_cache  # noqa: E402
 
 from specviz import edits, steps, wording
 from specviz import distributions as dist
 from specviz.engine import scenario_inputs, scenario_key
 from specviz.errors import SpecvizError
+from specviz.limits import COIN_FORMAT, COIN_STEP, MAX_COIN, MAX_THRESHOLD, MIN_THRESHOLD, THRESHOLD_STEP
 from specviz.render import sampling_charts as sc
 from specviz.scenario import scenario_from_json
 from specviz.ui import common as ui
@@ -117,9 +119,9 @@ with edit_box:
     with c_thr:
         st.markdown(tr("**Thresholds** (server args; 1 = exact sampling)", "**阈值**（服务器参数；1 = 精确采样）"))
         k = _synced("w_to_tacc", float(s.threshold_acc))
-        st.slider("threshold_acc", 0.05, 1.0, step=0.05, key=k, on_change=_cb_set(("top", "threshold_acc"), k))
+        st.slider("threshold_acc", MIN_THRESHOLD, MAX_THRESHOLD, step=THRESHOLD_STEP, key=k, on_change=_cb_set(("top", "threshold_acc"), k))
         k = _synced("w_to_tsingle", float(s.threshold_single))
-        st.slider("threshold_single", 0.0, 1.0, step=0.05, key=k, on_change=_cb_set(("top", "threshold_single"), k))
+        st.slider("threshold_single", MIN_THRESHOLD, MAX_THRESHOLD, step=THRESHOLD_STEP, key=k, on_change=_cb_set(("top", "threshold_single"), k))
         k = _synced("w_to_sem", s.semantics)
         st.radio(tr("semantics", "语义版本"), ["0.5.23", "earlier"], key=k, horizontal=True, on_change=_cb_set(("top", "semantics"), k),
                  help=tr("0.5.23: accept iff p > 0 and (coin < prob_acc/t_acc or p ≥ t_single); earlier releases use <= and no p > 0 guard.",
@@ -132,10 +134,10 @@ with edit_box:
         with st.container(height=330 if len(inner) > 4 else "content", border=False):
             for i in inner:
                 k = _synced(f"w_to_coin{i}", float(req.coins[i]))
-                st.slider(tr("u[{i}] — children of node {i} ({t})", "u[{i}] — 节点 {i}（{t}）的子节点", i=i, t=md(labels[i])), 0.0, 0.999,
-                          step=0.001, key=k, format="%.3f", on_change=_cb_set(("req", "coins", i), k))
+                st.slider(tr("u[{i}] — children of node {i} ({t})", "u[{i}] — 节点 {i}（{t}）的子节点", i=i, t=md(labels[i])), 0.0, MAX_COIN,
+                          step=COIN_STEP, key=k, format=COIN_FORMAT, on_change=_cb_set(("req", "coins", i), k))
         k = _synced("w_to_coin_final", float(req.coin_final))
-        st.slider("u_final", 0.0, 0.999, step=0.001, key=k, format="%.3f", on_change=_cb_set(("req", "coin_final"), k))
+        st.slider("u_final", 0.0, MAX_COIN, step=COIN_STEP, key=k, format=COIN_FORMAT, on_change=_cb_set(("req", "coin_final"), k))
         r1, r2 = st.columns(2)
         r1.number_input(tr("seed", "种子"), 0, 10**6, 0, key="w_to_seed")
         r2.button(tr("randomise coins", "随机生成"), key="w_to_rand", on_click=_randomise, width="stretch", icon=":material/casino:")
@@ -215,7 +217,7 @@ st.success(tr("Output this round: **{o}** — accept_index {ai}, accept_lens = {
 st.header(tr("3. Monte Carlo: exact at thresholds 1, biased below", "3. Monte Carlo：阈值为 1 时精确，低于 1 时有偏"))
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@bounded_cache()
 def _monte_carlo(text: str, backend: str, trials: int, seed: int):
     from specviz.backends import get_backend
 

@@ -4,8 +4,10 @@ The graphviz tree (with SGLang's first-child / next-sibling links), the retrieve
 positions and the tree mask update together; the selected node is highlighted in every view.
 """
 import streamlit as st
+from specviz.ui.bounded_cache import bounded_cache  # noqa: E402
 
 from specviz.errors import SpecvizError
+from specviz.limits import MAX_DEPTH, MAX_MASK_CELLS, MAX_TOPK, MAX_TREE_NODES
 from specviz.scenario import scenario_from_json
 from specviz.render.mask import mask_heatmap, mask_storage_text, mask_svg
 from specviz.render.tables import retrieve_table, selected_style
@@ -124,7 +126,7 @@ def on_mode():
 
 
 # -- layout -----------------------------------------------------------------------------------
-@st.cache_data(show_spinner=False, max_entries=64)
+@bounded_cache()
 def _views(text: str, b: int, mode: str) -> dict:
     """edits.tree_views, cached on the scenario JSON (build_tree runs once per tree)."""
     return edits.tree_views(scenario_from_json(text), b, mode)
@@ -196,9 +198,9 @@ with left:
                               "这棵树**可以**由 EAGLE rollout 得到（取能容纳它的最小 topk）："))
         with st.form(f"w_eagle::{ver}::{b}"):
             c = st.columns(3)
-            topk = c[0].number_input("topk", min_value=1, max_value=16, step=1, value=int(form.topk) if form else 2)
-            depth = c[1].number_input(ui.tr("depth", "深度"), min_value=1, max_value=16, step=1, value=int(form.depth) if form else 2)
-            ndt = c[2].number_input("num_draft_tokens", min_value=1, max_value=64, step=1, value=int(n))
+            topk = c[0].number_input("topk", min_value=1, max_value=MAX_TOPK, step=1, value=int(form.topk) if form else 2)
+            depth = c[1].number_input(ui.tr("depth", "深度"), min_value=1, max_value=MAX_DEPTH, step=1, value=int(form.depth) if form else 2)
+            ndt = c[2].number_input("num_draft_tokens", min_value=1, max_value=MAX_TREE_NODES, step=1, value=int(n))
             pl_text = st.text_input("parent_list", value=", ".join(map(str, form.parent_list)) if form else "-1, 0, 1")
             si_text = st.text_input("selected_index", value=", ".join(map(str, form.selected_index)) if form else "")
             dt_text = st.text_input(ui.tr("draft tokens (nodes 1..n-1)", "草稿 token（节点 1..n-1）"), value=", ".join(labels[1:]))
@@ -276,9 +278,17 @@ if views is not None:
 
     if views["inputs"]:
         inp = views["inputs"]
+        compare_mode, note = inp["tree_mask_mode"], ""
+        if compare_mode == "full_mask" and inp["num_draft_tokens"] * int(inp["verified_seq_len"].sum()) > MAX_MASK_CELLS:
+            # Allocating n x seq_len cells on every backend only to compare all-True prefixes: compare the
+            # same tree part, positions and links in qlen_only mode instead (and say so).
+            compare_mode = "qlen_only"
+            note = ui.tr(" (compared in qlen_only mode: the full_mask prefix of {c:,} cells is all True and is not allocated)",
+                         "（以 qlen_only 模式比较：full_mask 的前缀共 {c:,} 个单元，全为 True，不分配内存）",
+                         c=inp["num_draft_tokens"] * int(inp["verified_seq_len"].sum()))
         ui.badge(ui.compare_call("build_tree", inp["parent_list"], inp["selected_index"], inp["verified_seq_len"],
                                  topk=inp["topk"], depth=inp["depth"], num_draft_tokens=inp["num_draft_tokens"],
-                                 tree_mask_mode=inp["tree_mask_mode"]), what="build_tree")
+                                 tree_mask_mode=compare_mode), what="build_tree" + note)
         mask_doc = {"full_mask": "[n*sum(seq_lens) + bs*n*n]", "qlen_only": "[bs*n*n]",
                     "qlen_only_bitpacking": "[bs*n]"}[s.tree_mask_mode]
         ui.raw_tensors({

@@ -116,7 +116,7 @@ def cmd_check(args) -> int:
 def cmd_audit(args) -> int:
     from .audit import audit_file
 
-    report = audit_file(args.file)
+    report = audit_file(args.file, getattr(args, "scenario", None))
     print(report.summary())
     return 0 if report.ok else 1
 
@@ -209,7 +209,7 @@ scenarios/examples/audit_example.json):
 
   {
     "comment": "optional free text",
-    "scenario_file": "../running_example.json",   (a path, relative to FILE's folder)
+    "scenario_file": "running_example.json",   (a path inside FILE's folder; or pass --scenario)
     "claimed": {"accept_index": [[0, 1, 3]], "outputs": [["A", "C", "X"]]}
   }
 
@@ -278,6 +278,8 @@ def main(argv=None) -> int:
                                    "SGLang run) against the numpy reference.",
                        epilog=_EPILOG_AUDIT, formatter_class=fmt)
     p.add_argument("file", help="an audit JSON file: {\"scenario_file\" | \"scenario\", \"claimed\"} (see below)")
+    p.add_argument("--scenario", default=None, metavar="SCENARIO.json",
+                   help="the scenario file to audit against (read wherever it is; replaces the file's scenario_file)")
     p.set_defaults(fn=cmd_audit)
     p = sub.add_parser("convert", help="show the SGLang forms of a scenario's trees", epilog=_EPILOG_CONVERT, formatter_class=fmt)
     p.add_argument("file", type=_scenario_arg, help="a scenario JSON file (docs/scenario_format.md) or a preset name")

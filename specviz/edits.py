@@ -169,7 +169,7 @@ def tree_views(s: Scenario, b: int = 0, mode: str = "full_mask") -> dict:
     import numpy as np
 
     from specviz.model import NotExpressible
-    from specviz.reference import build_tree, tree_mask_matrix
+    from specviz.reference import build_tree, build_tree_described, tree_mask_matrix
     from specviz.results import TreeBuild
 
     tree = s.tree(b)
@@ -186,7 +186,10 @@ def tree_views(s: Scenario, b: int = 0, mode: str = "full_mask") -> dict:
         sl = np.asarray([seq_len], dtype=np.int64)
         inputs = {"parent_list": pl, "selected_index": si, "verified_seq_len": sl, "topk": form.topk,
                   "depth": form.depth, "num_draft_tokens": n, "tree_mask_mode": mode}
-        build = build_tree(pl, si, sl, topk=form.topk, depth=form.depth, num_draft_tokens=n, tree_mask_mode=mode)
+        if mode == "full_mask":  # the prefix (n x seq_len cells, all True) is described, never allocated
+            build = build_tree_described(pl, si, sl, topk=form.topk, depth=form.depth, num_draft_tokens=n)
+        else:
+            build = build_tree(pl, si, sl, topk=form.topk, depth=form.depth, num_draft_tokens=n, tree_mask_mode=mode)
         matrix = tree_mask_matrix(build, sl, n, mode)
         return {"eagle": form, "reason": reason, "build": build, "matrix": matrix, "inputs": inputs}
     ri, nt, ns = tree.retrieve_arrays(0)
@@ -224,7 +227,8 @@ def tree_from_rollout(s: Scenario, topk, depth, num_draft_tokens, parent_list, s
     pl = np.asarray([list(parent_list)], dtype=np.int64).reshape(1, -1)
     si = np.asarray([list(selected_index)], dtype=np.int64).reshape(1, -1)
     sl = np.asarray([s.requests[b].seq_len], dtype=np.int64)
-    build_tree(pl, si, sl, topk=topk, depth=depth, num_draft_tokens=n)  # SGLang's checks name the field
+    build_tree(pl, si, sl * 0, topk=topk, depth=depth, num_draft_tokens=n,  # SGLang's checks name the field
+               tree_mask_mode="qlen_only")  # (the mask's prefix, n x seq_len cells, plays no part in them)
     form = EagleForm(topk=int(topk), depth=int(depth), num_draft_tokens=n, parent_list=tuple(parent_list),
                      selected_index=tuple(selected_index), draft_tokens=tuple(ids[t] for t in draft_tokens),
                      root_token=ids[root_label])

@@ -20,8 +20,7 @@ import numpy as np
 
 from .errors import SpecvizError
 
-MAX_TREE_NODES = 64  # the most nodes a drawn tree (or chain) may have: beyond that nothing can be read on screen
-MAX_DEPTH = 16
+from .limits import MAX_DEPTH, MAX_TREE_NODES  # noqa: E402,F401  (one set of limits: specviz.limits)
 
 
 class NotExpressible(SpecvizError):

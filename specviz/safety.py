@@ -6,6 +6,10 @@ script, generated Python, ``int()`` or ``json.loads``:
 
     html_text(x)            text for HTML (element content or a quoted attribute; markdown-inert too)
     md_text(x) / md_prose(x)  a label / a title or description inside Streamlit markdown
+    table_cell(x)           a cell of a table Streamlit renders as markdown (st.table)
+    no_autolink(x)          bare URLs / e-mail addresses never become links (all the above apply it)
+    visible_text(x)         control and bidi characters shown as escapes (the schema's one validation point)
+    plotly_text(x)          a label for plotly (which reads <a>, <span style>, <br> in text)
     dot_quote(x)            a DOT double-quoted string (never an HTML-like <...> label)
     json_for_script(obj)    JSON that is safe inside <script> (no </script>, <!--, U+2028/9)
     bounded_int(text, ...)  int() that refuses too many digits before converting
@@ -37,11 +41,24 @@ _HTML_TABLE = {ord("&"): "&amp;", ord("<"): "&lt;", ord(">"): "&gt;", ord('"'): 
                **{ord(c): f"&#{ord(c)};" for c in "[]()!*_`~\\#|$:"}}
 
 
+# Streamlit's markdown (remark-gfm) turns bare "http://...", "www.x" and "a@b.c" in *text* into
+# links, after escapes and character references are decoded, so no escaping stops it. A WORD
+# JOINER (U+2060, invisible, zero width) after the scheme's letters, after "www" and after "@"
+# breaks the pattern: the text reads the same and is never a link (copying it gives no usable URL).
+WORD_JOINER = "\u2060"
+_AUTOLINK = re.compile(r"(?i)(?<=[a-z])(?=:)|(?<=www)(?=\.)|(?<=@)")
+
+
+def no_autolink(value) -> str:
+    """``value`` with every spot where an autolink could start broken by an invisible word joiner."""
+    return _AUTOLINK.sub(WORD_JOINER, str(value))
+
+
 def html_text(value) -> str:
     """``value`` as text in HTML (content or a quoted attribute): ``& < > " '`` escaped, and the
     markdown-active characters too (Streamlit's markdown reads inside its HTML), so the browser
-    shows the text exactly and nothing in it becomes a tag, link, image or emphasis."""
-    return str(value).translate(_HTML_TABLE)
+    shows the text exactly and nothing in it becomes a tag, link, image, autolink or emphasis."""
+    return no_autolink(value).translate(_HTML_TABLE)
 
 
 _DOT_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -80,9 +97,16 @@ def md_text(value) -> str:
     """``value`` as literal text inside Streamlit markdown (st.markdown, st.caption, labels).
 
     Every markdown-active character is backslash-escaped, so a label cannot become a link, an
-    image, emphasis, a heading or (where HTML were allowed) a tag. Newlines become spaces.
+    image, emphasis, a heading or (where HTML were allowed) a tag; bare URLs are not autolinked
+    (``no_autolink``). Newlines become spaces. The one helper for table cells too (``table_cell``).
     """
-    return _MD_SPECIAL.sub(r"\\\1", str(value).replace("\r", " ").replace("\n", " "))
+    return _MD_SPECIAL.sub(r"\\\1", no_autolink(value).replace("\r", " ").replace("\n", " "))
+
+
+def table_cell(value):
+    """A value for a table that Streamlit renders as markdown (st.table): strings as ``md_text``,
+    numbers and other values unchanged."""
+    return md_text(value) if isinstance(value, str) else value
 
 
 _PROSE_SPECIAL = re.compile(r"([\\\[\]<>!&])")
@@ -90,8 +114,9 @@ _PROSE_SPECIAL = re.compile(r"([\\\[\]<>!&])")
 
 def md_prose(value) -> str:
     """User prose (a scenario title or description) for Streamlit markdown: emphasis and code
-    spans keep working, but no link, image, autolink or tag can form (``[ ] ! < > &`` escaped)."""
-    return _PROSE_SPECIAL.sub(r"\\\1", str(value))
+    spans keep working, but no link, image, autolink or tag can form (``[ ] ! < > &`` escaped, bare
+    URLs broken by ``no_autolink``)."""
+    return _PROSE_SPECIAL.sub(r"\\\1", no_autolink(value))
 
 
 _MESSAGE_SPECIAL = re.compile(r"([<>&])|\]\(")
@@ -101,7 +126,58 @@ def md_message(value) -> str:
     """An error message for Streamlit markdown (st.error): it may quote a user's label, so no link,
     image, autolink or tag can form (``<``, ``>``, ``&`` and the ``](`` of a link escaped); brackets
     such as ``target_probs[1]`` stay as written."""
-    return _MESSAGE_SPECIAL.sub(lambda m: "\\" + m.group(1) if m.group(1) else "]\\(", str(value).replace("\n", " "))
+    return _MESSAGE_SPECIAL.sub(lambda m: "\\" + m.group(1) if m.group(1) else "]\\(", no_autolink(value).replace("\n", " "))
+
+
+# Control characters (C0 but tab/newline where allowed, DEL, C1) and the bidirectional overrides,
+# isolates and marks that reorder what a reader sees (U+202E turns "exe.txt" into "txt.exe").
+_INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ufeff]")
+_INVISIBLE_ALL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ufeff]")
+
+
+def _escape_char(m) -> str:
+    c = m.group(0)
+    named = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x00": "\\0"}
+    return named.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+
+
+def visible_text(value, keep_lines: bool = False) -> str:
+    """``value`` with control and bidi characters written as visible escapes (``\\n``, ``\\x1b``,
+    ``\\u202e``): a label or name reads as what it holds, never reorders or hides text.
+    ``keep_lines``: newlines and tabs stay (a description is prose)."""
+    pattern = _INVISIBLE if keep_lines else _INVISIBLE_ALL
+    text = str(value)
+    return pattern.sub(_escape_char, text.replace("\r\n", "\n") if keep_lines else text)
+
+
+def plotly_text(value) -> str:
+    """A label for a plotly figure: plotly reads a subset of HTML in its texts (``<a href>``,
+    ``<span style>``, ``<br>``, ``<b>``) and entities, also in an exported HTML file; escaped here
+    so it shows literally."""
+    return str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _plotly_args(value):
+    if isinstance(value, str):
+        return plotly_text(value)
+    if isinstance(value, (list, tuple)) and any(isinstance(v, (str, list, tuple)) for v in value):
+        return type(value)(_plotly_args(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _plotly_args(v) for k, v in value.items()}
+    return value
+
+
+def plotly_safe(figure_fn):
+    """Decorator for a function that builds a plotly figure from labels: every text argument (a
+    string, a sequence of strings, a dict of words) is passed through ``plotly_text`` first, so no
+    label becomes a link, a style or a line break in the app or in the exported HTML file.
+    Numbers and arrays pass unchanged; the function's own markup (``<b>``, ``<br>``) stays markup."""
+    import functools
+
+    @functools.wraps(figure_fn)
+    def safe(*args, **kwargs):
+        return figure_fn(*(_plotly_args(a) for a in args), **{k: _plotly_args(v) for k, v in kwargs.items()})
+    return safe
 
 
 # --------------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSeriali
 
 from . import algorithms as _algorithms
 from .errors import SpecvizError
-from .safety import loads_json, read_text_file
+from .safety import loads_json, read_text_file, visible_text
 from .model import MAX_TREE_NODES, DrawnTree, chain_tree
 from .validate import PROB_SUM_ATOL
 
@@ -38,9 +38,8 @@ VERSION = 1
 MAX_VOCAB = 1024
 MAX_BATCH = 16
 MAX_TABLE_CELLS = 16_384  # requests x rows x vocabulary: e.g. 16 x 64 x 16, or 1 x 16 x 1,024
-MAX_LABEL_CHARS = 32  # a token label is drawn inside a node box
-MAX_TITLE_CHARS = 200
-MAX_DESCRIPTION_CHARS = 4000
+from .limits import (MAX_COIN, MAX_DESCRIPTION_CHARS, MAX_LABEL_CHARS, MAX_NAME_CHARS, MAX_SEQ_LEN,  # noqa: E402
+                     MAX_THRESHOLD, MIN_THRESHOLD, MAX_TITLE_CHARS)
 MAX_SCENARIO_CHARS = 2_000_000  # bytes of JSON text, refused before parsing: two full-precision tables at the cell limit, saved with indent 2, fit
 # Read from the algorithm registry (specviz.algorithms), never listed again here.
 ALGORITHMS = _algorithms.KEYS
@@ -67,7 +66,20 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-Label = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS)]
+def _visible(v):
+    """The one validation point for text a scenario shows: control and bidi characters become visible
+    escapes (safety.visible_text), so a label or name cannot hide or reorder text (U+202E, \\x00, \\r)."""
+    return visible_text(v) if isinstance(v, str) else v
+
+
+def _visible_prose(v):
+    return visible_text(v, keep_lines=True) if isinstance(v, str) else v
+
+
+Label = Annotated[str, BeforeValidator(_visible), Field(min_length=1, max_length=MAX_LABEL_CHARS)]
+Name = Annotated[str, BeforeValidator(_visible), Field(min_length=1, max_length=MAX_NAME_CHARS)]
+Title = Annotated[str, BeforeValidator(_visible), Field(max_length=MAX_TITLE_CHARS)]
+Prose = Annotated[str, BeforeValidator(_visible_prose), Field(max_length=MAX_DESCRIPTION_CHARS)]
 
 
 class TreeSpec(_Strict):
@@ -78,7 +90,7 @@ class TreeSpec(_Strict):
 class RequestSpec(_Strict):
     tree: TreeSpec | None = None
     chain: list[Label] | None = Field(default=None, min_length=1, max_length=MAX_TREE_NODES)
-    seq_len: int = Field(default=0, ge=0, le=10**9)
+    seq_len: int = Field(default=0, ge=0, le=MAX_SEQ_LEN)
     target_predict: list[Label] | None = Field(default=None, max_length=MAX_TREE_NODES)
     target_probs: list[list[float]] | None = Field(default=None, max_length=MAX_TREE_NODES)
     # Instead of target_probs (or target_predict): raw target logits per row, turned into p by
@@ -89,23 +101,23 @@ class RequestSpec(_Strict):
     top_p: float | None = Field(default=None, gt=0.0, le=1.0)
     draft_probs: list[list[float]] | None = Field(default=None, max_length=MAX_TREE_NODES)
     coins: list[float] | None = Field(default=None, max_length=MAX_TREE_NODES)
-    coin_final: float | None = Field(default=None, ge=0.0, lt=1.0)
+    coin_final: float | None = Field(default=None, ge=0.0, le=MAX_COIN)
     verify_len: int | None = Field(default=None, ge=1, le=10**9)
 
 
 class Scenario(_Strict):
     format: Literal["specviz.scenario"] = FORMAT
     version: Literal[1] = VERSION
-    name: str = Field(min_length=1, max_length=80)
-    title: str = Field(default="", max_length=MAX_TITLE_CHARS)
-    description: str = Field(default="", max_length=MAX_DESCRIPTION_CHARS)
-    description_zh: str = Field(default="", max_length=MAX_DESCRIPTION_CHARS)  # the same in 简体中文, for the app's Chinese mode
+    name: Name
+    title: Title = ""
+    description: Prose = ""
+    description_zh: Prose = ""  # the same in 简体中文, for the app's Chinese mode
     algorithm: Literal[_algorithms.KEYS]  # the registry (specviz.algorithms) is the one list
     vocab: list[Label] = Field(min_length=1, max_length=MAX_VOCAB)
     requests: list[RequestSpec] = Field(min_length=1, max_length=MAX_BATCH)
     num_speculative_tokens: int | None = Field(default=None, ge=1, le=MAX_TREE_NODES)
-    threshold_single: float = Field(default=1.0, ge=0.0, le=1.0)
-    threshold_acc: float = Field(default=1.0, ge=0.0, le=1.0)
+    threshold_single: float = Field(default=1.0, ge=MIN_THRESHOLD, le=MAX_THRESHOLD)
+    threshold_acc: float = Field(default=1.0, ge=MIN_THRESHOLD, le=MAX_THRESHOLD)
     semantics: Literal["0.5.23", "earlier"] = "0.5.23"
     tree_mask_mode: Literal["full_mask", "qlen_only", "qlen_only_bitpacking"] = "full_mask"
     predicts_init: int = Field(default=0, ge=-(2**31), lt=2**31)
@@ -277,12 +289,12 @@ def check_scenario(s: Scenario) -> None:
             ncoins = n if s.is_tree else n - 1
             if r.coins is None or len(r.coins) != ncoins:
                 got = "missing" if r.coins is None else f"{len(r.coins)} coins"
-                raise SpecvizError(_field(b, "coins"), f"is {got}: give {ncoins} coins in [0, 1) ({'one per node' if s.is_tree else 'one per draft slot'})")
+                raise SpecvizError(_field(b, "coins"), f"is {got}: give {ncoins} coins in [0, {MAX_COIN}] ({'one per node' if s.is_tree else 'one per draft slot'})")
             for k, c in enumerate(r.coins):
-                if not (0.0 <= c < 1.0):
-                    raise SpecvizError(_field(b, "coins", k), f"is {c}: coins lie in [0, 1)")
+                if not (0.0 <= c <= MAX_COIN):
+                    raise SpecvizError(_field(b, "coins", k), f"is {c}: coins lie in [0, {MAX_COIN}] (the sliders' range)")
             if r.coin_final is None:
-                raise SpecvizError(_field(b, "coin_final"), "is missing: give the terminal-sample coin in [0, 1)")
+                raise SpecvizError(_field(b, "coin_final"), f"is missing: give the terminal-sample coin in [0, {MAX_COIN}]")
         if need_q:
             _check_table(b, "draft_probs", r.draft_probs, n - 1, V, "one q row per draft slot")
         if _algorithms.get(s.algorithm).family == "dspark" and r.verify_len is not None and r.verify_len > n:

@@ -40,6 +40,7 @@ EXTRA_FIELDS = {
     "wrong": (bool, None),  # batch page: show the wrong (gather -1) variant
     "pitfall": (str, 40),   # pitfall gallery: the pitfall's key (a name)
     "text": (str, 4000),    # audit: the pasted outputs
+    "present": (bool, None),  # any page: presentation mode (a link made in it opens in it)
 }
 
 
@@ -99,9 +100,17 @@ def encode_state(state: ShareState) -> str:
     return token
 
 
+DEFAULT_PAGE = "overview"  # app.py's first page: Streamlit serves it at "/" only ("/overview" says "Page not found")
+
+
+def page_path(page: str) -> str:
+    """The URL path of a page: ``/<page>``, or ``/`` for the default page."""
+    return "/" if page == DEFAULT_PAGE else f"/{quote(page)}"
+
+
 def share_url(base: str, state: ShareState) -> str:
-    """``base`` (e.g. ``http://127.0.0.1:8501``) + ``/<page>?s=<token>``."""
-    return f"{base.rstrip('/')}/{quote(state.page)}?{QUERY_KEY}={encode_state(state)}"
+    """``base`` (e.g. ``http://127.0.0.1:8501``) + ``/<page>?s=<token>`` (``/?s=`` for the default page)."""
+    return f"{base.rstrip('/')}{page_path(state.page)}?{QUERY_KEY}={encode_state(state)}"
 
 
 def decode_state(token) -> ShareState:

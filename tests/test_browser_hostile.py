@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_hostile_inputs import IFRAME, LABELS, LONG_PAYLOADS, _relabel  # noqa: E402
 
 from specviz.pitfalls import preset  # noqa: E402
-from specviz.share import ShareState, encode_state  # noqa: E402
+from specviz.share import ShareState, encode_state, page_path  # noqa: E402
 
 
 def _watch(page):
@@ -71,3 +71,62 @@ def test_back_button_never_undoes_a_step(page, app_server):
         expect(step).to_have_text(re.compile(rf"^Step {want}/"))
     assert page.url == url and page.evaluate("history.length") == depth
     assert page.locator('[data-testid="stException"]').count() == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 19, family 3: markdown images and links from a link (a tracking pixel, a phishing link)
+# ---------------------------------------------------------------------------------------------
+
+EVIL = "198.51.100.7"  # TEST-NET-2: never a real host; every request to it is aborted and counted
+LINKY_LABELS = [f"![i](http://{EVIL}/L)", f"[c](http://{EVIL}/c)", f"http://{EVIL}/u", "www.evil.example", "a@evil.example",
+                "<img src=//" + EVIL + "/t>"]
+LINKY_TEXT = f"x![i](http://{EVIL}/N) see http://{EVIL}/desc and www.evil.example [here](http://{EVIL}/h)"
+SCENARIO_PAGES = (("overview", "tree", "running_example"), ("greedy", "tree", "running_example"),
+                  ("target_only", "target_only", "target_only_sampling"), ("chain_sampling", "chain", "pq_example"),
+                  ("dspark", "dspark", "dspark_chain"), ("tree_builder", "tree", "running_example"),
+                  ("batch_kv", "batch", "batch_two_requests"), ("audit", "audit", "running_example"))
+
+
+def _linky(name: str):
+    import json as _json
+
+    from specviz.scenario import scenario_from_dict
+
+    s = _relabel(preset(name), labels=LINKY_LABELS, title=LINKY_TEXT[:200], description=LINKY_TEXT)
+    data = _json.loads(s.to_json())
+    data["name"] = f"x![i](http://{EVIL}/N)"
+    data["description_zh"] = LINKY_TEXT
+    return scenario_from_dict(data)
+
+
+@pytest.mark.parametrize("path,slot,name", SCENARIO_PAGES, ids=[p for p, _, _ in SCENARIO_PAGES])
+def test_no_user_text_becomes_an_image_or_link_on_any_scenario_page(page, app_server, path, slot, name):
+    """A link whose name, labels, title and description hold markdown images, links and bare URLs, on
+    every scenario page in both languages: the browser requests nothing from another host, and no
+    <a href> or <img> from that text enters the page (sidebar share caption, tables, captions)."""
+    outside = []
+
+    def on_request(req):
+        host = req.url.split("://", 1)[-1].split("/", 1)[0].split(":")[0]
+        if req.url.startswith(("data:", "blob:", "about:")) or host in ("127.0.0.1", "localhost"):
+            return
+        outside.append(req.url)
+
+    page.on("request", on_request)
+    page.route(re.compile(r"^https?://(?!127\.0\.0\.1|localhost).*"), lambda route: route.abort())
+    for lang in ("en", "zh"):
+        token = encode_state(ShareState(page=path, slot=slot, lang=lang, scenario=_linky(name)))
+        page.goto(f"{app_server}{page_path(path)}?s={token}", wait_until="domcontentloaded", timeout=120_000)
+        wait_for_app(page, timeout=180_000)
+        page.wait_for_timeout(600)
+        exc = page.locator('[data-testid="stException"]')
+        assert exc.count() == 0, (lang, path, exc.first.inner_text()[:2000])
+        for frame in page.frames:
+            bad = frame.evaluate("""(evil) => [...document.querySelectorAll('a[href], img[src], image')]
+                .map(e => [e.getAttribute('href') || e.getAttribute('src') || e.getAttribute('xlink:href') || '',
+                           (e.parentElement || e).outerHTML.slice(0, 300)])
+                .filter(([u]) => u.includes(evil) || u.includes('evil.example') || /^(https?:)?\\/\\//.test(u) &&
+                                 !/^(https?:)?\\/\\/(127\\.0\\.0\\.1|localhost)[:/]/.test(u) && !u.includes('w3.org'))""", EVIL)
+            assert bad == [], (lang, path, bad)
+        assert page.get_by_text("Page not found").count() == 0, (lang, path)
+    assert outside == [], outside

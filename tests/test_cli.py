@@ -82,24 +82,22 @@ def test_convert_shows_the_eagle_rollout():
 def test_audit_names_the_first_wrong_value_and_exits_1(tmp_path):
     """accept_index without the root row: the audit names slot [0][0] and the rule (root row first)."""
     f = tmp_path / "claim.json"
-    f.write_text(json.dumps({"scenario_file": "scenarios/running_example.json",
-                             "claimed": {"accept_index": [[1, 3, -1]], "predicts": [0, 2, 0, 4, 0]}}))
-    r = cli("audit", str(f))
+    f.write_text(json.dumps({"claimed": {"accept_index": [[1, 3, -1]], "predicts": [0, 2, 0, 4, 0]}}))
+    r = cli("audit", str(f), "--scenario", "scenarios/running_example.json")
     assert r.returncode == 1
     assert "accept_index[0][0]: got 1, expected 0" in r.stdout and "root" in r.stdout
 
 
 def test_audit_accepts_a_pasted_tensor_repr_and_exits_0(tmp_path):
     f = tmp_path / "claim.json"
-    f.write_text(json.dumps({"scenario_file": "scenarios/running_example.json",
-                             "claimed": {"accept_index": "tensor([[0, 1, 3]], device='cuda:0', dtype=torch.int32)",
+    f.write_text(json.dumps({"claimed": {"accept_index": "tensor([[0, 1, 3]], device='cuda:0', dtype=torch.int32)",
                                          "accept_lens": [3]}}))
-    r = cli("audit", str(f))
+    r = cli("audit", str(f), "--scenario", "scenarios/running_example.json")
     assert r.returncode == 0 and r.stdout.startswith("OK")
 
 
 def test_audit_bad_file_is_exit_2(tmp_path):
     f = tmp_path / "claim.json"
-    f.write_text(json.dumps({"scenario_file": "scenarios/running_example.json"}))
-    r = cli("audit", str(f))
+    f.write_text(json.dumps({}))
+    r = cli("audit", str(f), "--scenario", "scenarios/running_example.json")
     assert r.returncode == 2 and r.stderr.startswith("error: claimed") and "Traceback" not in r.stderr

@@ -137,3 +137,24 @@ def test_dockerfile_builds_a_small_cpu_non_root_image_with_a_health_check():
     assert cmd.startswith('["specviz", "app"') and '"0.0.0.0"' in cmd and '"8501"' in cmd
     env = " ".join(a for w, a in final if w == "ENV")
     assert "TRITON_INTERPRET=1" in env and "STREAMLIT_BROWSER_GATHER_USAGE_STATS=false" in env
+
+
+def test_manifest_bounds_memory_disk_and_clients():
+    """Issue 19: the pod limit sits above the bounded peak (benchmarks/README.md: ~0.9 GB with torch
+    loaded; the issue's link and 20 hostile links add ~23 MB), scratch volumes have a size limit, the Ingress serves TLS
+    only and limits each client's request rate and connections."""
+    docs = _docs()
+    pod = docs["Deployment"]["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    limit = container["resources"]["limits"]["memory"]
+    assert limit.endswith("Gi") and float(limit[:-2]) >= 2.5
+    for vol in pod["volumes"]:
+        assert "emptyDir" in vol and vol["emptyDir"].get("sizeLimit"), vol
+    ing = docs["Ingress"]
+    assert ing["spec"]["tls"] and ing["spec"]["tls"][0]["secretName"]
+    hosts = {r["host"] for r in ing["spec"]["rules"]}
+    assert hosts <= set(ing["spec"]["tls"][0]["hosts"])
+    ann = ing["metadata"]["annotations"]
+    assert int(ann["nginx.ingress.kubernetes.io/limit-rps"]) > 0
+    assert int(ann["nginx.ingress.kubernetes.io/limit-connections"]) > 0
+    assert ann["nginx.ingress.kubernetes.io/force-ssl-redirect"] == "true"

@@ -222,6 +222,9 @@ def test_cli_audit_scenario_file_pointing_at_a_device(tmp_path, capsys):
     f = tmp_path / "audit.json"
     f.write_text(json.dumps({"scenario_file": "/dev/zero", "claimed": {"accept_index": [[0, 1, 3]]}}))
     assert main(["audit", str(f)]) == 2
+    assert "outside the audit file's folder" in capsys.readouterr().err  # (issue 19: never read at all)
+    f.write_text(json.dumps({"claimed": {"accept_index": [[0, 1, 3]]}}))
+    assert main(["audit", str(f), "--scenario", "/dev/zero"]) == 2
     assert "not a regular file" in capsys.readouterr().err
 
 
@@ -471,7 +474,8 @@ def test_markup_chips_escape_every_value(value):
     piece = markup.row_html(value, [markup.chip(value, "accepted", title=value), value])
     for marker in MARKERS:
         assert marker not in piece
-    assert html.unescape(re.sub(r"<[^>]+>", "", piece)).count(value) == 3
+    shown = html.unescape(re.sub(r"<[^>]+>", "", piece)).replace(safety.WORD_JOINER, "")  # (invisible: no autolink)
+    assert shown.count(value) == 3
 
 
 @pytest.mark.parametrize("text, ok", [("12", 12), (" -7 ", -7), ("9" * 21, None), ("1" * 5000, None), ("1e5", None),
@@ -741,3 +745,375 @@ def test_error_messages_quote_labels_as_text():
     # every page shows errors through the one helper (no hand-built st.error with user text)
     for page in (Path(__file__).resolve().parents[1] / "pages").glob("*.py"):
         assert 'st.error(f"**{' not in page.read_text(encoding="utf-8"), page.name
+
+
+# =============================================================================================
+# Issue 19 ("hostile links, round two"): one regression test (or family) per broken family
+# =============================================================================================
+
+def _big_fan(seq_len: int, algorithm: str = "greedy"):
+    """The issue's link: 64 nodes, the root with 16 children (topk 16), a huge seq_len."""
+    parents = [-1] + [0] * 16 + [1] * 16 + [2] * 16 + [3] * 15
+    return scenario_from_dict({"name": "x", "algorithm": algorithm, "vocab": ["A"],
+                               "requests": [{"tree": {"parents": parents, "tokens": ["A"] * 64}, "seq_len": seq_len,
+                                             "target_predict": ["A"] * 64}]})
+
+
+# -- family 1: memory through seq_len -----------------------------------------------------------
+
+def test_described_full_mask_equals_build_tree_where_both_fit():
+    """build_tree_described is build_tree in full_mask mode with the all-True prefix described:
+    the same cells (written out), positions and links, for prefixes of several lengths and two requests."""
+    import numpy as np
+
+    from specviz.reference import build_tree, build_tree_described, tree_mask_matrix
+
+    pl = np.array([[-1, 0, 1, 2, 3], [-1, 0, 1, 2, 5]])  # [bs, topk*(depth-1)+1], topk 2, depth 3
+    si = np.array([[0, 1, 2, 5], [0, 1, 3, 4]])
+    for sl in ([0, 0], [3, 7], [11, 1]):
+        a = build_tree(pl, si, np.array(sl), topk=2, depth=3, num_draft_tokens=5)
+        b = build_tree_described(pl, si, np.array(sl), topk=2, depth=3, num_draft_tokens=5)
+        assert np.array_equal(b.tree_mask.materialise(10_000), a.tree_mask) and len(b.tree_mask) == len(a.tree_mask)
+        assert np.array_equal(b.positions, a.positions)
+        for k in ("retrieve_index", "retrieve_next_token", "retrieve_next_sibling"):
+            assert np.array_equal(getattr(b, k), getattr(a, k))
+        for r in range(2):
+            assert np.array_equal(tree_mask_matrix(b, sl, 5, "full_mask", r), tree_mask_matrix(a, sl, 5, "full_mask", r))
+
+
+def test_tree_views_of_a_huge_seq_len_allocate_almost_nothing():
+    """Issue 19 family 1: the tree builder's views of the 327-character link (seq_len 15,000,000,
+    and the schema's maximum 10^9) used to allocate n x seq_len bytes (960 MB; 64 GB at 10^9).
+    Now the peak of Python allocations stays under 4 MB and the cached value is a few kB."""
+    import pickle
+    import tracemalloc
+
+    from specviz.edits import tree_views
+
+    for seq_len in (15_000_000, 10**9):
+        s = _big_fan(seq_len)
+        tracemalloc.start()
+        views = tree_views(s, 0, "full_mask")
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        assert peak < 4 << 20, (seq_len, peak)
+        assert len(pickle.dumps(views)) < 256 << 10
+        assert views["build"].tree_mask.size == 64 * seq_len + 64 * 64
+        assert int(views["build"].positions[0]) == seq_len
+
+
+def test_tree_builder_page_with_a_huge_seq_len_holds_little(monkeypatch):
+    """The page itself (views, backend badge, raw tensors) on the issue's link: no exception, the
+    badge compares in qlen_only mode (no n x seq_len allocation on any backend), and the page's
+    caches hold under 1 MB."""
+    from streamlit.testing.v1 import AppTest
+
+    from specviz.ui import bounded_cache
+
+    bounded_cache.clear_all()
+    at = AppTest.from_file(str(ROOT / "pages" / "tree_builder.py"), default_timeout=120)
+    at.session_state["sv_scn::tree"] = _big_fan(15_000_000).to_json()
+    at.run()
+    assert not at.exception, at.exception
+    assert any("qlen_only" in s.value for s in at.success) or any("qlen_only" in e.value for e in at.error)
+    assert bounded_cache.held_bytes() < 1 << 20, bounded_cache.held_bytes()
+
+
+def test_result_caches_are_bounded_in_bytes(monkeypatch):
+    """A cache of 64 *entries* of 1 GB each is 64 GB: bounded_cache counts bytes. 40 different 1 MB
+    results into a 4 MB budget leave at most 4 MB held; a value above the per-entry cap is not kept."""
+    from specviz.ui import bounded_cache as bc
+
+    monkeypatch.setattr(bc, "TOTAL_BYTES", 4 << 20)
+    bc.clear_all()
+
+    @bc.bounded_cache(share=1.0)
+    def blob(i: int) -> bytes:
+        return bytes([i % 256]) * (1 << 20)
+
+    for i in range(40):
+        assert blob(i)[0] == i % 256
+    assert bc.held_bytes() <= 4 << 20 + 4096
+    assert blob.contains(39) and not blob.contains(0)
+    monkeypatch.setattr(bc, "MAX_ENTRY_BYTES", 1 << 10)
+
+    @bc.bounded_cache(share=1.0)
+    def big(i: int) -> bytes:
+        return b"x" * (1 << 20)
+
+    big(1)
+    assert not big.contains(1)
+    bc.clear_all()
+
+
+# -- family 2: CPU on the decoding-loop page ------------------------------------------------------
+
+def test_loop_work_is_estimated_and_refused_before_it_starts():
+    from specviz.limits import LOOP_MAX_WORK
+    from specviz.loop.budget import check_loop_budget
+    from specviz.loop.decode import LoopSettings
+
+    small = LoopSettings(topk=2, depth=4, num_draft_tokens=8, rounds=16).checked()
+    assert check_loop_budget("The target model verifies the draft tree. ", small) < LOOP_MAX_WORK
+    biggest = LoopSettings(topk=4, depth=6, num_draft_tokens=85, rounds=64).checked()
+    with pytest.raises(SpecvizError, match=r"lower rounds to \d+ or less") as err:
+        check_loop_budget("x" * 340, biggest)
+    assert err.value.field == "rounds" and f"{LOOP_MAX_WORK:,}" in err.value.detail
+    with pytest.raises(SpecvizError) as err:
+        check_loop_budget("x" * 401, small)
+    assert err.value.field == "prompt"
+
+
+def test_loop_page_at_its_maximal_sliders_refuses_without_working():
+    """Issue 19 family 2: sliders at their maxima and a 340-character prompt cost 115 s of CPU per
+    Enter. Now the page names the field and the limit before any work: the run takes < 20 s of
+    CPU here (the page itself, importing the models), not minutes."""
+    import time
+
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "pages" / "decoding_loop.py"), default_timeout=120)
+    at.run()
+    for k, v in (("sv_loop::topk", 4), ("sv_loop::depth", 6), ("sv_loop::n", 85), ("sv_loop::rounds", 64),
+                 ("sv_loop::prompt", ("The target model verifies the draft tree. " * 9)[:340])):
+        at.session_state[k] = v
+    t0 = time.process_time()
+    at.run()
+    assert time.process_time() - t0 < 20
+    assert not at.exception, at.exception
+    assert any("**rounds**" in e.value and "at most 200,000" in e.value for e in at.error), [e.value for e in at.error]
+
+
+def test_heavy_slots_follow_the_cgroup_cpu_quota(tmp_path):
+    """os.cpu_count() is the host's in a container: the slots follow the pod's CPU quota."""
+    from specviz.ui.heavy import available_cpus
+
+    (tmp_path / "cpu.max").write_text("150000 100000\n")
+    assert available_cpus(str(tmp_path)) == 1
+    (tmp_path / "cpu.max").write_text("400000 100000\n")
+    assert available_cpus(str(tmp_path)) == min(4, len(os.sched_getaffinity(0)))
+    (tmp_path / "cpu.max").write_text("max 100000\n")
+    assert available_cpus(str(tmp_path)) == len(os.sched_getaffinity(0))
+
+
+# -- family 3: markdown images, links and autolinks -----------------------------------------------
+
+_AUTOLINKS = ("http://e.x/p", "https://e.x", "www.e.x", "me@e.x", "x![i](http://e.x/N)", "[c](https://e.x)")
+
+
+@pytest.mark.parametrize("text", _AUTOLINKS)
+def test_every_escaping_helper_breaks_autolinks(text):
+    """remark-gfm links bare URLs *after* escapes and entities are decoded: every helper must leave
+    no "http://", "https://", "www." or "x@y" intact (a word joiner sits inside), while the text reads the same."""
+    for helper in (safety.md_text, safety.md_prose, safety.md_message, safety.html_text, safety.table_cell):
+        out = html.unescape(helper(text)).replace("\\", "")
+        assert not re.search(r"https?://|www\.|\w@\w", out), (helper.__name__, out)
+        assert out.replace(safety.WORD_JOINER, "").replace(" ", "") == text.replace(" ", ""), (helper.__name__, out)
+
+
+def test_tr_values_never_autolink():
+    from specviz.ui.i18n import tr
+
+    assert "http://" not in tr("the scenario '{n}'", n="see http://e.x")
+
+
+def test_share_caption_and_tables_show_a_markdown_image_name_as_text():
+    """Issue 19 family 3: a name x![i](http://host/N) became an <img> in the sidebar's share caption;
+    labels became images in st.table cells (audit, greedy shift tables)."""
+    from streamlit.testing.v1 import AppTest
+
+    data = json.loads(_relabel(preset("running_example"), labels=["![i](http://e.x/L)", "http://e.x/u"]).to_json())
+    data["name"] = "x![i](http://e.x/N)"
+    s = scenario_from_dict(data)
+    for page, slot in (("greedy", "tree"), ("audit", "audit")):
+        at = AppTest.from_file(str(ROOT / "pages" / f"{page}.py"), default_timeout=120)
+        at.session_state[f"sv_scn::{slot}"] = s.to_json()
+        if page == "audit":
+            at.session_state["sv_audit_text"] = "accept_index = [[0, 2, 3]]"
+        at.run()
+        assert not at.exception, at.exception
+        for el in _elements(at):
+            body = getattr(getattr(el, "proto", None), "body", None)
+            if isinstance(body, str):
+                assert "![i](http" not in body and not re.search(r"(?<!\u2060)https?://e\.x", body), (page, el.type, body[:200])
+        # st.table renders its cells as markdown: the cells it shows are the escaped text (the raw
+        # value stays in the table's data, which is not rendered)
+        shown = "".join(str(t.proto) for t in at.get("table"))
+        assert "\\\\!\\\\[i\\\\]" in shown, page
+
+
+# -- family 4: every value the schema accepts renders on every page --------------------------------
+
+def _extreme(slot: str, coin: float, thr: float, seq_len: int):
+    """A scenario for ``slot`` with coins, thresholds and seq_len at the given (admitted) values."""
+    name = {"tree": "running_example", "batch": "batch_two_requests", "chain": "pq_example",
+            "target_only": "target_only_sampling", "dspark": "dspark_sampling", "audit": "running_example"}[slot]
+    d = json.loads(preset(name).to_json())
+    for r in d["requests"]:
+        r["seq_len"] = seq_len
+        if r.get("coins") is not None:
+            r["coins"] = [coin] * len(r["coins"])
+        if r.get("coin_final") is not None:
+            r["coin_final"] = coin
+    if slot == "target_only":
+        d["threshold_acc"] = thr
+        d["threshold_single"] = thr
+    return scenario_from_dict(d)
+
+
+SCHEMA_PAGES = {"overview": "tree", "tree_builder": "tree", "greedy": "tree", "batch_kv": "batch",
+                "chain_sampling": "chain", "target_only": "target_only", "dspark": "dspark", "audit": "audit"}
+
+
+def _peak_rss_mb() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM"):
+            return int(line.split()[1]) // 1024
+    return 0
+
+
+def _render(page: str, slot: str, s):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "pages" / f"{page}.py"), default_timeout=120)
+    at.session_state[f"sv_scn::{slot}"] = s.to_json()
+    before = _peak_rss_mb()
+    at.run()
+    assert not at.exception, (page, [e.message for e in at.exception])
+    # bounded memory: the process's peak grows by < 300 MB (a 10^9 seq_len used to want 64 GB)
+    assert _peak_rss_mb() - before < 300, (page, before, _peak_rss_mb())
+
+
+@pytest.mark.parametrize("page", sorted(SCHEMA_PAGES))
+def test_schema_extremes_render_on_every_page(page):
+    """Issue 19 family 4: values the schema accepts crashed widgets (StreamlitValueAboveMaxError):
+    coins and coin_final in [0.999, 1), threshold_acc < 0.05, seq_len > 10^6 on Batch/KV and DSpark.
+    The limits (specviz.limits) are now one set: the schema's extremes render everywhere."""
+    from specviz.limits import MAX_COIN, MAX_SEQ_LEN, MIN_THRESHOLD
+
+    _render(page, SCHEMA_PAGES[page], _extreme(SCHEMA_PAGES[page], MAX_COIN, MIN_THRESHOLD, MAX_SEQ_LEN))
+
+
+def test_tree_builder_renders_a_root_with_63_children():
+    """> 16 children: the EAGLE form's topk (63) was above the topk widget's maximum (16)."""
+    parents = [-1] + [0] * 63
+    s = scenario_from_dict({"name": "fan", "algorithm": "greedy", "vocab": ["A"],
+                            "requests": [{"tree": {"parents": parents, "tokens": ["A"] * 64}, "seq_len": 10**9,
+                                          "target_predict": ["A"] * 64}]})
+    _render("tree_builder", "tree", s)
+
+
+def test_schema_values_render_on_every_page_fuzzed():
+    """Hypothesis over the scenario schema's numeric fields (coins, thresholds, seq_len) through every
+    scenario page: no exception element, bounded memory. Kept cheap (2 examples x 8 pages)."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as hs
+
+    from specviz.limits import MAX_COIN, MAX_SEQ_LEN
+
+    @settings(max_examples=2, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @given(coin=hs.floats(0, MAX_COIN), thr=hs.floats(0, 1), seq_len=hs.integers(0, MAX_SEQ_LEN))
+    def check(coin, thr, seq_len):
+        for page, slot in SCHEMA_PAGES.items():
+            _render(page, slot, _extreme(slot, coin, thr, seq_len))
+    check()
+
+
+def test_schema_refuses_what_the_widgets_cannot_show():
+    from specviz.limits import MAX_COIN
+
+    d = json.loads(preset("pq_example").to_json())
+    d["requests"][0]["coin_final"] = 0.99995
+    with pytest.raises(SpecvizError, match="coin_final"):
+        scenario_from_dict(d)
+    d["requests"][0]["coin_final"] = MAX_COIN
+    d["requests"][0]["coins"][0] = 0.99999
+    with pytest.raises(SpecvizError, match=r"coins\[0\]"):
+        scenario_from_dict(d)
+
+
+# -- family 5: markup in the chart export ----------------------------------------------------------
+
+def test_chart_export_shows_html_labels_as_text():
+    """Issue 19 family 5: labels went into plotly as raw HTML (<a href> clickable, <span style> CSS)
+    in the chart's HTML export. Every figure builder now escapes its text arguments."""
+    import numpy as np
+
+    from specviz.render.dspark_charts import match_figure
+    from specviz.render.mask import mask_heatmap
+    from specviz.render.sampling_charts import probability_heatmap
+
+    a, sp = '<a href="http://e.x">A</a>', '<span style="color:red">S</span>'
+    figs = [mask_heatmap(np.eye(2, dtype=bool), [a, sp]),
+            probability_heatmap([a, sp], [a, sp], [[0.5, 0.5], [1, 0]]),
+            match_figure([a, sp, "c"], [a, sp, "c"], [True, False], 1)]
+    for fig in figs:
+        text = fig.to_json()
+        assert "<a href" not in text and "<span style" not in text
+        assert "&lt;a href" in text or "&lt;span" in text
+
+
+# -- family 6: CLI path traversal -------------------------------------------------------------------
+
+def test_audit_scenario_file_stays_in_the_audit_files_folder(tmp_path):
+    """Issue 19 family 6: "scenario_file": "../cli/secret.json" was read from anywhere and a field of it
+    echoed in the error. Now: one line, exit 2, nothing of the other file; inside the folder and
+    --scenario (chosen by the user) still work."""
+    secret = tmp_path / "secret.json"
+    secret.write_text(json.dumps({"name": "TOPSECRET-1234", "password": "hunter2"}))
+    inside = tmp_path / "audits"
+    inside.mkdir()
+    (inside / "s.json").write_text(preset("running_example").to_json())
+    claimed = {"accept_index": [[0, 1, 3]]}
+    for ref in ("../secret.json", str(secret), "../../../../../../etc/passwd", "/dev/zero"):
+        f = inside / "a.json"
+        f.write_text(json.dumps({"scenario_file": ref, "claimed": claimed}))
+        r = subprocess.run([sys.executable, "-m", "specviz", "audit", str(f)], capture_output=True, text=True, cwd=ROOT, timeout=120)
+        assert r.returncode == 2, (ref, r.stdout, r.stderr)
+        assert r.stderr.count("\n") == 1 and "scenario_file" in r.stderr and "outside" in r.stderr, r.stderr
+        assert "TOPSECRET" not in r.stderr + r.stdout and "hunter2" not in r.stderr + r.stdout and "root:" not in r.stderr
+    (inside / "link.json").symlink_to(secret)
+    f.write_text(json.dumps({"scenario_file": "link.json", "claimed": claimed}))
+    r = subprocess.run([sys.executable, "-m", "specviz", "audit", str(f)], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 2 and "TOPSECRET" not in r.stderr and "outside" in r.stderr
+    (inside / "bad.json").write_text(json.dumps({"name": "TOPSECRET-1234", "algorithm": "greedy", "vocab": ["hunter2"]}))
+    f.write_text(json.dumps({"scenario_file": "bad.json", "claimed": claimed}))
+    r = subprocess.run([sys.executable, "-m", "specviz", "audit", str(f)], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 2 and "TOPSECRET" not in r.stderr and "hunter2" not in r.stderr, r.stderr
+    f.write_text(json.dumps({"scenario_file": "s.json", "claimed": claimed}))
+    r = subprocess.run([sys.executable, "-m", "specviz", "audit", str(f)], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    f.write_text(json.dumps({"claimed": claimed}))
+    r = subprocess.run([sys.executable, "-m", "specviz", "audit", str(f), "--scenario", str(inside / "s.json")],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+# -- family 7: bidi and control characters ---------------------------------------------------------
+
+@pytest.mark.parametrize("bad", ["\u202eevil", "nul\x00", "cr\rx", "esc\x1b[31m", "\u2066iso\u2069", "bom\ufeff"])
+def test_bidi_and_control_characters_become_visible_escapes(bad):
+    d = json.loads(preset("running_example").to_json())
+    d["name"] = "n" + bad
+    d["title"] = "t" + bad
+    d["description"] = "line one\nline two " + bad
+    d = json.loads(json.dumps(d).replace('"A"', json.dumps("A" + bad)))  # the label everywhere it is used
+    s = scenario_from_dict(d)
+    invisible = re.compile("[\x00-\x09\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069\ufeff]")
+    a = s.vocab.index(s.requests[0].tree.tokens[1])
+    for value in (s.name, s.title, s.vocab[a], s.requests[0].tree.tokens[1]):
+        assert not invisible.search(value) and "\\" in value, repr(value)
+    assert "\n" in s.description and not invisible.search(s.description)
+
+
+# -- also found ------------------------------------------------------------------------------------
+
+def test_presentation_mode_link_opens_and_overview_link_has_a_page():
+    """A link made in presentation mode carries extra {"present": true}: it was refused. A link to the
+    overview (the app's default page, served at "/") pointed at "/overview": "Page not found"."""
+    from specviz.share import page_path, share_url
+
+    state = ShareState(page="greedy", scenario=preset("running_example"), extra={"present": True})
+    assert decode_state(encode_state(state)).extra == {"present": True}
+    assert page_path("overview") == "/" and page_path("greedy") == "/greedy"
+    assert share_url("http://h:1", ShareState(page="overview")).startswith("http://h:1/?s=")

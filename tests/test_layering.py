@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 LAYERS = [
     ("specviz", "specviz.errors", "specviz.results", "specviz.validate", "specviz.trace", "specviz.rollout", "specviz.probs",
-     "specviz.events", "specviz.paths", "specviz.display", "specviz.safety"),
+     "specviz.events", "specviz.paths", "specviz.display", "specviz.safety", "specviz.limits"),
     ("specviz.model", "specviz.scenario", "specviz.algorithms", "specviz.share", "specviz.captions", "specviz.wording"),
     ("specviz.reference", "specviz.frames"),
     ("kernels",),

@@ -323,11 +323,15 @@ def test_greedy_page_badge_is_red_for_a_silent_backend(monkeypatch, make):
     real_get = backends.get_backend
     real = real_get("torch")
     monkeypatch.setattr(backends, "get_backend", lambda name: _Fake(make, real) if name == "torch" else real_get(name))
-    st.cache_data.clear()  # the badge's comparison is cached per scenario
+    from specviz.ui import bounded_cache
+
+    bounded_cache.clear_all()  # the badge's comparison is cached per scenario (ui.bounded_cache)
+    st.cache_data.clear()
     try:
         at = AppTest.from_file(str(ROOT / "pages/greedy.py"), default_timeout=TIMEOUT)
         _ok(at.run())
         assert not any("All backends agree" in str(x.value) for x in at.success)
         assert any("torch disagrees with the reference" in str(e.value) for e in at.error), [e.value for e in at.error]
     finally:
+        bounded_cache.clear_all()
         st.cache_data.clear()

@@ -64,26 +64,37 @@ def row_outputs(run: Run) -> list:
     return out
 
 
-def load_audit_request(data: dict, base_dir: str = ".") -> tuple[Scenario, dict]:
-    """{"scenario": {...}} or {"scenario_file": path} plus {"claimed": {...}} -> (Scenario, claimed)."""
+def load_audit_request(data: dict, base_dir: str = ".", scenario_path=None) -> tuple[Scenario, dict]:
+    """{"scenario": {...}} or {"scenario_file": path} plus {"claimed": {...}} -> (Scenario, claimed).
+
+    A "scenario_file" resolves inside ``base_dir`` (the audit file's folder) only: "../x.json",
+    an absolute path or a link leading out of it is refused, so an audit file someone hands you
+    cannot make the CLI read (and quote) another file of yours. ``scenario_path`` (the CLI's
+    ``--scenario FILE``, chosen by the user) is read wherever it is and replaces "scenario_file".
+    A scenario file that is not valid is reported by its field only: none of its content is echoed.
+    """
     if not isinstance(data, dict):
         raise SpecvizError("audit file", "must hold a JSON object with 'scenario' (or 'scenario_file') and 'claimed'")
     extra = set(data) - {"scenario", "scenario_file", "claimed", "comment"}
     if extra:
         raise SpecvizError(f"audit file.{sorted(extra)[0]}", "is not a known key: use 'scenario' or 'scenario_file', and 'claimed'")
-    if "scenario" in data and "scenario_file" in data:
-        raise SpecvizError("audit file", "gives both 'scenario' and 'scenario_file': give one")
-    if "scenario" in data:
+    if "scenario" in data and ("scenario_file" in data or scenario_path is not None):
+        raise SpecvizError("audit file", "gives both 'scenario' and a scenario file: give one")
+    if scenario_path is not None:
+        s = _scenario_file(str(scenario_path), str(scenario_path), quote=True)
+    elif "scenario" in data:
         s = scenario_from_dict(data["scenario"])
     elif "scenario_file" in data:
         path = data["scenario_file"]
-        if not isinstance(path, str):
+        if not isinstance(path, str) or not path or "\x00" in path:
             raise SpecvizError("scenario_file", "must be a path string")
-        if not os.path.isabs(path):
-            path = os.path.join(base_dir, path)
-            if not os.path.exists(path):
-                path = data["scenario_file"]
-        s = load_scenario(path)
+        base = os.path.realpath(base_dir)
+        full = os.path.realpath(os.path.join(base, path))  # (an absolute path stays itself: refused below)
+        if os.path.commonpath([base, full]) != base:
+            raise SpecvizError("scenario_file", "points outside the audit file's folder: a scenario file named in an audit "
+                                                "file must lie in that folder (or below it); to use another file, pass it "
+                                                "yourself: python -m specviz audit FILE --scenario SCENARIO.json")
+        s = _scenario_file(full, os.path.relpath(full, base))
     else:
         raise SpecvizError("audit file", "needs 'scenario' (the inputs) or 'scenario_file' (a path to a scenario JSON)")
     if "claimed" not in data:
@@ -94,9 +105,22 @@ def load_audit_request(data: dict, base_dir: str = ".") -> tuple[Scenario, dict]
     return s, claimed
 
 
-def audit_file(path) -> AuditReport:
+def _scenario_file(path: str, shown: str, quote: bool = False) -> Scenario:
+    """A scenario file for the audit; its errors name the field, and quote the file's content only
+    when the user named the file on the command line (``quote``), never for one an audit file names."""
+    try:
+        return load_scenario(path)
+    except SpecvizError as exc:
+        if quote:
+            raise SpecvizError(f"--scenario {exc.field}", exc.detail) from None
+        field = exc.field if exc.field.replace(".", "").replace("_", "").replace("[", "").replace("]", "").isalnum() else "?"
+        raise SpecvizError("scenario_file", f"{shown} is not a valid scenario file (its field {field[:60]} is invalid or "
+                                            "it cannot be read): check it with python -m specviz check FILE") from None
+
+
+def audit_file(path, scenario_path=None) -> AuditReport:
     """Audit a JSON file {"scenario": {...} | "scenario_file": "path", "claimed": {...}} (the CLI's entry)."""
     text = read_text_file(path, "file", MAX_SCENARIO_CHARS + MAX_PASTE_CHARS)
     data = loads_json(text, "file", MAX_SCENARIO_CHARS + MAX_PASTE_CHARS)
-    s, claimed = load_audit_request(data, os.path.dirname(os.path.abspath(str(path))))
+    s, claimed = load_audit_request(data, os.path.dirname(os.path.abspath(str(path))), scenario_path)
     return audit(s, claimed)

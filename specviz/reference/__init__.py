@@ -7,7 +7,7 @@ from .dspark import (build_out_tokens, cap_correct_len, dspark_accept_greedy, ds
 from .montecarlo import sample_many
 from .sampling import (eagle_sample, fill_bonus_tokens, gather_accept_tokens, raw_gather, target_probs_from_logits,
                        top_k_renorm, top_p_renorm)
-from .tree import TREE_MASK_MODES, build_tree, parent_nodes, tree_mask_matrix
+from .tree import TREE_MASK_MODES, FullMask, build_tree, build_tree_described, parent_nodes, tree_mask_matrix
 from .verify import chain_rejection_sampling, inverse_cdf, tree_sampling_target_only, verify_tree_greedy
 
 API_FUNCTIONS = (
@@ -16,5 +16,5 @@ API_FUNCTIONS = (
     "dspark_accept_sampling", "cap_correct_len", "finalize_accept_lens", "build_out_tokens", "sample_many",
 )
 
-__all__ = list(API_FUNCTIONS) + ["TREE_MASK_MODES", "parent_nodes", "tree_mask_matrix", "inverse_cdf",
+__all__ = list(API_FUNCTIONS) + ["TREE_MASK_MODES", "parent_nodes", "tree_mask_matrix", "inverse_cdf", "FullMask", "build_tree_described",
                                  "gather_accept_tokens", "raw_gather", "top_k_renorm", "top_p_renorm", "dspark_bonus_at"]

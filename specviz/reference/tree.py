@@ -163,8 +163,10 @@ def tree_mask_matrix(build: TreeBuild, verified_seq_len, num_draft_tokens: int, 
     """The [n, n] tree part of one request's mask as a bool matrix, whatever the storage mode."""
     n = num_draft_tokens
     sl = np.asarray(verified_seq_len, dtype=np.int64)
-    mask = np.asarray(build.tree_mask)
     b = request
+    if isinstance(build.tree_mask, FullMask):
+        return build.tree_mask.tree[b].copy()
+    mask = np.asarray(build.tree_mask)
     if tree_mask_mode == "qlen_only_bitpacking":
         vals = mask[b * n:(b + 1) * n].astype(np.int64)
         return ((vals[:, None] >> np.arange(n)[None, :]) & 1).astype(bool)
@@ -173,3 +175,92 @@ def tree_mask_matrix(build: TreeBuild, verified_seq_len, num_draft_tokens: int, 
     off = n * n * b + n * int(sl[:b].sum())
     rows = [mask[off + i * (sl[b] + n) + sl[b]: off + i * (sl[b] + n) + sl[b] + n] for i in range(n)]
     return np.stack(rows)
+
+
+# --------------------------------------------------------------------------------------------
+# full_mask described, not allocated (what the app draws)
+# --------------------------------------------------------------------------------------------
+
+class FullMask:
+    """A full_mask (§3.3) whose all-True prefix columns are described, not stored.
+
+    Request b's n rows are each ``seq_lens[b]`` True cells (the prefix: every draft attends to
+    every token already in KV) followed by the n tree cells ``tree[b]``. The stored array
+    build_tree writes has ``n*sum(seq_lens) + bs*n*n`` cells; this object holds only the
+    ``bs*n*n`` tree cells, so a seq_len of 10^9 costs nothing. ``materialise()`` writes the
+    array out (refused above ``max_cells``); ``len()`` and ``shape`` are the stored array's.
+    """
+
+    dtype = np.dtype(bool)
+
+    def __init__(self, seq_lens, tree):
+        self.seq_lens = tuple(int(v) for v in np.asarray(seq_lens).reshape(-1))
+        self.tree = np.asarray(tree, dtype=bool)  # [bs, n, n]
+        self.n = int(self.tree.shape[-1])
+
+    @property
+    def size(self) -> int:
+        return self.n * sum(self.seq_lens) + len(self.seq_lens) * self.n * self.n
+
+    @property
+    def shape(self) -> tuple:
+        return (self.size,)
+
+    def __len__(self) -> int:
+        return self.size
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes actually held (the tree part only)."""
+        return int(self.tree.nbytes)
+
+    def materialise(self, max_cells: int) -> np.ndarray:
+        """The stored array build_tree writes; a SpecvizError above ``max_cells`` cells."""
+        if self.size > max_cells:
+            raise SpecvizError("verified_seq_len", f"makes a full_mask of {self.size:,} cells; at most {max_cells:,} are "
+                                                   "written out here (the prefix columns are all True: use qlen_only)")
+        parts = []
+        for b, sl in enumerate(self.seq_lens):
+            rows = np.concatenate([np.ones((self.n, sl), dtype=bool), self.tree[b]], axis=1)  # [n, sl + n]
+            parts.append(rows.reshape(-1))
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
+
+    def describe(self, max_rows: int = 8) -> str:
+        """One line per row: ``[True × seq_len] tree cells`` (the listing the raw-tensor view prints)."""
+        out = []
+        for b, sl in enumerate(self.seq_lens):
+            for i in range(min(self.n, max_rows)):
+                bits = " ".join("1" if v else "0" for v in self.tree[b, i])
+                out.append(f"request {b} row {i}: [1 × {sl:,}] {bits}")
+            if self.n > max_rows:
+                out.append(f"request {b}: … {self.n - max_rows} more rows")
+        return "\n".join(out)
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, FullMask) and self.seq_lens == other.seq_lens
+                and np.array_equal(self.tree, other.tree))
+
+    __hash__ = None
+
+
+def build_tree_described(parent_list, selected_index, verified_seq_len, *, topk, depth, num_draft_tokens) -> TreeBuild:
+    """``build_tree(..., tree_mask_mode="full_mask")`` with the mask's prefix described (``FullMask``).
+
+    Why this is the same result: in full_mask mode request b's row i is ``seq_len[b]`` True
+    cells, then the tree cells; the tree cells, the links and the depths do not depend on
+    seq_len, and positions are seq_len + depth. So build_tree runs with every seq_len 0 (its
+    mask is then exactly the tree part) and seq_len is added to the positions afterwards.
+    Memory: O(bs*n*n), whatever seq_len (tests/test_hostile_inputs.py pins it).
+    """
+    sl = int_array("verified_seq_len", verified_seq_len, 1)
+    if np.any(sl < 0):
+        raise SpecvizError("verified_seq_len", f"holds {int(sl.min())}: prefix lengths cannot be negative")
+    n = int(num_draft_tokens)
+    zero = np.zeros_like(sl)
+    build = build_tree(parent_list, selected_index, zero, topk=topk, depth=depth, num_draft_tokens=n,
+                       tree_mask_mode="full_mask")
+    bs = sl.shape[0]
+    tree = np.asarray(build.tree_mask, dtype=bool).reshape(bs, n, n)
+    positions = build.positions + np.repeat(sl, n)
+    return TreeBuild(tree_mask=FullMask(sl, tree), positions=positions, retrieve_index=build.retrieve_index,
+                     retrieve_next_token=build.retrieve_next_token, retrieve_next_sibling=build.retrieve_next_sibling)

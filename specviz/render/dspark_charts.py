@@ -11,6 +11,8 @@ from typing import Sequence
 
 import plotly.graph_objects as go
 
+from ..safety import plotly_safe
+
 from . import svgchart
 from .palette import FONT_FAMILY, PALE_GREY, PLOT_FONT_SIZE, WHITE, state_color, text_on
 
@@ -80,6 +82,7 @@ def cell_grid_svg(row_names: Sequence[str], cells: Sequence[Sequence[str]], stat
                               alt=alt)
 
 
+@plotly_safe
 def match_figure(window: Sequence[str], target: Sequence[str], matches: Sequence[bool], correct_len: int, *,
                  raw_correct_len: int | None = None, verify_len: int | None = None, compared: int | None = None,
                  show_result: bool = True, text: dict | None = None) -> go.Figure:
@@ -168,6 +171,7 @@ def _match_cells(window: Sequence[str], target: Sequence[str], matches: Sequence
     return rows, cells, states, hovers, [f"t={c}" for c in range(T)], marks
 
 
+@plotly_safe
 def out_tokens_figure(drafts: Sequence[str], out_tokens: Sequence[str], correct_len: int, *, zero_label: str = "0",
                       text: dict | None = None) -> go.Figure:
     """BuildOutTokens as a plotly figure; ``out_tokens_svg`` is what the page shows."""
@@ -210,6 +214,7 @@ def _out_tokens_cells(drafts: Sequence[str], out_tokens: Sequence[str], correct_
             [(correct_len + 1, f"{t['commit']} = {correct_len + 1}")])
 
 
+@plotly_safe
 def kv_columns_figure(window: Sequence[str], kv_columns: Sequence[int], *, text: dict | None = None) -> go.Figure:
     """KV inject as a plotly figure; ``kv_columns_svg`` is what the page shows."""
     rows, cells, states, hovers, cols = _kv_cells(window, kv_columns, text=text)

@@ -4,9 +4,12 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from ..safety import plotly_safe
+
 from .palette import FONT_FAMILY, MASK_SCALE, PALETTE, PLOT_FONT_SIZE
 
 
+@plotly_safe
 def mask_heatmap(matrix, labels, *, selected=None, title: str = "", words=("attends to", "masked", "row", "col"),
                  prefix_len: int | None = None) -> go.Figure:
     """``matrix`` [n, n] bool: row i may attend to column j. ``labels`` [n] node texts.

@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import Sequence
 
 import plotly.graph_objects as go
+
+from ..safety import plotly_safe
 from plotly.subplots import make_subplots
 
 from ..safety import dot_quote
@@ -75,6 +77,7 @@ def chain_dot(tokens: Sequence[str], states: Sequence[str], *, bonus: str | None
     return "\n".join(lines)
 
 
+@plotly_safe
 def accept_test_figure(p_tok: float, q_tok: float, coin: float, *, token: str, accepted: bool | None,
                        text: dict | None = None) -> go.Figure:
     """The test u*q < p on a 0..1 bar of coins: [0, min(1, p/q)) accepts, the rest rejects; the coin is a marker.
@@ -109,6 +112,7 @@ def accept_test_figure(p_tok: float, q_tok: float, coin: float, *, token: str, a
     return _layout(fig, height=250, title=t["title"] or None, legend=False)
 
 
+@plotly_safe
 def residual_figure(vocab: Sequence[str], p, q, *, coin_final: float | None = None, chosen: int | None = None,
                     bonus_from_p: bool = False, text: dict | None = None) -> go.Figure:
     """Top: p, q, max(p - q, 0) and its normalised form per token. Bottom: the normalised residual
@@ -166,6 +170,7 @@ def residual_figure(vocab: Sequence[str], p, q, *, coin_final: float | None = No
     return _layout(fig, height=470, title=t["title"] or None)
 
 
+@plotly_safe
 def decomposition_figure(vocab: Sequence[str], accepted, redistributed, p, *, text: dict | None = None) -> go.Figure:
     """The article's mass check as a stacked bar per token: min(p, q) + redistributed rejected mass = p."""
     t = {"acc": "accepted: min(p, q)", "red": "rejected mass, redistributed", "p": "p (target)", "title": ""} | (text or {})
@@ -188,6 +193,7 @@ def decomposition_figure(vocab: Sequence[str], accepted, redistributed, p, *, te
     return _layout(fig, height=400, title=t["title"] or None)
 
 
+@plotly_safe
 def monte_carlo_figure(vocab: Sequence[str], empirical, target, *, expected=None, counts=None,
                        text: dict | None = None) -> go.Figure:
     """Empirical first-token frequencies beside p (and beside the closed form when it differs from p)."""
@@ -208,6 +214,7 @@ def monte_carlo_figure(vocab: Sequence[str], empirical, target, *, expected=None
     return _layout(fig, height=380, title=t["title"] or None)
 
 
+@plotly_safe
 def probability_heatmap(row_labels: Sequence[str], vocab: Sequence[str], table, *, highlight=None,
                         title: str | None = None) -> go.Figure:
     """A [rows, V] probability table as a heatmap with values in the cells; highlight = [(row, col)] outlined."""
@@ -225,6 +232,7 @@ def probability_heatmap(row_labels: Sequence[str], vocab: Sequence[str], table, 
 # Target-only tree sampling
 # ---------------------------------------------------------------------------------------------
 
+@plotly_safe
 def buckets_figure(buckets, labels: Sequence[str], coin: float | None, *, current: int | None = None,
                    verdicts: dict | None = None, threshold_acc: float = 1.0, text: dict | None = None) -> go.Figure:
     """The sibling scan as buckets on a 0..1 coin bar (``distributions.Bucket``: [lo, hi) per sibling).
@@ -272,6 +280,7 @@ def buckets_figure(buckets, labels: Sequence[str], coin: float | None, *, curren
     return _layout(fig, height=250, title=t["title"] or None, legend=False)
 
 
+@plotly_safe
 def buffer_figure(vocab: Sequence[str], p_row, buffer_row, *, dist=None, coin_final: float | None = None,
                   chosen: int | None = None, text: dict | None = None) -> go.Figure:
     """The parent's target row p, the work buffer (rejected siblings' target mass), and relu(p − buffer).

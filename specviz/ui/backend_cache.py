@@ -9,6 +9,7 @@ import time
 
 import numpy as np
 import streamlit as st
+from specviz.ui.bounded_cache import bounded_cache
 
 from specviz.errors import BackendUnavailable, SpecvizError
 from specviz.scenario import Scenario, scenario_from_json
@@ -159,12 +160,12 @@ def backend_selector() -> str:
 
 # Results are cached per process (every session shares them: a class editing the same scenario
 # computes it once) under the scenario's canonical JSON (engine.scenario_key: no titles, sorted
-# keys) plus the backend names. st.cache_data returns each caller its own unpickled copy, so no
-# session can change what another one reads; nothing here depends on who asks.
-RESULT_CACHE_ENTRIES = 256
+# keys) plus the backend names. The cache (ui.bounded_cache) is bounded in bytes, not entries, and
+# returns each caller its own unpickled copy, so no session can change what another one reads;
+# nothing here depends on who asks.
 
 
-@st.cache_data(show_spinner=False, max_entries=RESULT_CACHE_ENTRIES)
+@bounded_cache()
 def _run(key: str, backend_name: str):
     from specviz.engine import run_scenario
 
@@ -184,7 +185,7 @@ def run(s: Scenario, backend_name: str | None = None):
     return result
 
 
-@st.cache_data(show_spinner=False, max_entries=RESULT_CACHE_ENTRIES)
+@bounded_cache()
 def _compare(key: str, names: tuple) -> dict:
     from specviz.engine import compare_backends
 
@@ -228,7 +229,7 @@ def badge_pending() -> None:
     _await_backends()
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
+@bounded_cache()
 def _compare_call(fn_name: str, args: tuple, kwargs: dict, names: tuple) -> dict:
     import dataclasses
 

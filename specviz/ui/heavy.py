@@ -24,7 +24,36 @@ import streamlit as st
 from specviz.errors import SpecvizError
 
 MAX_TRIAL_CELLS = 12_000_000  # trials x rows x vocabulary per click (48 MB per float32 table; benchmarks/bench_worst_scenario.py --mc)
-HEAVY_SLOTS = max(1, (os.cpu_count() or 2) - 1)
+
+
+def available_cpus(cgroup_root: str = "/sys/fs/cgroup") -> int:
+    """CPUs this process may use: the cgroup CPU quota (a container's limit) when there is one, else
+    the CPUs it is scheduled on. ``os.cpu_count()`` reports the host's CPUs inside a container: a
+    2-CPU pod on a 64-core node would run 63 heavy computations at once on its 2 CPUs."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    quota = None
+    try:  # cgroup v2: "max 100000" or "200000 100000"
+        with open(os.path.join(cgroup_root, "cpu.max")) as fh:
+            q, period = fh.read().split()[:2]
+        if q != "max":
+            quota = int(q) / int(period)
+    except (OSError, ValueError):
+        try:  # cgroup v1
+            with open(os.path.join(cgroup_root, "cpu", "cpu.cfs_quota_us")) as fh:
+                q = int(fh.read())
+            with open(os.path.join(cgroup_root, "cpu", "cpu.cfs_period_us")) as fh:
+                period = int(fh.read())
+            if q > 0 and period > 0:
+                quota = q / period
+        except (OSError, ValueError):
+            pass
+    if quota is not None:
+        cpus = min(cpus, max(1, int(quota)))  # a fraction of a CPU still runs one computation at a time
+    return max(1, cpus)
+
+
+CPUS = available_cpus()
+HEAVY_SLOTS = max(1, CPUS - 1)  # one CPU stays free for the light reruns of everyone else
 WAIT_S = 8.0
 SESSION_BUDGET_S = 20.0
 WINDOW_S = 60.0

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from specviz.safety import no_autolink
+
 LANGS = {"en": "English", "zh": "简体中文"}
 
 # -------------------------------------------------------------------------------------------
@@ -52,9 +54,15 @@ def lang() -> str:
 
 
 def tr(en: str, zh: str | None = None, **fmt) -> str:
-    """The text in the chosen language (``zh`` falls back to ``en``); ``fmt`` fills ``{}`` fields."""
+    """The text in the chosen language (``zh`` falls back to ``en``); ``fmt`` fills ``{}`` fields.
+
+    Text values are filled in with ``safety.no_autolink``: a bare URL or e-mail address in a value
+    (a scenario name, an error detail) never becomes a link wherever the text is drawn. Markdown
+    in a value is the caller's to escape (``md_text``) where the text is markdown."""
     text = zh if (lang() == "zh" and zh) else en
-    return text.format(**fmt) if fmt else text
+    if not fmt:
+        return text
+    return text.format(**{k: no_autolink(v) if isinstance(v, str) else v for k, v in fmt.items()})
 
 
 def term(key: str) -> str:

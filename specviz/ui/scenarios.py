@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 
 import streamlit as st
+from specviz.ui.bounded_cache import bounded_cache
 
 from specviz.errors import SpecvizError
 from specviz.naming import file_stem, is_edited
@@ -46,7 +47,7 @@ def load_preset(name: str) -> Scenario:
     return scenario_from_json(_preset_json(name))
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
+@bounded_cache()
 def _parse(text: str) -> Scenario:
     s = scenario_from_json(text)
     s.compact_json  # computed once here and cached with the value: reruns never re-serialise the scenario

@@ -22,9 +22,11 @@ from __future__ import annotations
 import hashlib
 
 import streamlit as st
+from specviz.ui.bounded_cache import bounded_cache
 
 from specviz.errors import SpecvizError
-from specviz.share import QUERY_KEY, ShareState, decode_state, encode_state
+from specviz.safety import md_message, md_text
+from specviz.share import QUERY_KEY, ShareState, decode_state, encode_state, page_path
 from specviz.ui import common as ui
 
 APPLIED = "sv_share_applied"  # the last query value applied (or written) in this session
@@ -107,7 +109,7 @@ def show_link_error() -> None:
     exc = st.session_state.pop(ERROR, None)
     if exc is not None:
         st.error(ui.tr("This link could not be loaded: **{f}**: {d}. The page shows its default state instead.",
-                       "无法加载此链接：**{f}**：{d}。页面改为显示默认状态。", f=exc.field, d=exc.detail), icon=":material/link_off:")
+                       "无法加载此链接：**{f}**：{d}。页面改为显示默认状态。", f=md_message(exc.field), d=md_message(exc.detail)), icon=":material/link_off:")
 
 
 def link_arrived(page: str) -> dict | None:
@@ -174,9 +176,9 @@ def share_controls(page: str, slot: str | None = None, step_key: str | None = No
     try:
         token = encode_state(state)
     except SpecvizError as exc:
-        st.warning(ui.tr("No link for this view: {d}", "此视图无法生成链接：{d}", d=exc.detail))
+        st.warning(ui.tr("No link for this view: {d}", "此视图无法生成链接：{d}", d=md_message(exc.detail)))
         return None
-    url = f"{base_url()}/{page}?{QUERY_KEY}={token}"
+    url = f"{base_url()}{page_path(page)}?{QUERY_KEY}={token}"
     _remember(token)
     if _query_token() != token:
         st.session_state[APPLIED] = token
@@ -195,7 +197,7 @@ def share_controls(page: str, slot: str | None = None, step_key: str | None = No
 # Export buttons
 # -------------------------------------------------------------------------------------------
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@bounded_cache()
 def _pytest_text(scenario_json: str) -> str:
     from specviz.export import pytest_file
     from specviz.scenario import scenario_from_json

@@ -18,7 +18,11 @@ def to_numpy(x):
 
 
 def tensor_text(name: str, arr, shape_doc: str = "") -> str:
-    """``name  # [bs, n] = [1, 5] int64`` followed by the values."""
+    """``name  # [bs, n] = [1, 5] int64`` followed by the values (a described full_mask: its rows
+    as ``[1 × seq_len] tree cells``, never written out)."""
+    if hasattr(arr, "describe") and hasattr(arr, "seq_lens"):  # reference.tree.FullMask
+        head = f"{name}  # {shape_doc + ' = ' if shape_doc else ''}[{arr.size:,}] bool (prefix columns all True, described)"
+        return f"{head}\n{arr.describe()}"
     a = to_numpy(arr)
     head = f"{name}  # {shape_doc + ' = ' if shape_doc else ''}{list(a.shape)} {a.dtype}"
     body = np.array2string(a, separator=", ", threshold=4096, max_line_width=110)

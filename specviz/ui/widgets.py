@@ -36,9 +36,25 @@ def state_table(df, states: dict) -> None:
     from specviz.render.tables import highlight_rows
 
     if len(df) <= STYLED_ROWS_LIMIT:
-        st.table(highlight_rows(df, states).hide(axis="index"))
+        text_table(highlight_rows(df, states).hide(axis="index"))
     else:
         st.dataframe(df, hide_index=True, width="stretch", height=420)
+
+
+def text_table(data) -> None:
+    """``st.table`` with every cell as text. Streamlit renders st.table cells (and headers) as
+    markdown, so a token label ``![i](http://host/p)`` would become an image: each string cell goes
+    through ``safety.table_cell`` (markdown escaped, no autolink). ``data``: a DataFrame or a Styler
+    of one (its styles are kept; only the shown text is escaped)."""
+    import pandas as pd
+
+    from specviz.safety import table_cell
+
+    if isinstance(data, pd.DataFrame):
+        data = data.rename(columns=table_cell).map(table_cell)
+    else:  # a pandas Styler: escape what it shows, keep its colours
+        data = data.format(table_cell).format_index(table_cell, axis=1)
+    st.table(data)
 
 
 def legend() -> None:
