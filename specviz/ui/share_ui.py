@@ -148,7 +148,6 @@ def share_summary(state: ShareState) -> str:
     the link opens at, which is the step the page was drawn at (the in-browser player steps without
     telling the server, so the box never claims the step on screen)."""
     from specviz.naming import display_name
-    from specviz.safety import md_text
 
     what = [ui.tr("this page", "此页面"), ui.tr("the language", "语言")]
     if state.scenario is not None:
