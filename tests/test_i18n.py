@@ -37,8 +37,9 @@ reference interpreter Language Target-only English predicts buffer prefix anchor
 CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
 IDENT = re.compile(r":[a-z]+(?:-background)?\[|[A-Za-z_][\w.]*(\[[^\]]*\])+|[A-Za-z]*_[\w.]*|[A-Za-z]\w*\(|`[^`]*`|:material/\w+:|&\w+;|https?://\S+")
 WORD = re.compile(r"[A-Za-z]{3,}")
-# English names the Chinese article itself uses (or a metric's own name, quoted): allowed inside Chinese text.
-PHRASES = ("Classic Rejection Sampling", "Target-only Tree Sampling", "mean acceptance length")
+# English names the Chinese article itself uses (or a metric's own name, quoted), and the proper name of an
+# engine (a product's name is not translated): allowed inside Chinese text.
+PHRASES = ("Classic Rejection Sampling", "Target-only Tree Sampling", "mean acceptance length", "Hugging Face transformers")
 RUN = re.compile(r"[A-Za-z][A-Za-z']*(?:[ \t,;:/\-–—]+[A-Za-z][A-Za-z']*)+")
 NESTED = re.compile(r"（[^（）]*（")
 
