@@ -215,7 +215,7 @@ def await_backends() -> None:
     Streamlit hands the run over to a waiting click (a rerun request interrupts this run there)."""
     if not st.session_state.pop(PENDING, False):
         return
-    start_loading_backends(IDLE_DELAY_S)
+    start_loading_backends()  # now: the page is drawn, and this run waits for them anyway
     ph = st.empty()
     deadline = time.monotonic() + AWAIT_S
     while not _LOADED.wait(0.25):
