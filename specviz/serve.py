@@ -195,10 +195,20 @@ class Serve:
                                              stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                                              preexec_fn=_die_with_parent)
         log.close()
-        time.sleep(0.3)
-        if self.haproxy_proc.poll() is not None:
-            text = (self.dir / "haproxy.log").read_text(errors="replace")
-            raise SpecvizError("port", f"HAProxy could not listen on {self.address}:{self.port}: {_last_line(text)}")
+        # Ready when its frontend accepts a connection (it exits at once when it cannot bind).
+        host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(self.address, self.address)
+        deadline = time.monotonic() + 30
+        while True:
+            if self.haproxy_proc.poll() is not None:
+                text = (self.dir / "haproxy.log").read_text(errors="replace")
+                raise SpecvizError("port", f"HAProxy could not listen on {self.address}:{self.port}: {_last_line(text)}")
+            try:
+                socket.create_connection((host, self.port), timeout=1).close()
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise SpecvizError("haproxy", f"HAProxy did not accept connections within 30 s (log {self.dir / 'haproxy.log'})")
+                time.sleep(0.1)
 
     def run(self) -> int:
         if _port_taken(self.address, self.port):

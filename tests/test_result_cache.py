@@ -104,7 +104,6 @@ def test_badge_says_it_is_still_comparing_while_the_backends_load(monkeypatch):
     monkeypatch.setattr(ui, "_LOADED", threading.Event())  # as if torch / Triton were still importing
     monkeypatch.setattr(ui, "BADGE_WAIT_S", 0.0)
     monkeypatch.setattr(ui, "start_loading_backends", lambda *_a, **_k: None)
-    monkeypatch.setattr(ui, "AWAIT_S", 0.5)  # end_page's wait for them gives up (they never come here)
     at = AppTest.from_file(str(ROOT / "pages/greedy.py"), default_timeout=120).run()
     assert not at.exception, at.exception
     assert not any("All backends agree" in str(x.value) for x in at.success)

@@ -193,36 +193,18 @@ def backend_badge(s: Scenario) -> bool:
     return badge(diffs)
 
 
-PENDING = "sv_await_backends"  # this run drew the "loading them" note: end_page waits for the backends
-AWAIT_S = 120.0  # end_page waits at most this long for the backends (then the note stays until the next click)
-
-
-def badge_pending() -> None:
-    """The badge's place while the backends load: a note; ``end_page`` then waits for them and redraws.
-
-    Not a ``st.fragment(run_every=...)`` poll: while one polled, every click that landed during the
-    load was lost (the widget's new value arrived with a fragment's auto-rerun and its on_change never
-    ran; benchmarks/README.md, "No lost click"). Waiting at the end of the page run instead keeps the
-    run interruptible: a click then starts an ordinary rerun at once."""
-    st.session_state[PENDING] = True
+@st.fragment(run_every=0.5)
+def _await_backends() -> None:
+    start_loading_backends(IDLE_DELAY_S)  # (end_page has normally scheduled it already)
+    if _LOADED.is_set():
+        st.rerun(scope="app")  # now the page draws the real badge
     st.info(tr("Comparing with the torch and Triton backends: loading them (the numpy reference result is shown)…",
                "正在与 torch 和 Triton 后端比较：正在加载（先显示 numpy 参考实现的结果）…"), icon=":material/hourglass_top:")
 
 
-def await_backends() -> None:
-    """At the end of a page that showed the "loading them" note: wait for the backends, then rerun so
-    the real badge shows. Every 0.25 s it sends an empty placeholder, which is a point where
-    Streamlit hands the run over to a waiting click (a rerun request interrupts this run there)."""
-    if not st.session_state.pop(PENDING, False):
-        return
-    start_loading_backends()  # now: the page is drawn, and this run waits for them anyway
-    ph = st.empty()
-    deadline = time.monotonic() + AWAIT_S
-    while not _LOADED.wait(0.25):
-        if time.monotonic() > deadline:
-            return
-        ph.empty()
-    st.rerun()
+def badge_pending() -> None:
+    """The badge's place while the backends load: a note, redrawn every 0.5 s until they are in."""
+    _await_backends()
 
 
 @st.cache_data(show_spinner=False, max_entries=256)

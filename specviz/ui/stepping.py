@@ -75,7 +75,7 @@ def step_controls(key: str, num_frames: int, start: int = 0) -> int:
 def end_page() -> None:
     """Advance any playing animation by one step after a pause, then rerun the page. Schedules
     loading the torch / Triton backends (in the background) for shortly after the first page is drawn."""
-    from specviz.ui.backend_cache import IDLE_DELAY_S, await_backends, start_loading_backends
+    from specviz.ui.backend_cache import IDLE_DELAY_S, start_loading_backends
 
     start_loading_backends(IDLE_DELAY_S)
     for key in list(st.session_state.get("sv_playing_keys", ())):
@@ -89,7 +89,6 @@ def end_page() -> None:
         if last is not None and nxt >= last:
             st.session_state[f"sv_play::{key}"] = False
         st.rerun()
-    await_backends()  # last: the page is drawn; waits (interruptibly) for torch / Triton if a badge is pending
 
 
 def mark_last(key: str, num_frames: int) -> None:

@@ -83,7 +83,6 @@ def page_setup(page: str, slot: str | None = "tree") -> None:
 
     markup.fixed_markup(CSS)
     st.session_state["sv_page"] = page
-    st.session_state.pop("sv_await_backends", None)  # set again by this run's badge if it still waits (backend_cache)
     st.session_state["sv_playing_keys"] = set()
     widget(st.sidebar.radio, "Language / 语言", "sv_lang", "en", options=list(LANGS), format_func=LANGS.get, horizontal=True)
     widget(st.sidebar.toggle, tr("Presentation mode", "演示模式"), "sv_present", False,
