@@ -263,7 +263,9 @@ def test_serve_two_workers_behind_haproxy(tmp_path, page):
         assert page.evaluate("location.search") == link
         body = page.locator("body").inner_text()
         assert "Traceback" not in body and page.locator('[data-testid="stException"]').count() == 0, body[:2000]
-        # The other worker serves this tab's next edit.
+        # The other worker serves this tab's next edit (it imported torch / Triton at start: no
+        # "loading them" poll, during which an edit can be lost).
+        page.wait_for_function("() => !/loading them|正在加载/.test(document.body.innerText)", timeout=120_000)
         _pick(page, r"Target\(A\)", "C")
         page.wait_for_function("() => /num_correct_drafts = 2/.test(document.body.innerText)", timeout=30_000)
         wait_for_app(page)
