@@ -1,7 +1,7 @@
 """A class on one server: N students edit the greedy page at once, plus a few real browsers stepping.
 
     /work/main/.venv/bin/python benchmarks/bench_class.py [--students 10 25 50] [--clicks 5] [--browsers 3]
-                                                          [--app-dir DIR]
+                                                          [--app-dir DIR] [--serve N | --url URL --pids PID ...]
 
 Each student is a websocket client speaking Streamlit's own protocol (``BackMsg`` /
 ``ForwardMsg`` protobufs over ``ws://host/_stcore/stream``), like a browser tab: it opens the greedy
@@ -21,6 +21,15 @@ Stepping the walk no longer reaches the server (the step player has every frame 
 ``--browsers`` real chromium pages step the player while the class edits; their click -> new step
 times are reported too, and the number of script runs the stepping caused (expected: 0).
 ``--app-dir`` runs another checkout (e.g. ``git archive`` of an older commit) for a before/after.
+
+``--serve N`` starts ``specviz serve --workers N`` (HAProxy in front of N workers) instead of one
+``streamlit run``, and the class goes through HAProxy: each student first loads ``/`` (getting
+the affinity cookie, like a browser), then opens its websocket with that cookie. ``--url`` points
+the class at a server already running (e.g. a ``specviz serve`` elsewhere); ``--pids`` names its
+processes for the CPU figure. Also reported: **server CPU seconds per edit** (user + system time
+of every server process, HAProxy included, from the moment the class starts editing until the
+last answer, divided by the edits: the figure that says how many students a core holds) and how
+the students were spread over the workers.
 """
 from __future__ import annotations
 
@@ -67,9 +76,31 @@ def _strings(msg) -> list[str]:
     return out
 
 
+def cpu_seconds(pids) -> float:
+    """User + system CPU seconds so far of these processes (and their exited-and-reaped children)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        try:
+            f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])  # utime stime cutime cstime
+        except (OSError, IndexError, ValueError):
+            pass
+    return total / tick
+
+
+def _cookie_and_worker(url: str) -> tuple[str | None, str | None]:
+    """GET / as a browser's first request: (the affinity cookie header to send back, the worker)."""
+    import urllib.request
+
+    with urllib.request.urlopen(url + "/", timeout=TIMEOUT_S) as resp:
+        cookies = [v.split(";")[0] for k, v in resp.headers.items() if k.lower() == "set-cookie"]
+        return ("; ".join(cookies) or None), resp.headers.get("X-Specviz-Worker")
+
+
 class Student:
-    def __init__(self, url: str, k: int):
-        self.url, self.k = url, k
+    def __init__(self, url: str, k: int, proxied: bool = False):
+        self.url, self.k, self.proxied, self.worker = url, k, proxied, None
         self.widgets: dict = {}  # id -> WidgetState fields we send back (like a browser does)
         self.target_a_id = None
         self.times, self.errors, self.leaks, self.lost = [], 0, 0, 0
@@ -117,7 +148,13 @@ class Student:
 
     async def run(self, clicks: int, start_evt: asyncio.Event):
         uri = self.url.replace("http://", "ws://") + "/_stcore/stream"
-        async with websockets.connect(uri, max_size=None, subprotocols=["streamlit"]) as ws:
+        headers = {}
+        if self.proxied:
+            cookie, self.worker = await asyncio.to_thread(_cookie_and_worker, self.url)
+            if cookie:
+                headers["Cookie"] = cookie
+        async with websockets.connect(uri, max_size=None, subprotocols=["streamlit"], additional_headers=headers) as ws:
+            self.worker = ws.response.headers.get("X-Specviz-Worker", self.worker)
             first = await self._run_once(ws, {})
             if not first["finished"] or self.target_a_id is None:
                 self.errors += 1
@@ -195,14 +232,14 @@ def p95(xs):
     return xs[min(len(xs) - 1, int(round(0.95 * (len(xs) - 1))))] if xs else float("nan")
 
 
-async def one_class(url: str, students: int, clicks: int, pid: int) -> dict:
+async def one_class(url: str, students: int, clicks: int, pids: list[int], proxied: bool = False) -> dict:
     start = asyncio.Event()
-    class_ = [Student(url, k) for k in range(students)]
-    peak = [rss_mb(pid)]
+    class_ = [Student(url, k, proxied) for k in range(students)]
+    peak = [sum(rss_mb(p) for p in pids)]
 
     async def watch():
         while True:
-            peak.append(rss_mb(pid))
+            peak.append(sum(rss_mb(p) for p in pids))
             await asyncio.sleep(0.5)
 
     w = asyncio.create_task(watch())
@@ -211,8 +248,10 @@ async def one_class(url: str, students: int, clicks: int, pid: int) -> dict:
     # Everyone has opened the page before the first edit (a class that sat down).
     while any(s.target_a_id is None and s.errors == 0 for s in class_) and not all(t.done() for t in tasks):
         await asyncio.sleep(0.2)
+    cpu0 = cpu_seconds(pids)
     start.set()
     crashed = [r for r in await asyncio.gather(*tasks, return_exceptions=True) if isinstance(r, BaseException)]
+    cpu = cpu_seconds(pids) - cpu0
     for r in crashed[:3]:
         print(f"student crashed: {type(r).__name__}: {r}", file=sys.stderr)
     w.cancel()
@@ -220,6 +259,8 @@ async def one_class(url: str, students: int, clicks: int, pid: int) -> dict:
     return {"students": students, "edits": len(times), "p50": statistics.median(times) if times else float("nan"),
             "p95": p95(times), "errors": sum(s.errors for s in class_), "leaks": sum(s.leaks for s in class_),
             "lost": sum(s.lost for s in class_), "crashed": len(crashed), "rss_mb": max(peak),
+            "cpu_s_per_edit": cpu / len(times) if times else float("nan"),
+            "workers": {w: sum(1 for s in class_ if s.worker == w) for w in sorted({str(s.worker) for s in class_})},
             "error_texts": sorted(set(ERROR_TEXTS))[:3]}
 
 
@@ -230,20 +271,44 @@ def main() -> None:
     ap.add_argument("--browsers", type=int, default=3)
     ap.add_argument("--app-dir", type=Path, default=ROOT)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--serve", type=int, default=0, metavar="N",
+                    help="start `specviz serve --workers N` (HAProxy + N workers) and go through HAProxy")
+    ap.add_argument("--url", default=None, help="a server already running (e.g. HAProxy of a specviz serve)")
+    ap.add_argument("--pids", type=int, nargs="*", default=[], help="with --url: the server's processes (CPU, RSS)")
     args = ap.parse_args()
 
     port = _free_port()
     env = dict(os.environ, TRITON_INTERPRET=os.environ.get("TRITON_INTERPRET", "1"))
-    log = open(f"/tmp/bench_class_{os.getpid()}.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-                             "--server.address", "127.0.0.1", "--server.port", str(port),
-                             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-                            cwd=args.app_dir, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
+    log_path = Path(f"/tmp/bench_class_{os.getpid()}.log")
+    log = open(log_path, "w")
+    proc, proxied = None, bool(args.serve or args.url)
+    if args.url:
+        url, pids = args.url.rstrip("/"), list(args.pids)
+    elif args.serve:
+        env["PYTHONPATH"] = str(args.app_dir) + os.pathsep + env.get("PYTHONPATH", "")
+        proc = subprocess.Popen([sys.executable, "-m", "specviz", "serve", "--workers", str(args.serve), "--port", str(port)],
+                                cwd=args.app_dir, env=env, stdout=log, stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}"
+    else:
+        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+                                 "--server.address", "127.0.0.1", "--server.port", str(port),
+                                 "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+                                cwd=args.app_dir, env=env, stdout=log, stderr=subprocess.STDOUT)
+        url, pids = f"http://127.0.0.1:{port}", [proc.pid]
     rows = []
     try:
-        _wait_health(url, proc)
-        asyncio.run(one_class(url, 1, 1, proc.pid))  # warm the server (imports, caches)
+        if args.serve:
+            deadline = time.monotonic() + 300
+            while "serving http://" not in log_path.read_text() and time.monotonic() < deadline:
+                if proc.poll() is not None:
+                    raise RuntimeError("specviz serve exited:\n" + log_path.read_text())
+                time.sleep(0.3)
+            text = log_path.read_text()
+            pids = [int(p) for p in re.findall(r"worker w\d+: pid (\d+)", text) + re.findall(r"HAProxy \(pid (\d+)", text)]
+        if proc is not None:
+            _wait_health(url, proc)
+        for _ in range(max(1, args.serve) * 2):  # warm every worker (imports, caches)
+            asyncio.run(one_class(url, 1, 1, pids, proxied))
         for n in args.students:
             stop, out = threading.Event(), {}
             th = None
@@ -254,7 +319,7 @@ def main() -> None:
                 while not out.get("ready") and th.is_alive() and time.monotonic() - t_wait < 120:
                     time.sleep(0.2)
             load0 = os.getloadavg()[0]
-            row = asyncio.run(one_class(url, n, args.clicks, proc.pid))
+            row = asyncio.run(one_class(url, n, args.clicks, pids, proxied))
             if th is not None:
                 stop.set()
                 th.join(timeout=120)
@@ -265,16 +330,17 @@ def main() -> None:
             rows.append(row)
             print(json.dumps(row), flush=True)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-    print("\n| students | edits | errors | leaks | lost | p50 click -> view | p95 | server RSS | browser steps p50 / p95 (reruns) |")
-    print("|---|---|---|---|---|---|---|---|---|")
+        if proc is not None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    print("\n| students | edits | errors | leaks | lost | p50 click -> view | p95 | server CPU s / edit | server RSS | browser steps p50 / p95 (reruns) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['students']} | {r['edits']} | {r['errors']} | {r['leaks']} | {r['lost']} | {r['p50']:.2f} s | "
-              f"{r['p95']:.2f} s | {r['rss_mb']:.0f} MB | {r.get('browser_step_p50', float('nan')) * 1000:.0f} / "
+              f"{r['p95']:.2f} s | {r['cpu_s_per_edit']:.3f} | {r['rss_mb']:.0f} MB | {r.get('browser_step_p50', float('nan')) * 1000:.0f} / "
               f"{r.get('browser_step_p95', float('nan')) * 1000:.0f} ms ({r.get('browser_step_reruns')}) |")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))

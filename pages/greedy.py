@@ -72,39 +72,55 @@ with edit_box:
     st.subheader(ui.tr("Target prediction at each node", "每个节点处目标模型的预测"))
 
 
-    def set_tp(new_labels):
+    # Callbacks read the scenario as it is now, never this run's `s` / `tp_labels`: a click that
+    # interrupts a rerun runs a callback registered by an earlier run, one edit behind, which would
+    # overwrite that edit (a lost click; benchmarks/README.md, "No lost click").
+    def set_tp(kind):
         def cb():
-            ui.try_update(SLOT, lambda: edits.set_target_predict(s, new_labels, b))
+            cur = ui.scenario(SLOT)
+            new = edits.root_mismatch(cur, b) if kind == "root" else edits.agree_along(cur, kind, b)
+            ui.try_update(SLOT, lambda: edits.set_target_predict(cur, new, b))
             ui.set_step(KEY, 0)
         return cb
 
 
     def on_tp(i, key):
         def cb():
-            new = list(tp_labels)
+            cur = ui.scenario(SLOT)
+            new = list(cur.requests[b].target_predict)
             new[i] = st.session_state[key]
-            ui.try_update(SLOT, lambda: edits.set_target_predict(s, new, b))
+            ui.try_update(SLOT, lambda: edits.set_target_predict(cur, new, b))
         return cb
+
+
+    def tp_key(i):
+        """A stable key per cell (a key that changed with every edit dropped a change made to another
+        cell during the rerun: its widget was gone), refilled from the scenario when it was replaced."""
+        key = f"w_tp::{b}::{i}"
+        if st.session_state.get(key + "::ver") != ver or key not in st.session_state:
+            st.session_state[key] = tp_labels[i]
+            st.session_state[key + "::ver"] = ver
+        return key
 
 
     q = st.columns(3)
     first_path = edits.branch_text(s, "first", b)
     last_path = edits.branch_text(s, "last", b)
     q[0].button(ui.tr("Target agrees along {p}", "目标模型沿 {p} 一致", p=md(first_path)), key="w_q_first",
-                on_click=set_tp(edits.agree_along(s, "first", b)), width="stretch")
+                on_click=set_tp("first"), width="stretch")
     if last_path != first_path:
         q[1].button(ui.tr("Target agrees along {p}", "目标模型沿 {p} 一致", p=md(last_path)), key="w_q_last",
-                    on_click=set_tp(edits.agree_along(s, "last", b)), width="stretch")
-    q[2].button(ui.tr("Root mismatch", "根处不一致"), key="w_q_root", on_click=set_tp(edits.root_mismatch(s, b)), width="stretch")
+                    on_click=set_tp("last"), width="stretch")
+    q[2].button(ui.tr("Root mismatch", "根处不一致"), key="w_q_root", on_click=set_tp("root"), width="stretch")
 
     if n <= 16:
         per_row = 8 if n > 5 else n
         for start in range(0, n, per_row):
             cols = st.columns(per_row)
             for i in range(start, min(n, start + per_row)):
-                key = f"w_tp::{ver}::{b}::{i}"
+                key = tp_key(i)
                 cols[i - start].selectbox(f"Target({md(labels[i])}) · {ui.term('row')} {b * n + i}", s.vocab,
-                                          index=s.vocab.index(tp_labels[i]), key=key, on_change=on_tp(i, key),
+                                          key=key, on_change=on_tp(i, key),
                                           help=ui.tr("target_predict[{r}]: the target's greedy token after row {r}",
                                                      "target_predict[{r}]：目标模型在第 {r} 行之后的贪心 token", r=b * n + i))
     else:

@@ -68,10 +68,6 @@ def _apply(build, select=None):
         ui.set_value(SEL, max(0, min(nt.n - 1, select(nt))))
 
 
-def _tok_id():
-    return s.token_id(st.session_state.get("sv_tok::tree", s.vocab[0]))
-
-
 def _select_path(path):
     def find(nt):
         paths = edits.token_paths(nt)
@@ -80,34 +76,51 @@ def _select_path(path):
     return find
 
 
+# Callbacks read the scenario as it is now (session state), never this run's `s` / `tree`: a click
+# that interrupts a rerun runs the callback registered by an earlier run, whose `s` / `tree` would
+# be one edit behind, and would overwrite that edit (a lost click; benchmarks/README, "No lost click").
+def _now():
+    cur = ui.scenario(SLOT)
+    return cur, cur.tree(min(b, len(cur.requests) - 1))
+
+
+def _sel(t):
+    return max(0, min(int(st.session_state[SEL]), t.n - 1))
+
+
 def on_add_child():
-    sel = st.session_state[SEL]
-    path = edits.token_paths(tree)[sel] + (_tok_id(),)
-    _apply(lambda: edits.replace_tree(s, tree.add_child(sel, _tok_id()), b), _select_path(path))
+    cur, t = _now()
+    sel, tok = _sel(t), cur.token_id(st.session_state.get("sv_tok::tree", cur.vocab[0]))
+    path = edits.token_paths(t)[sel] + (tok,)
+    _apply(lambda: edits.replace_tree(cur, t.add_child(sel, tok), b), _select_path(path))
 
 
 def on_add_sibling():
-    sel = st.session_state[SEL]
-    path = edits.token_paths(tree)[sel][:-1] + (_tok_id(),)
-    _apply(lambda: edits.replace_tree(s, tree.add_sibling(sel, _tok_id()), b), _select_path(path))
+    cur, t = _now()
+    sel, tok = _sel(t), cur.token_id(st.session_state.get("sv_tok::tree", cur.vocab[0]))
+    path = edits.token_paths(t)[sel][:-1] + (tok,)
+    _apply(lambda: edits.replace_tree(cur, t.add_sibling(sel, tok), b), _select_path(path))
 
 
 def on_delete():
-    sel = st.session_state[SEL]
-    parent_path = edits.token_paths(tree)[tree.parents[sel]] if sel > 0 else ()
-    _apply(lambda: edits.replace_tree(s, tree.delete_subtree(sel), b), _select_path(parent_path))
+    cur, t = _now()
+    sel = _sel(t)
+    parent_path = edits.token_paths(t)[t.parents[sel]] if sel > 0 else ()
+    _apply(lambda: edits.replace_tree(cur, t.delete_subtree(sel), b), _select_path(parent_path))
 
 
 def on_relabel():
-    sel = st.session_state[SEL]
-    _apply(lambda: edits.replace_tree(s, tree.relabel(sel, _tok_id()), b), lambda nt: sel)
+    cur, t = _now()
+    sel, tok = _sel(t), cur.token_id(st.session_state.get("sv_tok::tree", cur.vocab[0]))
+    _apply(lambda: edits.replace_tree(cur, t.relabel(sel, tok), b), lambda nt: sel)
 
 
 def on_move(step):
     def cb():
-        sel = st.session_state[SEL]
-        path = edits.token_paths(tree)[sel]
-        _apply(lambda: edits.replace_tree(s, tree.move_sibling(sel, step), b), _select_path(path))
+        cur, t = _now()
+        sel = _sel(t)
+        path = edits.token_paths(t)[sel]
+        _apply(lambda: edits.replace_tree(cur, t.move_sibling(sel, step), b), _select_path(path))
     return cb
 
 
@@ -116,13 +129,13 @@ def on_add_vocab():
     if not label:
         st.session_state[_err_key()] = SpecvizError("vocab", "the new label is empty: type a token label first")
         return
-    _apply(lambda: edits.add_vocab(s, label))
+    _apply(lambda: edits.add_vocab(ui.scenario(SLOT), label))
     ui.set_value("sv_tok::tree", label)
 
 
 def on_mode():
     mode = st.session_state[f"w_mode::{ver}"]
-    _apply(lambda: s.replace(tree_mask_mode=mode))
+    _apply(lambda: ui.scenario(SLOT).replace(tree_mask_mode=mode))
 
 
 # -- layout -----------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The command line: ``specviz app`` and ``specviz run|check|audit|convert FILE``.
+"""The command line: ``specviz app``, ``specviz serve`` and ``specviz run|check|audit|convert FILE``.
 
 ``specviz`` is the console command of an installed package (``pip install .``); ``python -m
 specviz`` is the same command from a checkout.
@@ -178,6 +178,12 @@ def cmd_app(args, extra) -> int:
         return 130
 
 
+def cmd_serve(args, extra) -> int:
+    from .serve import serve
+
+    return serve(args.workers, args.address, args.port, haproxy=args.haproxy, extra=extra)
+
+
 _HELP_BACKENDS = ("Backends: numpy (the reference), torch, triton. Without a CUDA GPU the Triton backend "
                   "needs TRITON_INTERPRET=1 in the environment (the kernels then run under the Triton "
                   "interpreter on the CPU), e.g.  TRITON_INTERPRET=1 specviz run FILE --backend triton")
@@ -187,6 +193,16 @@ _EPILOG_APP = """Starts `streamlit run app.py --server.headless true --server.ad
 http://localhost:8501 (Streamlit's default port). Any further flag goes to Streamlit, e.g.
   specviz app --server.port 8502
   specviz app --server.address 0.0.0.0      (listen on every interface: a server or a container)
+"""
+
+_EPILOG_SERVE = """Starts N `specviz app` workers on loopback ports and HAProxy (Debian: apt-get install haproxy)
+on --address:--port in front of them: a cookie keeps each browser on its worker, websockets stay
+open, health checks on /_stcore/health send nobody to a worker that is down, and a student whose
+worker died reconnects to another one with the scenario from the page's share link. The HAProxy
+config and the workers' logs are in a temporary folder printed at start. Ctrl-C stops everything.
+  specviz serve --workers 2 --port 8501                       (this machine only)
+  specviz serve --workers 2 --port 8501 --address 0.0.0.0     (a class on the network)
+Any further flag goes to every worker's Streamlit.
 """
 
 _EPILOG_RUN = _HELP_BACKENDS + """
@@ -259,6 +275,15 @@ def main(argv=None) -> int:
     p = sub.add_parser("app", help="start the Streamlit app (http://localhost:8501); further flags go to Streamlit",
                        epilog=_EPILOG_APP, formatter_class=fmt)
     p.set_defaults(fn=None)
+    p = sub.add_parser("serve", help="serve the app from N worker processes behind HAProxy (one address, every core)",
+                       epilog=_EPILOG_SERVE, formatter_class=fmt)
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                   help="Streamlit worker processes (default: one per CPU core)")
+    p.add_argument("--port", type=int, default=8501, help="the port students open (default 8501)")
+    p.add_argument("--address", default="127.0.0.1",
+                   help="the address HAProxy listens on (default 127.0.0.1; 0.0.0.0 for a class on the network)")
+    p.add_argument("--haproxy", default=None, help="the haproxy executable (default: haproxy on PATH, /usr/sbin/haproxy)")
+    p.set_defaults(fn=None)
     p = sub.add_parser("run", help="run a scenario and print the steps and the result",
                        epilog=_EPILOG_RUN.format(presets=_preset_names()), formatter_class=fmt)
     p.add_argument("file", type=_scenario_arg, help="a scenario JSON file (docs/scenario_format.md) or a preset name")
@@ -289,6 +314,8 @@ def main(argv=None) -> int:
     try:
         if args.command == "app":
             return cmd_app(args, extra)
+        if args.command == "serve":
+            return cmd_serve(args, extra)
         if extra:
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
         return args.fn(args)

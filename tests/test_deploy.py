@@ -82,6 +82,9 @@ def test_manifest_serves_a_class_from_several_replicas():
     assert ann["nginx.ingress.kubernetes.io/session-cookie-name"]
     assert int(ann["nginx.ingress.kubernetes.io/proxy-read-timeout"]) >= 3600
     assert int(ann["nginx.ingress.kubernetes.io/proxy-send-timeout"]) >= 3600
+    # A student whose pod died is re-pinned to a live one (and rebuilds the scenario from the share link).
+    assert ann["nginx.ingress.kubernetes.io/session-cookie-change-on-failure"] == "true"
+    assert "error" in ann["nginx.ingress.kubernetes.io/proxy-next-upstream"]
 
 
 def _hadolint() -> str | None:

@@ -1,0 +1,96 @@
+"""No lost click: edits made faster than the server answers all arrive (chromium, a live server).
+
+Each test clicks in a burst, without waiting for the reruns, then reads the scenario back from
+the share link the page writes into its address bar (``?s=...``) and checks every edit is in it:
+
+* tree builder: "Add child" 4 times -> 4 more nodes;
+* greedy: two target cells changed one right after the other -> both changed;
+* chain: the u[0] coin slider moved 5 steps by keyboard -> u[0] is 5 steps further.
+
+What lost them (benchmarks/README.md, "No lost click"): callbacks that edited the scenario of the
+run that drew them (a click interrupting a rerun ran an older run's callback, one edit behind,
+which overwrote that edit) and a target cell whose key changed with every edit (fixed); and the
+badge's ``st.fragment(run_every=0.5)`` poll while torch loads, during which edits are lost (not
+fixed: see ``_settled``).
+"""
+from __future__ import annotations
+
+import re
+import time
+from urllib.parse import parse_qs, urlparse
+
+from specviz.share import QUERY_KEY, decode_state
+from tests.conftest import wait_for_app
+
+
+def _settled(page, url_path: str, open_page) -> None:
+    """Open the page and wait until torch / Triton have loaded (the badge's "loading them" note gone).
+
+    While they load, the badge polls with ``st.fragment(run_every=0.5)``, and an edit made during that
+    poll can still be lost (Streamlit; benchmarks/README.md, "No lost click"): `specviz serve`'s
+    workers import them at start, so students do not meet it. These tests are about every other moment."""
+    open_page(page, url_path)
+    page.wait_for_function("() => !/loading them|正在加载/.test(document.body.innerText)", timeout=180_000)
+    wait_for_app(page)
+
+
+def _scenario(page):
+    token = parse_qs(urlparse(page.url).query).get(QUERY_KEY, [None])[0]
+    return decode_state(token).scenario if token else None
+
+
+def _wait_scenario(page, ok, timeout: float = 60.0):
+    """The scenario in the address bar once ``ok(scenario)`` holds (the page idle), else the last one."""
+    deadline = time.monotonic() + timeout
+    s = None
+    while time.monotonic() < deadline:
+        wait_for_app(page)
+        s = _scenario(page)
+        if s is not None and ok(s):
+            return s
+        page.wait_for_timeout(300)
+    return s
+
+
+def test_a_burst_of_add_child_clicks_adds_every_child(page, open_page):
+    _settled(page, "tree_builder", open_page)
+    s0 = _wait_scenario(page, lambda s: True)
+    n0 = s0.tree(0).n
+    btn = page.get_by_role("button", name=re.compile("Add child|添加子节点")).first
+    for _ in range(4):
+        btn.click(no_wait_after=True)
+    s = _wait_scenario(page, lambda s: s.tree(0).n >= n0 + 4)
+    assert s.tree(0).n == n0 + 4, f"{n0} nodes + 4 clicks -> {s.tree(0).n} nodes"
+
+
+def _pick(page, label_re: str, option: str) -> None:
+    box = page.locator('[data-testid="stSelectbox"]').filter(has_text=re.compile(label_re)).first
+    box.scroll_into_view_if_needed()
+    box.locator('input[role="combobox"]').click()
+    page.get_by_role("option", name=option, exact=True).click(no_wait_after=True)
+
+
+def test_two_target_cells_changed_back_to_back_both_change(page, open_page):
+    _settled(page, "greedy", open_page)
+    s0 = _wait_scenario(page, lambda s: True)
+    tp0 = list(s0.requests[0].target_predict)
+    a, b = [v for v in s0.vocab if v != tp0[1]][0], [v for v in s0.vocab if v != tp0[2]][-1]
+    _pick(page, r"Target\(A\)", a)  # row 1
+    _pick(page, r"Target\(B\)", b)  # row 2, while the first edit's rerun runs
+    s = _wait_scenario(page, lambda s: list(s.requests[0].target_predict)[1:3] == [a, b])
+    assert list(s.requests[0].target_predict)[1:3] == [a, b], (tp0, list(s.requests[0].target_predict))
+
+
+def test_a_burst_of_coin_slider_steps_moves_it_all_the_way(page, open_page):
+    _settled(page, "chain_sampling", open_page)
+    s0 = _wait_scenario(page, lambda s: True)
+    u0 = float(s0.requests[0].coins[0])
+    step = -1 if u0 > 0.9 else 1
+    thumb = page.locator('[data-testid="stSlider"]').filter(has_text="u[0]").locator('[tabindex="0"]').first
+    thumb.focus()
+    for _ in range(5):
+        page.keyboard.press("ArrowRight" if step > 0 else "ArrowLeft")
+        page.wait_for_timeout(60)
+    want = round(u0 + step * 0.005, 3)
+    s = _wait_scenario(page, lambda s: round(float(s.requests[0].coins[0]), 3) == want)
+    assert round(float(s.requests[0].coins[0]), 3) == want, (u0, float(s.requests[0].coins[0]))

@@ -1,0 +1,279 @@
+"""``specviz serve``: real HAProxy (Debian's package) in front of 2 real Streamlit workers on loopback.
+
+One test, in phases, against one ``specviz serve --workers 2`` (starting it is the expensive part;
+pytest-xdist would start one per worker if the phases were separate tests):
+
+1. a session stays on one worker across 20 reruns (4 websocket connections carrying the
+   affinity cookie, 5 reruns each, through the proxy), and every rerun shows its own edit;
+2. students without a cookie are spread over both workers;
+3. a real browser (chromium) edits the greedy page, then its worker is killed (SIGKILL): the tab
+   reconnects through the proxy to the other worker and shows the same scenario, rebuilt from the
+   share link in its address bar; no traceback; ``serve`` starts the killed worker again;
+4. SIGTERM stops HAProxy and every worker (the restarted one too) and removes the temporary folder.
+
+And: without HAProxy, ``specviz serve`` says so in one line and exits 2, starting nothing.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from specviz.serve import COOKIE, WORKER_HEADER, find_haproxy, haproxy_config
+from tests.conftest import _free_port, wait_for_app
+
+ROOT = Path(__file__).resolve().parents[1]
+NCD_RE = re.compile(r"num_correct_drafts = (\d+)`")
+EXPECT = {"B": 1, "C": 2}  # num_correct_drafts on the running example's greedy page for Target(A) = B / C
+
+
+def _env():
+    return dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+                TRITON_INTERPRET=os.environ.get("TRITON_INTERPRET", "1"))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (exited, not yet reaped) is not alive
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][0] != "Z"
+    except OSError:
+        return False
+
+
+def test_missing_haproxy_is_one_line_and_exit_2(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "specviz", "serve", "--workers", "2", "--port", str(_free_port()),
+                           "--haproxy", str(tmp_path / "no-haproxy")], cwd=tmp_path, env=_env(),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "HAProxy was not found" in lines[0] and "apt-get install haproxy" in lines[0], proc.stderr
+    assert "Traceback" not in proc.stderr and "worker" not in proc.stderr  # nothing was started
+
+
+def test_config_has_affinity_websockets_and_health_checks():
+    cfg = haproxy_config("0.0.0.0", 8501, [("w1", 40001), ("w2", 40002)])
+    assert "bind 0.0.0.0:8501" in cfg
+    assert f"cookie {COOKIE} insert" in cfg and "timeout tunnel 1h" in cfg and "option redispatch" in cfg
+    assert "http-check send meth GET uri /_stcore/health" in cfg
+    assert "server w1 127.0.0.1:40001 cookie w1" in cfg and "server w2 127.0.0.1:40002 cookie w2" in cfg
+
+
+# ----------------------------------------------------------------------------------------------
+# A websocket student speaking Streamlit's protocol (as benchmarks/bench_class.py does)
+# ----------------------------------------------------------------------------------------------
+
+async def _rerun(ws, cache: dict, widgets: dict) -> dict:
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    bm = BackMsg()
+    bm.rerun_script.query_string = ""
+    bm.rerun_script.page_name = "greedy"
+    for wid, value in widgets.items():
+        w = bm.rerun_script.widget_states.widgets.add()
+        w.id, w.string_value = wid, value
+    await ws.send(bm.SerializeToString())
+    seen = {"ncd": None, "target_a": None, "error": None}
+    while True:
+        fm = ForwardMsg()
+        fm.ParseFromString(await asyncio.wait_for(ws.recv(), timeout=60))
+        if fm.WhichOneof("type") == "ref_hash":
+            fm = cache.get(fm.ref_hash, fm)
+        elif fm.hash:
+            cache[fm.hash] = fm
+        kind = fm.WhichOneof("type")
+        if kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
+            el = fm.delta.new_element
+            which = el.WhichOneof("type")
+            if which == "exception" or (which == "alert" and el.alert.format == el.alert.ERROR):
+                seen["error"] = str(el)[:300]
+            if which == "selectbox" and el.selectbox.label.startswith("Target(A)"):
+                seen["target_a"] = el.selectbox.id
+            if which == "markdown":
+                m = NCD_RE.search(el.markdown.body)
+                if m:
+                    seen["ncd"] = int(m.group(1))
+        elif kind == "script_finished" and fm.script_finished != fm.FINISHED_EARLY_FOR_RERUN:
+            return seen
+
+
+async def _sticky_session(base: str, cookie: str, connections: int, reruns: int) -> list[tuple[str, int, int]]:
+    """(worker, expected, shown) per rerun: ``connections`` websockets, each ``reruns`` edits of Target(A)."""
+    import websockets
+
+    out = []
+    uri = base.replace("http://", "ws://") + "/_stcore/stream"
+    for c in range(connections):
+        async with websockets.connect(uri, subprotocols=["streamlit"], max_size=None,
+                                      additional_headers={"Cookie": f"{COOKIE}={cookie}"}) as ws:
+            worker = ws.response.headers.get(WORKER_HEADER)
+            cache: dict = {}
+            first = await _rerun(ws, cache, {})
+            assert first["error"] is None and first["target_a"], first
+            for k in range(reruns):
+                value = "BC"[(c + k) % 2]
+                seen = await _rerun(ws, cache, {first["target_a"]: value})
+                assert seen["error"] is None, seen["error"]
+                out.append((worker, EXPECT[value], seen["ncd"]))
+    return out
+
+
+def _get_worker(base: str, cookie: str | None = None) -> tuple[str, str | None]:
+    """(worker that answered GET /, the affinity cookie it set or None)."""
+    req = urllib.request.Request(base + "/", headers={"Cookie": f"{COOKIE}={cookie}"} if cookie else {})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        set_cookie = [v for k, v in resp.headers.items() if k.lower() == "set-cookie" and v.startswith(COOKIE + "=")]
+        value = set_cookie[0].split(";")[0].split("=", 1)[1] if set_cookie else None
+        return resp.headers[WORKER_HEADER], value
+
+
+def _haproxy_log(cfg: str, n: int = 25) -> str:
+    """The end of HAProxy's log (one line per request, beside its config), for a failure message."""
+    try:
+        return "\n".join((Path(cfg).parent / "haproxy.log").read_text(errors="replace").splitlines()[-n:])
+    except OSError as exc:
+        return str(exc)
+
+
+class Served:
+    """``python -m specviz serve --workers 2`` with its stderr read line by line."""
+
+    def __init__(self, tmp: Path):
+        self.port = _free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.lines: list[str] = []
+        self.proc = subprocess.Popen([sys.executable, "-m", "specviz", "serve", "--workers", "2", "--port", str(self.port)],
+                                     cwd=tmp, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stderr:
+            self.lines.append(line.rstrip())
+
+    def wait_for(self, pattern: str, timeout: float = 120.0, start: int = 0) -> re.Match:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in self.lines[start:]:
+                m = re.search(pattern, line)
+                if m:
+                    return m
+            assert self.proc.poll() is None, "specviz serve exited:\n" + "\n".join(self.lines)
+            time.sleep(0.1)
+        raise AssertionError(f"no line matching {pattern!r} within {timeout:.0f} s:\n" + "\n".join(self.lines))
+
+    def pids(self) -> dict[str, int]:
+        """The latest pid of each worker, and of HAProxy (key "haproxy")."""
+        out = {}
+        for line in self.lines:
+            m = re.search(r"worker (w\d+): pid (\d+)", line)
+            if m:
+                out[m.group(1)] = int(m.group(2))
+            m = re.search(r"HAProxy \(pid (\d+), config (\S+?)\)", line)
+            if m:
+                out["haproxy"] = int(m.group(1))
+        return out
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def _pick(page, label_re: str, option: str) -> None:
+    box = page.locator('[data-testid="stSelectbox"]').filter(has_text=re.compile(label_re)).first
+    box.scroll_into_view_if_needed()
+    box.locator('input[role="combobox"]').click()
+    page.get_by_role("option", name=option, exact=True).click()
+
+
+def _ncd_shown(page) -> int | None:
+    m = re.search(r"num_correct_drafts = (\d+)", page.locator('[data-testid="stMain"]').inner_text())
+    return int(m.group(1)) if m else None
+
+
+def test_serve_two_workers_behind_haproxy(tmp_path, page):
+    try:
+        find_haproxy()
+    except Exception as exc:  # noqa: BLE001
+        pytest.fail(f"{exc} (the README's test command and .ci/run install it)")
+    served = Served(tmp_path)
+    try:
+        served.wait_for(r"serving http://")
+        pids = served.pids()
+        assert set(pids) == {"w1", "w2", "haproxy"}, served.lines
+        cfg = re.search(r"config (\S+?)\)", "\n".join(served.lines)).group(1)
+        assert Path(cfg).is_file()
+
+        # 1. One student (one cookie): 20 reruns over 4 websocket connections, all on one worker.
+        worker, cookie = _get_worker(served.base)
+        assert cookie == worker
+        box: dict = {}  # (in a thread: Playwright's sync API holds this thread's event loop)
+        th = threading.Thread(target=lambda: box.update(runs=asyncio.run(_sticky_session(served.base, cookie, 4, 5))))
+        th.start()
+        th.join(timeout=120)
+        runs = box.get("runs", [])
+        assert len(runs) == 20
+        assert {w for w, _, _ in runs} == {worker}, runs
+        assert [shown for _, _, shown in runs] == [want for _, want, _ in runs], runs
+
+        # 2. Students without a cookie are spread over both workers.
+        assert {_get_worker(served.base)[0] for _ in range(6)} == {"w1", "w2"}
+
+        # 3. A browser tab, its worker killed: it reconnects to the other one with its scenario.
+        page.goto(f"{served.base}/greedy", wait_until="domcontentloaded")
+        wait_for_app(page)
+        _pick(page, r"Target\(A\)", "B")  # the running example's default is C (2 drafts accepted)
+        page.wait_for_function("() => /num_correct_drafts = 1/.test(document.body.innerText)", timeout=30_000)
+        wait_for_app(page)
+        link = page.evaluate("location.search")
+        (mine,) = [c["value"] for c in page.context.cookies() if c["name"] == COOKIE]
+        other = {"w1": "w2", "w2": "w1"}[mine]
+        n_lines = len(served.lines)
+        os.kill(served.pids()[mine], signal.SIGKILL)
+        served.wait_for(rf"worker {mine} exited", timeout=30, start=n_lines)
+        # The tab notices, reconnects through HAProxy (redispatched to the live worker), reruns
+        # with the link in its address bar, and gets its cookie rewritten to that worker.
+        deadline = time.monotonic() + 45
+        while time.monotonic() < deadline:
+            now = [c["value"] for c in page.context.cookies() if c["name"] == COOKIE]
+            if now == [other]:
+                break
+            page.wait_for_timeout(200)
+        assert [c["value"] for c in page.context.cookies() if c["name"] == COOKIE] == [other], _haproxy_log(cfg)
+        wait_for_app(page)
+        # B again (the default would show 2): rebuilt from the link, on a worker that never saw this tab.
+        page.wait_for_function("() => /num_correct_drafts = 1/.test(document.body.innerText)", timeout=30_000)
+        assert page.evaluate("location.search") == link and _ncd_shown(page) == 1
+        body = page.locator("body").inner_text()
+        assert "Traceback" not in body and page.locator('[data-testid="stException"]').count() == 0, body[:2000]
+        # (Not asserted: an edit made right after the failover. In 3 of 3 runs on a loaded machine
+        # the first select-box edit on the new worker did not take; open, see benchmarks/README.md.)
+        assert [c["value"] for c in page.context.cookies() if c["name"] == COOKIE] == [other]
+        served.wait_for(rf"worker {mine}: pid (\d+)", timeout=5, start=n_lines)  # started again
+        page.close()
+
+        # 4. SIGTERM stops HAProxy and every worker, the restarted one too, and cleans up.
+        everything = served.pids()
+        served.stop()
+        assert served.proc.returncode == 0, served.lines
+        time.sleep(0.5)
+        assert not [name for name, pid in everything.items() if _alive(pid)], served.lines
+        assert not Path(cfg).exists()
+    finally:
+        served.stop()
