@@ -325,8 +325,10 @@ def test_exported_animation_buttons_are_svg_icons(tmp_path, browser):
             # no pictograph or arrow glyph that depends on the machine's fonts: the icon is an SVG path
             assert not re.search("[\u2190-\u21ff\u2300-\u23ff\u25a0-\u25ff\u2700-\u27bf\U0001f300-\U0001faff]",
                                  button.inner_text()), (bid, button.inner_text())
-            icon = button.locator("svg:visible path").first.bounding_box()
-            assert icon and icon["width"] >= 10 and icon["height"] >= 10, bid
+            icon = button.locator("svg:visible").first.bounding_box()
+            shape = button.locator("svg:visible path").first.bounding_box()
+            assert icon and icon["width"] >= 20 and icon["height"] >= 20, bid
+            assert shape and shape["width"] >= 5 and shape["height"] >= 10, bid  # a drawn arrow, not an empty box
             assert button.get_attribute("aria-label") or button.inner_text().strip(), bid
         assert page.locator("#first").get_attribute("aria-label") == first_word
         page.click("#last")
