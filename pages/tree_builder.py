@@ -138,7 +138,7 @@ with ui.guard():
 left, right = st.columns([1.15, 1], gap="medium")  # the editing buttons and tabs keep whole labels at 1280x720
 
 with left:
-    hand_tab, eagle_tab = st.tabs([ui.tr(":material/edit: Draw by hand", ":material/edit: 手工绘制"), ui.tr(":material/account_tree: EAGLE rollout", ":material/account_tree: EAGLE rollout")])
+    hand_tab, eagle_tab = st.tabs([ui.tr(":material/edit: Draw by hand", ":material/edit: 手工绘制"), ui.tr(":material/account_tree: EAGLE rollout", ":material/account_tree: EAGLE rollout 形式")])
     with hand_tab:
         sel = ui.widget(st.selectbox, ui.tr("Selected node", "选中的节点"), SEL, 1 if n > 1 else 0, options=list(range(n)),
                         format_func=lambda i: f"{i} · {labels[i]}" if i < n else str(i))
