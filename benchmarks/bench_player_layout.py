@@ -71,6 +71,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--pages", default="greedy,chain_sampling,dspark")
+    ap.add_argument("--modes", default="server,browser")
     args = ap.parse_args()
     pages = args.pages.split(",")
     print("CPU:", next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "?"),
@@ -79,7 +80,7 @@ def main() -> None:
     dots: dict = {}
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        for mode in ("server", "browser"):
+        for mode in args.modes.split(","):
             with server(mode, Path(f"/tmp/bench_player_layout_{mode}.log")) as url:
                 warm = browser.new_context().new_page()  # the server's first run of each page is not a visit
                 for name in pages:
@@ -91,8 +92,9 @@ def main() -> None:
                         page = ctx.new_page()
                         t0 = time.perf_counter()
                         page.goto(f"{url}/{name}", wait_until="domcontentloaded")
-                        page.wait_for_function(READY, timeout=120_000, polling=10)
+                        page.wait_for_function(READY, timeout=600_000, polling=10)
                         res.setdefault((mode, name, "first visit ms"), []).append((time.perf_counter() - t0) * 1000)
+                        print(mode, name, "first visit ms", round(res[(mode, name, "first visit ms")][-1]), os.getloadavg()[0], flush=True)
                         frame = page.frame_locator('[data-testid="stIFrame"]').first
                         frame.locator('[data-sv-btn="first"]').click()
                         doc = page.locator('[data-testid="stIFrame"]').first.element_handle().content_frame()
@@ -110,7 +112,7 @@ def main() -> None:
         from specviz.render import svg as server_svg
 
         for name, texts in dots.items():
-            for _ in range(args.repeats):
+            for _ in range(max(args.repeats, 5)):
                 server_svg._CACHE.clear()
                 c0, t0 = time.process_time(), time.perf_counter()
                 r0 = os.times()
@@ -126,7 +128,7 @@ def main() -> None:
             t_load = page.evaluate("async () => { const t = performance.now(); "
                                    "window.gv = await window['@hpcc-js/wasm/graphviz'].Graphviz.load(); return performance.now() - t; }")
             res.setdefault(("browser", "-", "WebAssembly Graphviz load (compile + instantiate) ms"), []).append(t_load)
-            for _ in range(args.repeats):
+            for _ in range(max(args.repeats, 5)):
                 ms = page.evaluate("(texts) => { const t = performance.now(); for (const d of texts) window.gv.layout(d, 'svg', 'dot'); "
                                    "return performance.now() - t; }", texts)
                 res.setdefault(("browser", name, f"wasm: lay out one edit's {len(texts)} figures, ms"), []).append(ms)
