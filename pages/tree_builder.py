@@ -150,10 +150,10 @@ dot = mask_fig = None
 with ui.guard():
     views = _views(s.to_json(indent=None), b, s.tree_mask_mode)
 
-left, right = st.columns([1, 1.25], gap="large")
+left, right = st.columns([1.15, 1], gap="medium")  # the editing buttons and tabs keep whole labels at 1280x720
 
 with left:
-    hand_tab, eagle_tab = st.tabs([ui.tr(":material/edit: Draw by hand", ":material/edit: 手工绘制"), ui.tr(":material/account_tree: EAGLE rollout form", ":material/account_tree: EAGLE rollout 形式")])
+    hand_tab, eagle_tab = st.tabs([ui.tr(":material/edit: Draw by hand", ":material/edit: 手工绘制"), ui.tr(":material/account_tree: EAGLE rollout", ":material/account_tree: EAGLE rollout 形式")])
     with hand_tab:
         sel = ui.widget(st.selectbox, ui.tr("Selected node", "选中的节点"), SEL, 1 if n > 1 else 0, options=list(range(n)),
                         format_func=lambda i: f"{i} · {labels[i]}" if i < n else str(i))

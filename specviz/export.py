@@ -468,7 +468,10 @@ _HTML = """<!DOCTYPE html>
  body { font-family: Helvetica, Arial, 'Noto Sans CJK SC', 'Microsoft YaHei', sans-serif; font-size: 20px; margin: 24px; color: #111; background: #fff; }
  h1 { font-size: 28px; margin: 0 0 6px 0; } .sub { color: #555; margin-bottom: 14px; max-width: 70em; white-space: pre-wrap; }
  .controls { display: flex; gap: 8px; align-items: center; margin: 12px 0; flex-wrap: wrap; }
- button { font-size: 20px; padding: 6px 14px; border-radius: 8px; border: 2px solid #444; background: #f4f4f4; cursor: pointer; }
+ button { font-size: 20px; padding: 6px 14px; border-radius: 8px; border: 2px solid #444; background: #f4f4f4; cursor: pointer;
+          display: inline-flex; align-items: center; gap: 6px; min-height: 44px; }
+ /* Icons are inline SVG, the same as the app's player: no glyph (such as ⏮ ⏭) that a machine without an emoji font lacks. */
+ button svg { width: 24px; height: 24px; fill: currentColor; }
  input[type=range] { width: 360px; } #step { min-width: 8em; font-family: ui-monospace, monospace; }
  #text { font-size: 22px; min-height: 2.6em; padding: 10px 14px; background: #F7F7F7; border-left: 6px solid #0072B2; margin: 10px 0; max-width: 60em; }
  #arrays { font-family: ui-monospace, monospace; font-size: 18px; white-space: pre; background: #fafafa; padding: 10px; border: 1px solid #ddd; display: inline-block; }
@@ -477,8 +480,11 @@ _HTML = """<!DOCTYPE html>
 <h1 id="title"></h1><div class="sub" id="desc"></div>
 <div class="legend" id="legend"></div>
 <div class="controls">
- <button id="first" title="first">⏮</button><button id="prev" title="back">◀</button>
- <button id="play"></button><button id="next" title="next">▶</button><button id="last" title="last">⏭</button>
+ <button id="first"><svg viewBox="0 0 24 24" aria-hidden="true"><path d="M6 6h2v12H6zm3.5 6 8.5 6V6z"/></svg></button>
+ <button id="prev"><svg viewBox="0 0 24 24" aria-hidden="true"><path d="M15.4 7.4 14 6l-6 6 6 6 1.4-1.4L10.8 12z"/></svg></button>
+ <button id="play"><svg viewBox="0 0 24 24" aria-hidden="true" id="icon-play"><path d="M8 5v14l11-7z"/></svg><svg viewBox="0 0 24 24" aria-hidden="true" id="icon-pause" style="display:none"><path d="M6 19h4V5H6v14zm8-14v14h4V5h-4z"/></svg><span id="playword"></span></button>
+ <button id="next"><svg viewBox="0 0 24 24" aria-hidden="true"><path d="M8.6 16.6 10 18l6-6-6-6-1.4 1.4 4.6 4.6z"/></svg></button>
+ <button id="last"><svg viewBox="0 0 24 24" aria-hidden="true"><path d="m6 18 8.5-6L6 6v12zM16 6v12h2V6h-2z"/></svg></button>
  <input id="scrub" type="range" min="0" max="0" value="0"><span id="step"></span>
  <label><span id="speedword"></span> <select id="speed"><option>0.5</option><option selected>1</option><option>2</option><option>4</option></select></label>
 </div>
@@ -515,7 +521,14 @@ _HTML = """<!DOCTYPE html>
   var i = 0, timer = null;
   var stage = el('stage'), text = el('text'), arrays = el('arrays'), scrub = el('scrub'), stepEl = el('step'), play = el('play');
   scrub.max = frames.length - 1;
-  play.textContent = W.play;
+  [['first', W.first], ['prev', W.back], ['next', W.next], ['last', W.last]].forEach(function (b) {
+    el(b[0]).title = b[1]; el(b[0]).setAttribute('aria-label', b[1]);
+  });
+  function playState(on) {
+    el('playword').textContent = on ? W.pause : W.play; play.title = on ? W.pause : W.play;
+    el('icon-play').style.display = on ? 'none' : ''; el('icon-pause').style.display = on ? '' : 'none';
+  }
+  playState(false);
   function show(k) {
     i = Math.max(0, Math.min(frames.length - 1, k));
     var f = frames[i];
@@ -526,19 +539,19 @@ _HTML = """<!DOCTYPE html>
     scrub.value = i; stepEl.textContent = W.step + ' ' + i + ' / ' + (frames.length - 1);
     document.body.setAttribute('data-step', i);
   }
-  function stop() { if (timer) { clearInterval(timer); timer = null; } play.textContent = W.play; }
+  function stop() { if (timer) { clearInterval(timer); timer = null; } playState(false); }
   function start() {
     if (i >= frames.length - 1) { show(0); }
     var speed = parseFloat(el('speed').value) || 1;
     timer = setInterval(function () { if (i >= frames.length - 1) { stop(); } else { show(i + 1); } }, 1000 / speed);
-    play.textContent = W.pause;
+    playState(true);
   }
   play.onclick = function () { if (timer) { stop(); } else { start(); } };
   el('first').onclick = function () { stop(); show(0); };
   el('last').onclick = function () { stop(); show(frames.length - 1); };
   el('prev').onclick = function () { stop(); show(i - 1); };
   el('next').onclick = function () { stop(); show(i + 1); };
-  scrub.oninput = function () { stop(); show(parseInt(scrub.value, 10)); };
+  scrub.oninput = function () { var k = parseInt(scrub.value, 10); stop(); show(k); };
   document.addEventListener('keydown', function (e) {
     if (e.key === 'ArrowRight') { stop(); show(i + 1); } else if (e.key === 'ArrowLeft') { stop(); show(i - 1); }
     else if (e.key === ' ') { e.preventDefault(); play.onclick(); }
@@ -569,8 +582,10 @@ def animation_html(s: Scenario, lang: str = "en") -> str:
         "desc": " ".join(x for x in (s.describe(lang), outcome_sentence(s, commit, lang)) if x),
         "vocab": ("# 词表 token id: " if zh else "# vocab token ids: ") + "  ".join(f"{i}={t}" for i, t in enumerate(s.vocab[:40])),
         "legend": [[state_color(k), text_on(state_color(k)), t] for k, t in legend_items],
-        "words": {"play": "▷ 播放" if zh else "▷ play", "pause": "❚❚ 暂停" if zh else "❚❚ pause",
-                  "speed": "速度" if zh else "speed", "step": "步骤" if zh else "step"},
+        "words": {"play": "播放" if zh else "play", "pause": "暂停" if zh else "pause",
+                  "speed": "速度" if zh else "speed", "step": "步骤" if zh else "step",
+                  "first": "第一步" if zh else "first step", "back": "上一步" if zh else "back",
+                  "next": "下一步" if zh else "next", "last": "最后一步" if zh else "last step"},
         "frames": frames,
     }
     head, tail = _HTML.split("__DATA__")

@@ -4,9 +4,12 @@ A click on step / back / first / last / play / the scrubber (or the keys ←, �
 anywhere on the page) redraws the frame in the browser: no server round trip, no rerun. The
 server sends, per rerun, one self-contained HTML document (``static/player.html``) holding:
 
-- the figures, one SVG per distinct frame (laid out on the server by ``dot``, shown through
-  ``<img>``, so an SVG can run no script), and optionally a second figure per frame (an SVG that
-  ``specviz.render`` drew, e.g. the tree mask, also through ``<img>``), and
+- the figures, one per distinct frame: SVG laid out on the server by ``dot`` when Graphviz is
+  installed there, or else the DOT text, which the browser lays out with the WebAssembly build of
+  Graphviz (``static/graphviz.umd.js``, served by the app's own server, loaded once per tab; see
+  ``layout_mode``). Either way a figure is shown through ``<img>``, so an SVG can run no script.
+  Optionally a second figure per frame (an SVG that ``specviz.render`` drew, e.g. the tree mask,
+  also through ``<img>``), and
 - per frame: the caption line and the value rows (label + coloured chips with hover text).
 
 All of it is JSON inside ``<script type="application/json">``, escaped for a script context;
@@ -19,15 +22,34 @@ the player writes every text with ``textContent``, never as markup.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from specviz.render.palette import PALETTE, STATES, text_on
-from specviz.render.svg import dots_to_svgs, svg_data_url
+from specviz.render.svg import dots_to_svgs, have_dot, svg_data_url
 
-TEMPLATE = (Path(__file__).parent / "static" / "player.html").read_text(encoding="utf-8")
+STATIC = Path(__file__).parent / "static"
+TEMPLATE = (STATIC / "player.html").read_text(encoding="utf-8")
 PLACEHOLDER = "__SV_PLAYER_DATA__"
 SPEEDS = (0.5, 1.0, 2.0, 4.0)
+GRAPHVIZ_JS = "graphviz.umd.js"  # Graphviz in WebAssembly (@hpcc-js/wasm 2.35.3; licence beside it)
+LAYOUT_ENV = "SPECVIZ_LAYOUT"  # "auto" (default), "server" or "browser"
+
+
+def layout_mode() -> str:
+    """Where the player's figures are laid out: ``"server"`` (Graphviz's ``dot`` here, every frame's
+    SVG sent with the page) or ``"browser"`` (the DOT text sent, laid out by Graphviz in WebAssembly
+    in the viewer's browser: no ``dot`` needed, and no layout work on the server).
+
+    ``SPECVIZ_LAYOUT=browser`` or ``=server`` chooses; by default (``auto``) the server lays out
+    when ``dot`` is on PATH, the browser otherwise (a fresh machine after the README's first command)."""
+    want = os.environ.get(LAYOUT_ENV, "auto").strip().lower()
+    if want == "browser":
+        return "browser"
+    if want == "server":
+        return "server"
+    return "server" if have_dot() else "browser"
 
 
 @dataclass
@@ -70,18 +92,27 @@ def _cell(c) -> list:
 
 
 def build_html(frames: list[Frame], *, start: int = 0, labels: dict, speed: float = 1.0, present: bool = False,
-               links: list[str] | None = None) -> str:
-    """The player document for ``frames`` (pure: no streamlit)."""
+               links: list[str] | None = None, layout: str = "server", graphviz_url: str = "") -> str:
+    """The player document for ``frames`` (pure: no streamlit).
+
+    ``layout="server"``: every distinct figure laid out here by ``dot`` (RuntimeError when ``dot`` is
+    missing or fails). ``layout="browser"``: the distinct DOT texts go to the page, which loads
+    Graphviz from ``graphviz_url`` and lays each out when it is first shown (the rest while idle)."""
     dots = [f.dot for f in frames]
     uniq = list(dict.fromkeys(dots))
-    svgs = dots_to_svgs(uniq)
+    if layout == "browser":
+        if not graphviz_url:
+            raise ValueError("browser layout needs the URL of graphviz.umd.js")
+        svgs, sources = None, uniq
+    else:
+        svgs, sources = [svg_data_url(s) for s in dots_to_svgs(uniq)], None
     index = {d: k for k, d in enumerate(uniq)}
     extras = list(dict.fromkeys(f.svg2 for f in frames if f.svg2))
     extra_index = {x: k for k, x in enumerate(extras)}
     colors = {s: [PALETTE[s], text_on(PALETTE[s])] for s in STATES}
     data = {
         "start": int(start), "speed": float(speed), "speeds": list(SPEEDS), "present": bool(present), "labels": labels,
-        "colors": colors, "svgs": [svg_data_url(s) for s in svgs], "links": [str(u) for u in links] if links else None,
+        "colors": colors, "svgs": svgs, "dots": sources, "gv": graphviz_url or None, "links": [str(u) for u in links] if links else None,
         "svgs2": [svg_data_url(x) for x in extras],
         "frames": [{"svg": index[f.dot], "caption": str(f.caption), "alt": str(f.alt), "rows": [_row(r) for r in f.rows],
                     "table": [[_cell(c) for c in row] for row in f.table] if f.table else None,
@@ -98,6 +129,9 @@ def labels(tr) -> dict:
             "last": tr("last step", "最后一步"), "play": tr("play", "播放"), "pause": tr("pause", "暂停"),
             "step": tr("Step", "步骤"), "speed": tr("speed (steps/s)", "速度（步/秒）"), "per_s": tr("steps/s", "步/秒"),
             "link": tr("link to this step (copied)", "此步骤的链接（已复制）"),
+            "nofig": tr("This figure could not be drawn in the browser (Graphviz did not load). The steps, the caption and the values still work; "
+                        "installing Graphviz on the server (apt-get install -y graphviz) draws the figures there.",
+                        "浏览器未能绘制此图（Graphviz 未加载）。步骤、说明和数值仍可使用；在服务器上安装 Graphviz（apt-get install -y graphviz）后由服务器绘图。"),
             "keys": tr("Keys: ← → step · space play/pause · Home / End", "按键：← → 单步 · 空格 播放/暂停 · Home / End")}
 
 
@@ -120,22 +154,35 @@ def step_links(page: str, slot: str, step_key: str, count: int, extra: dict | No
         return None
 
 
+def graphviz_url() -> str:
+    """The URL (on the app's own server) of the vendored Graphviz-in-WebAssembly script.
+
+    The folder ``static/`` is registered as a Streamlit component's file folder, which is only a way to
+    have Streamlit serve its files (``/component/<name>/<file>``); the player loads the one script."""
+    import streamlit as st
+    import streamlit.components.v1 as components
+
+    comp = components.declare_component("static", path=str(STATIC))
+    base = (st.get_option("server.customComponentBaseUrlPath") or "").rstrip("/")
+    if not base:
+        root = (st.get_option("server.baseUrlPath") or "").strip("/")
+        base = ("/" + root if root else "") + "/component"
+    return f"{base}/{comp.name}/{GRAPHVIZ_JS}"
+
+
 def show(frames: list[Frame], key: str, start: int = 0, links: list[str] | None = None) -> None:
-    """Draw the player (st.iframe, sized to its content). Falls back to the server-side figure of frame
-    ``start`` when Graphviz's ``dot`` is missing."""
+    """Draw the player (st.iframe, sized to its content). Its figures are laid out by ``dot`` on the
+    server, or by Graphviz in the browser (``layout_mode``): stepping works without ``dot``."""
     import streamlit as st
 
     from specviz.ui import common as ui
 
+    kwargs = dict(start=start, labels=labels(ui.tr), present=ui.presenting(),
+                  speed=float(st.session_state.get(f"sv_speed::{key}", 1.0)), links=links)
+    mode = layout_mode()
     try:
-        html = build_html(frames, start=start, labels=labels(ui.tr), present=ui.presenting(),
-                          speed=float(st.session_state.get(f"sv_speed::{key}", 1.0)), links=links)
-    except RuntimeError as exc:  # no dot: the figure of the start frame, laid out by the browser
-        st.warning(ui.tr("Stepping in the browser needs Graphviz's dot ({e}); showing one step.",
-                         "在浏览器中单步需要 Graphviz 的 dot（{e}）；只显示一步。", e=exc))
-        f = frames[max(0, min(len(frames) - 1, start))]
-        st.info(f.caption)
-        st.graphviz_chart(f.dot)
-        return
+        html = build_html(frames, layout=mode, graphviz_url=graphviz_url() if mode == "browser" else "", **kwargs)
+    except RuntimeError:  # dot is there but failed on these figures: the browser lays them out instead
+        html = build_html(frames, layout="browser", graphviz_url=graphviz_url(), **kwargs)
     # The document is our fixed template; the scenario's text sits in it only as escaped JSON data.
     st.iframe(html, height="content")

@@ -37,6 +37,14 @@ html, body, [data-testid="stAppViewContainer"] { font-size: 19px; }
 .sv-grey { color: #777; text-decoration: line-through; }
 .sv-big { font-size: 1.25rem; }
 [data-testid="stTable"] table { font-size: 1.0rem; }
+/* A label is never cut ("Add sibl…" at 1280x720): a long button, toggle, radio or page-link label wraps
+   onto a second line instead of ending in an ellipsis, in either language. */
+.stMarkdownEllipsis, .stMarkdownEllipsis p { white-space: normal !important; overflow: visible !important;
+                                             text-overflow: clip !important; }
+[data-testid="stButton"] button p, [data-testid="stDownloadButton"] button p,
+[data-testid="stFormSubmitButton"] button p { line-height: 1.2; }
+[data-testid="stSidebarNavLink"] span { white-space: normal !important; overflow: visible !important;
+                                         text-overflow: clip !important; line-height: 1.25; }
 </style>
 """
 
@@ -47,6 +55,8 @@ html, body, [data-testid="stAppViewContainer"] { font-size: 24px; }
 [data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li { font-size: 1.1rem; }
 h1 { font-size: 2.2rem !important; padding-top: 0 !important; }
 [data-testid="stMain"] [data-testid="stCaptionContainer"] { display: none; }
+/* The key picture and its narration start on the first screen: less space above the title. */
+[data-testid="stMainBlockContainer"] { padding-top: 1rem !important; }
 </style>"""
 
 
