@@ -159,7 +159,7 @@ class Serve:
         cmd = app_command(["--server.address", "127.0.0.1", "--server.port", str(w.port),
                            "--server.fileWatcherType", "none", *self.extra])
         assert cmd[1:3] == ["-m", "streamlit"]
-        cmd[1:3] = ["-m", "specviz.serve"]  # Streamlit, with the backends importing from the start (_worker_main)
+        cmd[1:3] = ["-m", "specviz.ui.worker"]  # Streamlit, with the backends importing from the start
         # (Streamlit takes the cookie secret only from its config or the environment, never a flag.)
         env = dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false", STREAMLIT_SERVER_COOKIE_SECRET=self.secret)
         with open(w.log, "a") as log:
@@ -283,21 +283,3 @@ def serve(workers: int, address: str, port: int, haproxy: str | None = None, ext
         srv.stop()
         for s, h in old.items():
             signal.signal(s, h)
-
-
-def _worker_main(argv: list[str]) -> None:
-    """One worker: ``streamlit ARGV``, with torch / Triton / the kernels importing in a background
-    thread from the start. A worker serves students who may arrive at any moment (or reconnect from
-    a worker that died): by then the "all backends agree" badge has what it needs, and no page
-    waits for the import."""
-    from specviz.ui.backend_cache import start_loading_backends
-
-    start_loading_backends()
-    from streamlit.web import cli
-
-    sys.argv = ["streamlit", *argv]
-    sys.exit(cli.main())
-
-
-if __name__ == "__main__":
-    _worker_main(sys.argv[1:])

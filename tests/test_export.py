@@ -61,6 +61,10 @@ def test_exported_pytest_file_says_how_to_run_it_and_runs_from_a_fresh_folder(tm
     folder.mkdir()
     (folder / "test_running_example.py").write_text(text, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    probe = subprocess.run([sys.executable, "-c", "import specviz"], capture_output=True, cwd=folder, env=env, timeout=60)
+    if probe.returncode != 0:  # e.g. a GPU image that runs the suite from PYTHONPATH without installing specviz
+        pytest.skip("specviz is not installed in this Python (only reachable through PYTHONPATH): "
+                    "pip install -e . first, as the README's commands do")
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_running_example.py"],
                          capture_output=True, text=True, cwd=folder, env=env, timeout=120)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]

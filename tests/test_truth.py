@@ -181,7 +181,7 @@ def test_q_as_buffer_reaches_the_backends_sampler(backend, monkeypatch):
     s = decode.LoopSettings(algorithm="target_only", topk=2, depth=2, num_draft_tokens=4, temperature=1.0, rounds=1,
                             backend=backend, mistakes=("q_as_buffer",))
     run = decode.run_loop("The target ", s)
-    assert len(seen) == 1 and all(b is not None and float(np.asarray(b).sum()) > 0 for b in seen)
+    assert len(seen) == 1 and all(b is not None and float(b.sum()) > 0 for b in seen)
     for rnd, buf in zip(run.rounds, seen):
         np.testing.assert_allclose(np.asarray(buf)[0], rnd.tree.node_q)   # the Draft's q, row i at node i
 

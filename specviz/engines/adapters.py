@@ -60,7 +60,12 @@ def availability() -> dict[str, tuple[bool, str]]:
         found = False
     if found:
         try:
-            out["transformers"] = (True, f"installed transformers {importlib.metadata.version('transformers')}")
+            v = importlib.metadata.version("transformers")
+            # 4.x's _speculative_sampling takes other arguments (is_done_candidate, ...): not the contract run here.
+            ok = int(v.split(".")[0]) >= 5 if v.split(".")[0].isdigit() else False
+            out["transformers"] = (ok, f"installed transformers {v}" if ok else
+                                   f"transformers {v} is installed; its _speculative_sampling predates the 5.x one run "
+                                   f"here: pip install -c constraints.txt transformers")
         except importlib.metadata.PackageNotFoundError:
             out["transformers"] = (False, "transformers is importable but has no package metadata")
     else:
@@ -93,35 +98,45 @@ def _sgl():
     return _SGL
 
 
+def _sglang_device() -> str:
+    """Where SGLang's Triton kernels run: the CPU under the interpreter, else the GPU (compiled)."""
+    import os  # noqa: PLC0415
+
+    import torch  # noqa: PLC0415
+
+    return "cuda" if torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET", "0") != "1" else "cpu"
+
+
 def run_sglang(ch: C.Chain, draws: list[C.Draws]) -> list[EngineOut]:
     """All greedy: verify_tree_greedy on the chain's links with target_predict = argmax p.
     Otherwise the chain sampler for the whole batch (greedy rows as top_k = 1, ties kept)."""
     import torch  # noqa: PLC0415
 
     sgl = _sgl()
+    dev = _sglang_device()
     bs, n, V = ch.bs, ch.n, ch.V
     N = n + 1
     i64, i32, f32 = torch.int64, torch.int32, torch.float32
-    cand = torch.tensor([[0] + list(r.draft_tokens) for r in ch.requests], dtype=i64)
-    ri = torch.arange(bs * N, dtype=i64).reshape(bs, N)
-    predicts = torch.zeros(bs * N, dtype=i32)
-    accept_index = torch.full((bs, N), -1, dtype=i32)
-    accept_num = torch.empty(bs, dtype=i32)
+    cand = torch.tensor([[0] + list(r.draft_tokens) for r in ch.requests], dtype=i64, device=dev)
+    ri = torch.arange(bs * N, dtype=i64, device=dev).reshape(bs, N)
+    predicts = torch.zeros(bs * N, dtype=i32, device=dev)
+    accept_index = torch.full((bs, N), -1, dtype=i32, device=dev)
+    accept_num = torch.empty(bs, dtype=i32, device=dev)
     if all(r.greedy for r in ch.requests):
-        nxt = torch.tensor([[s + 1 if s < n else -1 for s in range(N)]] * bs, dtype=i64)
-        sib = torch.full((bs, N), -1, dtype=i64)
-        target_predict = torch.tensor(np.stack([r.p().argmax(axis=1) for r in ch.requests]), dtype=i64)
+        nxt = torch.tensor([[s + 1 if s < n else -1 for s in range(N)]] * bs, dtype=i64, device=dev)
+        sib = torch.full((bs, N), -1, dtype=i64, device=dev)
+        target_predict = torch.tensor(np.stack([r.p().argmax(axis=1) for r in ch.requests]), dtype=i64, device=dev)
         sgl.verify_tree_greedy(predicts, accept_index, accept_num, cand, ri, nxt, sib, target_predict)
     else:
-        p = torch.tensor(np.stack([rules.sglang_p(r, mixed_greedy=True) for r in ch.requests]), dtype=f32)
-        q = torch.tensor(np.stack([r.q() for r in ch.requests]), dtype=f32)
-        u = torch.zeros((bs, N), dtype=f32)
-        u[:, :n] = torch.tensor(np.stack([d.coins for d in draws]), dtype=f32)
-        uf = torch.tensor([d.final for d in draws], dtype=f32)
+        p = torch.tensor(np.stack([rules.sglang_p(r, mixed_greedy=True) for r in ch.requests]), dtype=f32, device=dev)
+        q = torch.tensor(np.stack([r.q() for r in ch.requests]), dtype=f32, device=dev)
+        u = torch.zeros((bs, N), dtype=f32, device=dev)
+        u[:, :n] = torch.tensor(np.stack([d.coins for d in draws]), dtype=f32, device=dev)
+        uf = torch.tensor([d.final for d in draws], dtype=f32, device=dev)
         sgl.chain_sampling(predicts, accept_index, accept_num, cand, ri, None, None, u, uf, p, q, 1.0, 1.0, True)
     out = []
     for b in range(bs):
-        k = int(accept_num[b])
+        k = int(accept_num[b].item())
         rows = accept_index[b, : k + 1].tolist()
         out.append(EngineOut(tuple(int(predicts[r]) for r in rows), k))
     return out
@@ -181,10 +196,18 @@ def run_vllm(ch: C.Chain, draws: list[C.Draws]) -> list[EngineOut]:
 # --------------------------------------------------------------------------------------------
 
 def _hf():
+    import inspect  # noqa: PLC0415
+
     try:
         from transformers.generation import utils  # noqa: PLC0415
     except ImportError as exc:
         raise EngineMissing(f"transformers cannot be imported ({exc}); pip install transformers") from None
+    sig = inspect.signature(utils._speculative_sampling).parameters
+    params = [name for name, prm in sig.items() if prm.default is inspect.Parameter.empty]  # the required ones
+    if params != ["candidate_input_ids", "candidate_logits", "candidate_length", "new_logits"]:
+        # Older releases take more arguments (is_done_candidate, ...): another contract than the one described here.
+        raise EngineMissing(f"transformers {transformers_version()} has another _speculative_sampling signature "
+                            f"({', '.join(params)}); specviz runs the one of transformers 5.2x: pip install -c constraints.txt transformers")
     return utils
 
 

@@ -131,7 +131,7 @@ def labels(tr) -> dict:
             "link": tr("link to this step (copied)", "此步骤的链接（已复制）"),
             "nofig": tr("This figure could not be drawn in the browser (Graphviz did not load). The steps, the caption and the values still work; "
                         "installing Graphviz on the server (apt-get install -y graphviz) draws the figures there.",
-                        "浏览器未能绘制此图（Graphviz 未加载）。步骤、说明和数值仍可使用；在服务器上安装 Graphviz（apt-get install -y graphviz）后由服务器绘图。"),
+                        "浏览器未能绘制此图（Graphviz 未加载）。步骤、说明和数值仍可使用；在服务器上安装 Debian 的 graphviz 软件包后由服务器绘图。"),
             "keys": tr("Keys: ← → step · space play/pause · Home / End", "按键：← → 单步 · 空格 播放/暂停 · Home / End")}
 
 

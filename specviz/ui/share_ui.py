@@ -282,7 +282,7 @@ def export_controls(s, dot: str | None = None, key: str = "export", expanded: bo
                                    mime="image/png", key=f"w_{key}_png", width="stretch", on_click="ignore",
                                    icon=":material/image:")
             else:
-                st.info(ui.tr("SVG / PNG export {why}.", "SVG / PNG 导出需要 Graphviz 的 dot 程序（apt-get install -y graphviz）。",
+                st.info(ui.tr("SVG / PNG export {why}.", "SVG / PNG 导出需要 Graphviz 的 dot 程序（`apt-get install -y graphviz`）。",
                               why=GRAPHVIZ_HINT))
         if fig is not None:
             st.caption("**" + (fig_what or ui.tr("The chart", "图表")) + "**")
@@ -298,7 +298,8 @@ def export_controls(s, dot: str | None = None, key: str = "export", expanded: bo
                                    icon=":material/bar_chart:", help=slow)
             else:
                 st.caption(ui.tr("SVG / PNG: {d}. The camera icon on the chart saves a PNG too.",
-                                 "SVG / PNG：{d}。也可以用图表右上角的相机图标保存 PNG。", d=why))
+                                 "SVG / PNG 导出在此不可用：需要 kaleido 软件包（`pip install kaleido`）和 chromium 浏览器。"
+                                 "也可以用图表右上角的相机图标保存 PNG。", d=why))
             st.download_button(ui.tr("Chart as HTML (offline)", "图表（离线 HTML）"), _figure_file(fig, "html"),
                                file_name=f"{name}_chart.html", mime="text/html", key=f"w_{key}_chart_html", width="stretch",
                                on_click="ignore", icon=":material/bar_chart:",
