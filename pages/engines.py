@@ -116,16 +116,22 @@ with st.spinner(tr("Running the three engines' own code…", "正在运行三个
     cmp = _compare(C.to_json(chain))
 
 ENGINE_LABEL = {e: R.NAMES[e] for e in R.ENGINES}
+def _quoted(message: str) -> str:
+    """A tool's own message (English, from Python or pip) shown verbatim as inline code in either
+    language: a code span is literal text in markdown (no link, image or emphasis)."""
+    return "`" + " ".join(str(message).replace("`", "'").split())[:400] + "`"
+
+
 missing = [v for v in cmp.views.values() if not v.available or v.error]
 for v in missing:
     if v.error:
         st.warning(tr("{e}: its code failed on this chain ({m}); its column shows specviz's description only.",
                       "{e}：其代码在此链上运行失败（{m}）；该列仅显示 specviz 的规则描述。", e=ENGINE_LABEL[v.engine],
-                      m=md_text(v.error)))
+                      m=_quoted(v.error)))
     else:
         st.info(tr("{e} is not installed here ({m}): its column shows specviz's description of its rule, not its own code.",
                    "此环境未安装 {e}（{m}）：该列显示 specviz 对其规则的描述，而非其自身代码。", e=ENGINE_LABEL[v.engine],
-                   m=md_text(v.how)))
+                   m=_quoted(v.how)))
 
 lab = chain.label
 

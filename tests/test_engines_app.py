@@ -29,7 +29,9 @@ def _run(lang: str) -> AppTest:
 
 def _diff_lines(at: AppTest) -> list[str]:
     """The bullet lines under "Where they differ", with md_text's escapes removed."""
-    return [m.value.replace("\\", "") for m in at.markdown if m.value.startswith("- **")]
+    from specviz.safety import WORD_JOINER  # (invisible, breaks autolinks after "word:")
+
+    return [m.value.replace("\\", "").replace(WORD_JOINER, "") for m in at.markdown if m.value.startswith("- **")]
 
 
 @ALL_THREE

@@ -183,7 +183,7 @@ def test_q_as_buffer_reaches_the_backends_sampler(backend, monkeypatch):
     run = decode.run_loop("The target ", s)
     assert len(seen) == 1 and all(b is not None and float(b.sum()) > 0 for b in seen)
     for rnd, buf in zip(run.rounds, seen):
-        np.testing.assert_allclose(np.asarray(buf)[0], rnd.tree.node_q)   # the Draft's q, row i at node i
+        np.testing.assert_allclose(np.asarray(buf.cpu() if hasattr(buf, "cpu") else buf)[0], rnd.tree.node_q)   # the Draft's q, row i at node i
 
 
 def test_a_work_buffer_gives_the_same_result_on_every_backend():
