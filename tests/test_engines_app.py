@@ -75,7 +75,7 @@ def test_missing_engine_is_a_note_not_a_traceback(monkeypatch):
 
     def without_vllm():
         out = dict(real())
-        out["vllm"] = (False, "vllm==0.33.0 is not installed (pip install --no-deps vllm==0.33.0)")
+        out["vllm"] = (False, "vllm==0.33.0 is not installed (pip download --no-deps -d .wheels vllm==0.33.0)")
         return out
 
     monkeypatch.setattr(A, "availability", without_vllm)

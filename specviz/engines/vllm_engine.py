@@ -1,8 +1,11 @@
 """vLLM 0.33.0's rejection-sampler Triton kernels, loaded by file path from the installed wheel.
 
-Nothing of vLLM is copied into specviz. ``pip install --no-deps vllm==0.33.0`` puts the package on
-disk; we never ``import vllm`` (its ``__init__`` pulls in the whole serving stack). We locate the
-package with ``importlib.util.find_spec``, put small stand-ins for the modules that
+Nothing of vLLM is copied into specviz. Either ``pip install --no-deps vllm==0.33.0`` puts the
+package on disk, or ``pip download --no-deps -d .wheels vllm==0.33.0`` (what the test command does:
+seconds, where unpacking the 336 MB wheel's thousands of files takes minutes) leaves the wheel in
+``.wheels/`` of the repository (or the folder ``SPECVIZ_WHEELS`` names), and the one file is read
+from it, unchanged, into ``.wheels/vllm-0.33.0/``. We never ``import vllm`` (its ``__init__``
+pulls in the whole serving stack). We locate the file, put small stand-ins for the modules that
 ``vllm/v1/sample/rejection_sampler.py`` imports at its top into ``sys.modules``, and execute that
 one file under a private module name. Its three kernels and their launchers then run unchanged:
 
@@ -53,7 +56,7 @@ def locate() -> tuple[Path | None, str]:
     except (ImportError, ValueError):
         spec = None
     if spec is None or not spec.submodule_search_locations:
-        return None, f"vllm=={VERSION} is not installed (pip install --no-deps vllm=={VERSION})"
+        return _from_wheel()
     try:
         version = importlib.metadata.version("vllm")
     except importlib.metadata.PackageNotFoundError:
@@ -64,6 +67,36 @@ def locate() -> tuple[Path | None, str]:
     if not path.is_file():
         return None, f"vllm {version} is installed but {FILE} is missing"
     return path, f"installed vllm {version}: {path}"
+
+
+def wheel_folder() -> Path:
+    """Where a downloaded vLLM wheel is looked for: $SPECVIZ_WHEELS, else the repository's .wheels/."""
+    import os  # noqa: PLC0415
+
+    return Path(os.environ.get("SPECVIZ_WHEELS") or Path(__file__).resolve().parents[2] / ".wheels")
+
+
+def _from_wheel() -> tuple[Path | None, str]:
+    """The rejection sampler read from a downloaded ``vllm-0.33.0-*.whl`` (a zip), extracted once."""
+    import zipfile  # noqa: PLC0415
+
+    folder = wheel_folder()
+    wheels = sorted(folder.glob(f"vllm-{VERSION}-*.whl")) if folder.is_dir() else []
+    if not wheels:
+        return None, (f"vllm=={VERSION} is not installed (pip install --no-deps vllm=={VERSION}, or "
+                      f"pip download --no-deps -d .wheels vllm=={VERSION})")
+    target = folder / f"vllm-{VERSION}" / "vllm" / FILE
+    if not target.is_file():
+        try:
+            with zipfile.ZipFile(wheels[0]) as zf:
+                data = zf.read(f"vllm/{FILE}")
+        except (OSError, KeyError, zipfile.BadZipFile) as exc:
+            return None, f"{wheels[0].name} has no readable vllm/{FILE} ({type(exc).__name__})"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(".tmp")
+        tmp.write_bytes(data)
+        tmp.replace(target)  # atomic: two test workers may extract at once
+    return target, f"vllm {VERSION} wheel {wheels[0].name}: {FILE}"
 
 
 def _unused(name):
