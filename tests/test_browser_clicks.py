@@ -91,6 +91,8 @@ def test_a_burst_of_coin_slider_steps_moves_it_all_the_way(page, open_page):
     for _ in range(5):
         page.keyboard.press("ArrowRight" if step > 0 else "ArrowLeft")
         page.wait_for_timeout(60)
-    want = round(u0 + step * 0.005, 3)
-    s = _wait_scenario(page, lambda s: round(float(s.requests[0].coins[0]), 3) == want)
-    assert round(float(s.requests[0].coins[0]), 3) == want, (u0, float(s.requests[0].coins[0]))
+    from specviz.limits import COIN_STEP  # the slider's step (one arrow key = one step)
+
+    want = round(u0 + step * 5 * COIN_STEP, 6)
+    s = _wait_scenario(page, lambda s: round(float(s.requests[0].coins[0]), 6) == want)
+    assert round(float(s.requests[0].coins[0]), 6) == want, (u0, float(s.requests[0].coins[0]))
