@@ -9,6 +9,7 @@ execute the single files under private module names.
 """
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.metadata
 import importlib.util
 import sys
@@ -22,7 +23,13 @@ EXTRACTED = Path(__file__).resolve().parents[1] / ".sglang" / "sglang"
 
 def locate() -> tuple[Path | None, str]:
     """(package folder or None, how it was found / why not)."""
-    spec = importlib.util.find_spec("sglang") if "sglang" not in sys.modules else None
+    if "sglang" not in sys.modules:
+        spec = importlib.util.find_spec("sglang")
+    elif getattr(sys.modules["sglang"], "__specviz_stub__", False):
+        # Our own stand-in from an earlier load(): look on sys.path itself, past sys.modules.
+        spec = importlib.machinery.PathFinder.find_spec("sglang")
+    else:
+        spec = None
     if spec is not None and spec.submodule_search_locations:
         try:
             version = importlib.metadata.version("sglang")
@@ -45,7 +52,7 @@ def _install_stubs() -> None:
         return mod
 
     no = staticmethod(lambda: False).__func__
-    module("sglang", __path__=[])
+    module("sglang", __path__=[], __specviz_stub__=True)
     module("sglang.srt", __path__=[])
     module("sglang.srt.platforms", __path__=[], current_platform=None)
     module("sglang.srt.platforms.interface", reject_out_of_tree_path=lambda *a, **k: None)
@@ -53,8 +60,15 @@ def _install_stubs() -> None:
            next_power_of_2=lambda x: 1 if x <= 1 else 1 << (int(x) - 1).bit_length())
 
 
+_LOADED: types.SimpleNamespace | None = None
+
+
 def load() -> types.SimpleNamespace:
-    """SGLang's Triton tree builder, greedy verifier and chain sampler (raises ImportError when absent)."""
+    """SGLang's Triton tree builder, greedy verifier and chain sampler (raises ImportError when absent).
+    Loaded once per process: the engines page and the oracle tests share it."""
+    global _LOADED
+    if _LOADED is not None:
+        return _LOADED
     root, how = locate()
     if root is None:
         raise ImportError(how)
@@ -68,7 +82,7 @@ def load() -> types.SimpleNamespace:
         spec.loader.exec_module(mod)
         mods[fname[:-3]] = mod
     tree, rs = mods["spec_tree"], mods["reject_sampling"]
-    return types.SimpleNamespace(
+    _LOADED = types.SimpleNamespace(
         source=how,
         build_tree=tree.sgl_build_tree_kernel_triton,
         build_tree_kernel=tree.sgl_build_tree_kernel_efficient_triton,
@@ -76,6 +90,7 @@ def load() -> types.SimpleNamespace:
         chain_sampling=rs.chain_speculative_sampling_triton,
         TreeMaskMode=tree.TreeMaskMode,
     )
+    return _LOADED
 
 
 def chain_draw(sgl: types.SimpleNamespace, args: dict, device) -> "np.ndarray":
