@@ -71,7 +71,9 @@ def main() -> None:
     if not pages:
         st.error("No page files found in pages/.")
         return
-    st.navigation(pages).run()
+    # Every page listed: past 10 pages Streamlit folds the rest behind "View more", which hid the quiz
+    # and the later pages from a class once "Three engines" made 13.
+    st.navigation(pages, expanded=True).run()
 
 
 main()
