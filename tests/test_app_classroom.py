@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from specviz.ui.state import widget_key
 from specviz.export import has_dot
 from specviz.pitfalls import PITFALLS
 from tests.figures import graphs
@@ -65,7 +66,7 @@ def test_pitfalls_every_entry_renders_two_sides():
 
 def test_pitfalls_chinese():
     at = page("pitfalls")
-    at.radio(key="w_sv_lang").set_value("zh").run()
+    at.radio(key=widget_key("sv_lang", at.session_state)).set_value("zh").run()
     assert not at.exception
     assert "常见错误图鉴" in [t.value for t in at.title][0]
     assert PITFALLS[0].symptom["zh"] in texts(at)
@@ -97,14 +98,14 @@ def test_audit_verdicts_change_with_the_pasted_outputs():
     # The wrong node (the root, node 0) is outlined in the tree and its row coloured in the shift table.
     fig = graphs(at)[0]
     assert 'stroke-width="6"' in fig or "penwidth=6" in fig or 'penwidth="6"' in fig
-    at.text_area(key="w_sv_audit_text").set_value("predicts = tensor([0, 2, 0, 0, 0], dtype=torch.int32)").run()
+    at.text_area(key=widget_key("sv_audit_text", at.session_state)).set_value("predicts = tensor([0, 2, 0, 0, 0], dtype=torch.int32)").run()
     assert "bonus X is written at the last accepted row" in texts(at)
 
 
 def test_audit_malformed_paste_is_an_error_not_a_traceback():
     at = page("audit")
     for bad in ("accept_index = [0, 1", "nonsense", "foo = [1]", "predicts = [1, 2]", "accept_index = [0, ..., 3]"):
-        at.text_area(key="w_sv_audit_text").set_value(bad).run()
+        at.text_area(key=widget_key("sv_audit_text", at.session_state)).set_value(bad).run()
         assert not at.exception, bad
         assert at.error, bad
 
@@ -118,7 +119,7 @@ def test_audit_json_inputs_edit():
     at.button(key="w_audit_apply").click().run()
     assert not at.exception
     assert scenario_from_json(at.session_state["sv_scn::audit"]).requests[0].target_predict[0] == "X"
-    at.text_area(key="w_sv_audit_text").set_value("accept_index = [0, -1, -1]").run()
+    at.text_area(key=widget_key("sv_audit_text", at.session_state)).set_value("accept_index = [0, -1, -1]").run()
     assert any("Correct" in s.value for s in at.success)
     key = next(t.key for t in at.text_area if t.key.startswith("w_audit_json"))
     at.text_area(key=key).set_value("{\"name\": 3}").run()
@@ -129,7 +130,7 @@ def test_audit_dspark_preset():
     at = page("audit")
     key = next(s.key for s in at.selectbox if s.key.startswith("w_audit_preset"))
     at.selectbox(key=key).set_value("dspark_chain").run()
-    at.text_area(key="w_sv_audit_text").set_value("correct_len = 3").run()
+    at.text_area(key=widget_key("sv_audit_text", at.session_state)).set_value("correct_len = 3").run()
     assert not at.exception
     assert any("correct_len[0]" in e.value for e in at.error)
 
@@ -138,16 +139,16 @@ def test_audit_dspark_preset():
 
 def test_quiz_check_and_reveal():
     at = page("quiz")
-    at.text_input(key="w_sv_quiz_answer").set_value("1, 3").run()
+    at.text_input(key=widget_key("sv_quiz_answer", at.session_state)).set_value("1, 3").run()
     at.button(key="w_quiz_check").click().run()
     assert any("accept_index[0][0]" in e.value for e in at.error)
     assert "root's row 0 comes first" in texts(at)
-    at.text_input(key="w_sv_quiz_answer").set_value("[0, 1, 3]").run()
+    at.text_input(key=widget_key("sv_quiz_answer", at.session_state)).set_value("[0, 1, 3]").run()
     at.button(key="w_quiz_check").click().run()
     assert any("Right" in s.value for s in at.success)
     assert at.metric[0].value == "1 / 2"
-    at.radio(key="w_sv_quiz_field").set_value("outputs").run()
-    at.text_input(key="w_sv_quiz_answer").set_value("R A C").run()
+    at.radio(key=widget_key("sv_quiz_field", at.session_state)).set_value("outputs").run()
+    at.text_input(key=widget_key("sv_quiz_answer", at.session_state)).set_value("R A C").run()
     at.button(key="w_quiz_check").click().run()
     assert "shifted by one position" in texts(at)
     assert not at.table
@@ -163,9 +164,9 @@ def test_quiz_random_and_dspark_questions():
     assert not at.exception and at.session_state["sv_scn::quiz"] != before
     key = next(s.key for s in at.selectbox if s.key.startswith("w_quiz_preset"))
     at.selectbox(key=key).set_value("dspark_chain").run()
-    assert [r for r in at.radio if r.key == "w_sv_quiz_field"][0].options == ["correct_len", "outputs", "committed_rows"]
-    at.radio(key="w_sv_quiz_field").set_value("correct_len").run()
-    at.text_input(key="w_sv_quiz_answer").set_value("2").run()
+    assert at.radio(key=widget_key("sv_quiz_field", at.session_state)).options == ["correct_len", "outputs", "committed_rows"]
+    at.radio(key=widget_key("sv_quiz_field", at.session_state)).set_value("correct_len").run()
+    at.text_input(key=widget_key("sv_quiz_answer", at.session_state)).set_value("2").run()
     at.button(key="w_quiz_check").click().run()
     assert any("Right" in s.value for s in at.success)
 
@@ -182,7 +183,7 @@ def test_tour_walks_six_stops_in_both_languages():
         assert not at.exception
         headers.append(at.header[0].value)
     assert len(set(headers)) == 6 and headers[-1].startswith("6")
-    at.radio(key="w_sv_lang").set_value("zh").run()
+    at.radio(key=widget_key("sv_lang", at.session_state)).set_value("zh").run()
     assert at.header[0].value.startswith("六")
     at.button(key="w_tour_back").click().run()
     assert at.header[0].value.startswith("五")
@@ -239,7 +240,7 @@ def test_tour_buttons_open_every_live_page():
 @pytest.mark.parametrize("name", ["pitfalls", "audit", "quiz", "tour"])
 def test_pages_in_chinese(name):
     at = page(name)
-    at.radio(key="w_sv_lang").set_value("zh").run()
+    at.radio(key=widget_key("sv_lang", at.session_state)).set_value("zh").run()
     assert not at.exception
     title = at.title[0].value
     assert any("\u4e00" <= ch <= "\u9fff" for ch in title), title

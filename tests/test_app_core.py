@@ -21,6 +21,7 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from specviz.ui.state import widget_key
 from specviz.render.svg import have_dot  # noqa: E402
 
 NO_DOT = "the step player draws with Graphviz's dot, which is not installed here (apt-get install graphviz); pages fall back to the browser's graphviz chart"
@@ -147,7 +148,7 @@ def test_greedy_edit_survives_a_page_switch():
 
 def test_greedy_in_chinese():
     at = _page("pages/greedy.py")
-    at.radio(key="w_sv_lang").set_value("zh").run()
+    at.radio(key=widget_key("sv_lang", at.session_state)).set_value("zh").run()
     assert not at.exception
     assert at.title[0].value == "贪心接受"
 
@@ -164,7 +165,7 @@ def test_tree_builder_add_child_changes_the_retrieve_table():
     before = _retrieve_table(at)
     assert list(before["retrieve_next_token"]) == [1, 3, -1, -1, -1]
     assert list(before["retrieve_next_sibling"]) == [-1, 2, -1, 4, -1]
-    at.selectbox(key="w_sv_sel::tree").select(2).run()
+    at.selectbox(key=widget_key("sv_sel::tree", at.session_state)).select(2).run()
     _press(at, "w_add_child")
     after = _retrieve_table(at)
     assert len(after) == 6
@@ -174,7 +175,7 @@ def test_tree_builder_add_child_changes_the_retrieve_table():
 
 def test_tree_builder_delete_and_reorder():
     at = _page("pages/tree_builder.py")
-    at.selectbox(key="w_sv_sel::tree").select(1).run()  # A
+    at.selectbox(key=widget_key("sv_sel::tree", at.session_state)).select(1).run()  # A
     _press(at, "w_down")  # A after B: the root's children become B, A
     table = _retrieve_table(at)
     assert list(table.iloc[:, 1])[:3] == ["R", "B", "A"]
@@ -229,7 +230,7 @@ def test_batch_global_rows_and_the_wrong_way():
     text = _texts(at)
     assert "accept_index = [[0, 1, 3], [5, 6, 9]]" in text
     assert "new_seq_lens = [13, 10]" in text
-    at.toggle(key="w_sv_wrong::batch").set_value(True).run()
+    at.toggle(key=widget_key("sv_wrong::batch", at.session_state)).set_value(True).run()
     assert not at.exception
     assert any("loses its root's KV" in e.value for e in at.error)
     tables = [t.value for t in at.table]
@@ -246,7 +247,7 @@ def test_batch_add_request_pads_rows():
 
 def test_backend_selector_torch_agrees():
     at = _page("pages/greedy.py")
-    at.selectbox(key="w_sv_backend").select("torch").run()
+    at.selectbox(key=widget_key("sv_backend", at.session_state)).select("torch").run()
     assert not at.exception
     assert any("All backends agree" in str(s.value) for s in at.success)
 
@@ -257,6 +258,6 @@ def test_tree_builder_vocabulary_add_and_empty_label_error():
     assert any(e.value.startswith("**vocab**") for e in at.error), [e.value for e in at.error]
     at.text_input(key="w_new_vocab").set_value("Z").run()
     _press(at, "w_add_vocab")
-    assert "Z" in at.selectbox(key="w_sv_tok::tree").options
+    assert "Z" in at.selectbox(key=widget_key("sv_tok::tree", at.session_state)).options
     _press(at, "w_add_child")  # a child of A with token Z
     assert "Z" in list(_retrieve_table(at).iloc[:, 1])

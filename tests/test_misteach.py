@@ -15,6 +15,7 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from specviz.ui.state import widget_key
 from specviz.render.svg import have_dot  # noqa: E402
 
 NO_DOT = "the step player draws with Graphviz's dot, which is not installed here (apt-get install graphviz); pages fall back to the browser's graphviz chart"
@@ -112,12 +113,12 @@ def test_width_after_building_RABE_AC_D_BF():
 def test_greedy_page_after_delete_and_re_add_accepts_the_whole_walk():
     at = _app()
     at.switch_page("pages/tree_builder.py").run()
-    at.selectbox(key="w_sv_sel::tree").select(1).run()
+    at.selectbox(key=widget_key("sv_sel::tree", at.session_state)).select(1).run()
     _ok(at.button(key="w_delete").click().run())
-    at.selectbox(key="w_sv_sel::tree").select(0).run()
-    at.selectbox(key="w_sv_tok::tree").select("A").run()
+    at.selectbox(key=widget_key("sv_sel::tree", at.session_state)).select(0).run()
+    at.selectbox(key=widget_key("sv_tok::tree", at.session_state)).select("A").run()
     _ok(at.button(key="w_add_child").click().run())
-    at.selectbox(key="w_sv_tok::tree").select("C").run()
+    at.selectbox(key=widget_key("sv_tok::tree", at.session_state)).select("C").run()
     _ok(at.button(key="w_add_child").click().run())
     _ok(at.switch_page("pages/greedy.py").run())
     q = next(b for b in at.button if "A → C" in str(b.label))
@@ -190,13 +191,13 @@ def test_dspark_sampling_terminal_caption_is_not_the_greedy_one():
 
 def test_language_radio_stays_in_step_on_every_page():
     at = _app()
-    at.radio(key="w_sv_lang").set_value("zh").run()
+    at.radio(key=widget_key("sv_lang", at.session_state)).set_value("zh").run()
     for p in ["pages/tree_builder.py", "pages/greedy.py", "pages/chain_sampling.py", "pages/dspark.py",
               "pages/pitfalls.py", "pages/quiz.py", "pages/overview.py"]:
         _ok(at.switch_page(p).run())
         assert at.session_state["sv_lang"] == "zh"
-        assert at.radio(key="w_sv_lang").value == "zh", p
-    at.radio(key="w_sv_lang").set_value("en").run()
+        assert at.radio(key=widget_key("sv_lang", at.session_state)).value == "zh", p
+    at.radio(key=widget_key("sv_lang", at.session_state)).set_value("en").run()
     assert at.session_state["sv_lang"] == "en"
     assert at.title[0].value == "The Accept stage of speculative decoding"
 
@@ -255,7 +256,7 @@ def test_audit_names_the_one_wrong_output_token():
 def test_audit_page_outlines_and_paints_the_claimed_row():
     at = AppTest.from_file(str(ROOT / "pages/audit.py"), default_timeout=TIMEOUT)
     _ok(at.run())
-    _ok(at.text_area(key="w_sv_audit_text").set_value("accept_index = [[0, 1, 4]]").run())
+    _ok(at.text_area(key=widget_key("sv_audit_text", at.session_state)).set_value("accept_index = [[0, 1, 4]]").run())
     from specviz.render.palette import PALETTE, state_color
 
     fig = graphs(at)[0]
@@ -272,7 +273,7 @@ def test_audit_page_outlines_and_paints_the_claimed_row():
 def test_quiz_placeholders_are_neutral():
     at = AppTest.from_file(str(ROOT / "pages/quiz.py"), default_timeout=TIMEOUT)
     _ok(at.run())
-    box = at.text_input(key="w_sv_quiz_answer")
+    box = at.text_input(key=widget_key("sv_quiz_answer", at.session_state))
     assert box.placeholder not in ("[0, 1, 3]", "A C X"), box.placeholder
     exp = engine.run_scenario(_running()).result
     assert str([int(x) for x in exp["accept_index"][0]]) != box.placeholder

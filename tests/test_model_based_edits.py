@@ -32,6 +32,7 @@ from hypothesis import HealthCheck, settings, strategies as st  # noqa: E402
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from specviz.ui.state import widget_key
 from specviz import edits, engine  # noqa: E402
 from specviz.scenario import load_scenario, scenario_from_json  # noqa: E402
 
@@ -158,8 +159,8 @@ class LivePages(RuleBasedStateMachine):
             node = 1 if n > 1 else 0
         if node == 0 and action not in ("w_add_child", "w_relabel"):
             return
-        self._run(self.at.selectbox(key="w_sv_sel::tree").set_value(node))
-        self._run(self.at.selectbox(key="w_sv_tok::tree").set_value(tok))
+        self._run(self.at.selectbox(key=widget_key("sv_sel::tree", self.at.session_state)).set_value(node))
+        self._run(self.at.selectbox(key=widget_key("sv_tok::tree", self.at.session_state)).set_value(tok))
         self._run(self.at.button(key=action).click())
 
     # actions: greedy
@@ -209,7 +210,7 @@ class LivePages(RuleBasedStateMachine):
     # actions: anywhere
     @rule(lang=st.sampled_from(["en", "zh"]))
     def switch_language(self, lang):
-        self._run(self.at.radio(key="w_sv_lang").set_value(lang))
+        self._run(self.at.radio(key=widget_key("sv_lang", self.at.session_state)).set_value(lang))
 
     @rule(page=st.sampled_from(["tree_builder", "greedy", "overview", "chain_sampling"]))
     def switch_page(self, page):
@@ -218,7 +219,7 @@ class LivePages(RuleBasedStateMachine):
     # what the page shows == what the engine computes
     @invariant()
     def language_in_step(self):
-        assert self.at.radio(key="w_sv_lang").value == self._lang()
+        assert self.at.radio(key=widget_key("sv_lang", self.at.session_state)).value == self._lang()
 
     @invariant()
     def page_matches_engine(self):

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from specviz.ui.state import widget_key
 from specviz.share import DEFAULT_PAGE
 from streamlit.testing.v1 import AppTest
 
@@ -74,7 +75,7 @@ def _send_overview():
 
 def _send_tree_builder():
     at = _start("tree_builder", "tree", _edited_tree())
-    return _ok(at.selectbox(key="w_sv_sel::tree").set_value(3).run())
+    return _ok(at.selectbox(key=widget_key("sv_sel::tree", at.session_state)).set_value(3).run())
 
 
 def _send_greedy():
@@ -86,7 +87,7 @@ def _send_greedy():
 
 def _send_batch_kv():
     at = _start("batch_kv", "batch", _edited_batch())
-    return _ok(at.toggle(key="w_sv_wrong::batch").set_value(True).run())
+    return _ok(at.toggle(key=widget_key("sv_wrong::batch", at.session_state)).set_value(True).run())
 
 
 def _at_step(at: AppTest, key: str, back: int) -> AppTest:

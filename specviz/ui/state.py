@@ -21,11 +21,11 @@ def persist_key(key: str, default):
 def widget(fn, label: str, key: str, default, **kwargs):
     """Render ``fn(label, key=..., ...)`` whose value lives in the session key ``key``.
 
-    The widget gets its own key ``"w_" + key``, refilled from ``key`` when Streamlit dropped it
+    The widget gets its own key (``widget_key(key)``), refilled from ``key`` when Streamlit dropped it
     (after a page switch), and copied back on change, so the value survives page switches.
     """
     persist_key(key, default)
-    wkey = "w_" + key
+    wkey = widget_key(key)
     # The session key is the one source of truth: the widget is refilled from it on every run
     # (Streamlit keeps widget state per page, so a widget copy kept across a page switch can
     # show another value than the one every page reads).
@@ -33,17 +33,49 @@ def widget(fn, label: str, key: str, default, **kwargs):
     st.session_state[wkey] = st.session_state[key]
 
     def _copy():
+        if wkey != widget_key(key):  # a report about a widget a callback has since replaced (see widget_key)
+            return
         st.session_state[key] = st.session_state[wkey]
 
     fn(label, key=wkey, on_change=_copy, **kwargs)
     return st.session_state[key]
 
 
+def widget_key(key: str, state=None) -> str:
+    """The key of the widget showing ``key`` now: ``"w_" + key``, plus ``#n`` after n changes made by callbacks.
+
+    Why the number: every rerun request carries the browser's values of all its widgets, and a click
+    sent before the browser drew the previous run still carries the value from before that run's
+    callback (the tree builder's selection before "Add child" moved it). Streamlit takes that stale
+    value for a user change and its on_change would put the old value back: the next "Add child" then
+    hangs the node under the wrong parent (a burst of clicks, issue 20). A callback that changes the
+    value gives the widget a new key, and ``widget``'s on_change ignores reports about a replaced
+    widget (Streamlit still calls them when the run that replaced it was preempted by the click)."""
+    state = st.session_state if state is None else state
+    gen = state["sv_gen::" + key] if "sv_gen::" + key in state else 0
+    return f"w_{key}#{gen}" if gen else "w_" + key
+
+
+def _in_callback() -> bool:
+    """Whether this code runs in a widget callback (Streamlit's thread state; False if that is unknown)."""
+    try:
+        from streamlit.runtime.scriptrunner_utils.script_run_context import RunLocation, ThreadState
+        return ThreadState.get().run_location is RunLocation.CALLBACK
+    except Exception:  # noqa: BLE001  no script context, or a Streamlit without it
+        return False
+
+
 def set_value(key: str, value) -> None:
     """Set a persistent value and the widget showing it (call from a callback or before rendering)."""
+    changed = key not in st.session_state or st.session_state[key] != value
     st.session_state[key] = value
-    if "w_" + key in st.session_state:
-        try:
-            st.session_state["w_" + key] = value
-        except StreamlitAPIException:  # the widget is already drawn in this run: refill it on the next
-            st.session_state["sv_dirty::" + key] = True
+    wkey = widget_key(key)
+    if wkey not in st.session_state:
+        return
+    if changed and _in_callback():
+        st.session_state["sv_gen::" + key] = st.session_state.get("sv_gen::" + key, 0) + 1  # see widget_key
+        return
+    try:
+        st.session_state[wkey] = value
+    except StreamlitAPIException:  # the widget is already drawn in this run: refill it on the next
+        st.session_state["sv_dirty::" + key] = True
