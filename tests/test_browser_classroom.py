@@ -29,6 +29,7 @@ def _svgs(page):
     return page.locator('.sv-graph svg, [data-testid="stGraphVizChart"] svg')
 
 
+@pytest.mark.exhaustive
 def test_pitfalls_page(page, open_page, screenshot_dir):
     open_page(page, "pitfalls")
     _no_exception(page)
@@ -63,6 +64,7 @@ def test_audit_page_highlights_the_first_wrong_row(page, open_page, screenshot_d
     page.screenshot(path=str(screenshot_dir / "classroom_audit.png"))
 
 
+@pytest.mark.exhaustive
 def test_quiz_page(page, open_page, screenshot_dir):
     open_page(page, "quiz")
     _no_exception(page)
@@ -91,6 +93,7 @@ def _prompt_marks_are_icons(page, name: str) -> None:
     assert box and 8 <= box["width"] <= 40, box  # the size of the text around it
 
 
+@pytest.mark.exhaustive
 def test_tour_page(page, open_page, screenshot_dir):
     open_page(page, "tour")
     _no_exception(page)
@@ -137,6 +140,7 @@ def test_malformed_link_shows_a_clear_error(page, app_server):
     expect(page.get_by_text(re.compile("This link could not be loaded")).first).to_be_visible()
 
 
+@pytest.mark.exhaustive
 def test_copy_link_round_trip_in_the_browser(page, browser, open_page, screenshot_dir):
     """Pick a pitfall, open the share box, load its link in a fresh browser context: the same pitfall shows."""
     open_page(page, "pitfalls")
@@ -157,6 +161,7 @@ def test_copy_link_round_trip_in_the_browser(page, browser, open_page, screensho
     fresh.context.close()
 
 
+@pytest.mark.exhaustive
 def test_pitfall_buttons_switch_pages(page, open_page):
     open_page(page, "")  # the router first (a fresh server's first deep link skips app.py)
     open_page(page, "pitfalls")

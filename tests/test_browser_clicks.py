@@ -19,6 +19,8 @@ import re
 import time
 from urllib.parse import parse_qs, urlparse
 
+import pytest
+
 from specviz.share import QUERY_KEY, decode_state
 from tests.conftest import wait_for_app
 
@@ -94,6 +96,7 @@ def test_two_target_cells_changed_back_to_back_both_change(page, open_page):
     assert list(s.requests[0].target_predict)[1:3] == [a, b], (tp0, list(s.requests[0].target_predict))
 
 
+@pytest.mark.exhaustive
 def test_a_burst_of_coin_slider_steps_moves_it_all_the_way(page, open_page):
     _settled(page, "chain_sampling", open_page)
     s0 = _wait_scenario(page, lambda s: True)

@@ -39,6 +39,7 @@ def _accept_index_text(page) -> str:
     return page.get_by_text(re.compile(r"accept_index\[0\] = \[")).first.inner_text()
 
 
+@pytest.mark.exhaustive
 def test_overview_page(page, open_page, screenshot_dir):
     open_page(page, "")
     _no_exception(page)
@@ -102,6 +103,7 @@ def test_greedy_steps_fill_accept_index(page, open_page, screenshot_dir):
     _no_exception(page)
 
 
+@pytest.mark.exhaustive
 def test_greedy_keyboard_steps_without_a_rerun(page, open_page):
     """→ / ← anywhere on the page step the player; space plays at its labelled speed; no rerun."""
     open_page(page, "greedy")
@@ -126,6 +128,7 @@ def test_greedy_keyboard_steps_without_a_rerun(page, open_page):
     assert page.evaluate("window.__runs") == runs == 0
 
 
+@pytest.mark.exhaustive
 def test_greedy_play_advances(page, open_page):
     open_page(page, "greedy")
     player = _player(page)
@@ -151,6 +154,7 @@ def test_presentation_mode_folds_editing_and_enlarges_text(page, open_page, scre
     page.screenshot(path=str(screenshot_dir / "greedy_presentation.png"))
 
 
+@pytest.mark.exhaustive
 def test_batch_kv_page(page, open_page, screenshot_dir):
     open_page(page, "batch_kv")
     _no_exception(page)
@@ -175,6 +179,7 @@ def test_language_switch_survives_page_change(page, open_page, screenshot_dir):
     page.screenshot(path=str(screenshot_dir / "tree_builder_zh.png"))
 
 
+@pytest.mark.exhaustive
 def test_load_a_64_node_scenario_file(page, open_page, screenshot_dir, tmp_path):
     """Load scenario JSON through the sidebar: a 64-node EAGLE tree (benchmarks/bench_pages.py)."""
     from benchmarks.bench_pages import scenarios

@@ -11,6 +11,7 @@ from playwright.sync_api import expect
 from conftest import start_app_server, wait_for_app
 
 
+@pytest.mark.exhaustive
 def test_deep_link_on_a_fresh_server_gets_the_router(tmp_path, page, screenshot_dir):
     with start_app_server(tmp_path / "server.log") as url:
         page.goto(f"{url}/greedy", wait_until="domcontentloaded")

@@ -62,7 +62,7 @@ def _captions_by_buttons(player, total: int) -> list[str]:
 # Item 4: the scrubber
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("url_path", ["greedy", "chain_sampling"])
+@pytest.mark.parametrize("url_path", ["greedy", pytest.param("chain_sampling", marks=pytest.mark.exhaustive)])
 def test_scrubber_click_and_drag_move_the_step(page, open_page, url_path):
     open_page(page, url_path)
     player = _player(page)
@@ -183,7 +183,7 @@ def test_player_steps_plays_and_scrubs_without_dot(page, server_without_dot, scr
     assert "Traceback" not in log.read_text()
 
 
-@pytest.mark.parametrize("url_path", ["", "chain_sampling", "dspark"])  # st.graphviz_chart, and two more players
+@pytest.mark.parametrize("url_path", [pytest.param(p, marks=pytest.mark.exhaustive) for p in ("", "chain_sampling", "dspark")])  # st.graphviz_chart, and two more players
 def test_other_pages_draw_their_figures_without_dot(page, server_without_dot, url_path):
     url, log = server_without_dot
     page.goto(f"{url}/{url_path}", wait_until="domcontentloaded")
@@ -231,6 +231,7 @@ def test_layout_mode_follows_dot_and_the_environment(monkeypatch):
 # ---------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("size", [(1280, 720), (1920, 1080)])
+@pytest.mark.exhaustive
 def test_presentation_caption_is_on_the_first_screen(browser, app_server, size, screenshot_dir):
     w, h = size
     context = browser.new_context(viewport={"width": w, "height": h})
@@ -282,7 +283,7 @@ LABELS = {
 }
 
 
-@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("lang", [pytest.param("en", marks=pytest.mark.exhaustive), "zh"])
 def test_labels_are_whole_at_1280x720(browser, app_server, lang, screenshot_dir):
     context = browser.new_context(viewport={"width": 1280, "height": 720})
     page = context.new_page()

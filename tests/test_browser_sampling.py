@@ -86,6 +86,7 @@ def _walk_steps(page) -> None:
     assert re.search(r"\b2/\d+", third), third
 
 
+@pytest.mark.exhaustive
 def test_chain_sampling_page(page, open_page, screenshot_dir):
     _goto(page, open_page, "Chain rejection sampling")
     _no_exception(page)
@@ -105,6 +106,7 @@ def test_chain_sampling_page(page, open_page, screenshot_dir):
     _shot_from(page, screenshot_dir / "chain_sampling_accepted_bonus.png", "The Accept, step by step")
 
 
+@pytest.mark.exhaustive
 def test_target_only_page(page, open_page, screenshot_dir):
     _goto(page, open_page, "Target-only tree sampling")
     _no_exception(page)
@@ -153,6 +155,7 @@ def test_dspark_page(page, open_page, screenshot_dir):
     page.screenshot(path=str(screenshot_dir / "dspark_sampling.png"))
 
 
+@pytest.mark.exhaustive
 def test_target_only_in_chinese_with_a_64_node_tree(page, open_page, screenshot_dir, tmp_path):
     """A 64-node tree with p rows, loaded through the sidebar's JSON upload, shown in 简体中文."""
     import sys
@@ -200,8 +203,10 @@ def _fits(player, *selectors, height: int = 720) -> None:
 
 
 @pytest.mark.parametrize("title,lang,shot,size", [("Target-only tree sampling", "en", "target_only", (1280, 720)),
-                                                  ("DSpark chain", "zh", "dspark", (1280, 720)),
-                                                  ("Chain rejection sampling", "zh", "chain_sampling", (1920, 1080))])
+                                                  pytest.param("DSpark chain", "zh", "dspark", (1280, 720),
+                                                               marks=pytest.mark.exhaustive),
+                                                  pytest.param("Chain rejection sampling", "zh", "chain_sampling",
+                                                               (1920, 1080), marks=pytest.mark.exhaustive)])
 def test_key_picture_fits_a_projector(page, open_page, screenshot_dir, title, lang, shot, size):
     """1280×720 (and 1920×1080), sidebar collapsed: tree + accept_index/predicts (target-only), the window +
     correct_len + commit (DSpark), chain + p/q/coin table (chain) are on screen without scrolling, at the last

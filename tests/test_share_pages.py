@@ -310,6 +310,7 @@ def _accept_index_text(page) -> str:
     return page.get_by_text(re.compile(r"^accept_index\[0\] = \[")).first.inner_text().strip()
 
 
+@pytest.mark.exhaustive
 def test_greedy_link_in_a_fresh_browser(page, browser, open_page, screenshot_dir):
     """Step to the middle of the greedy walk, copy the sidebar's link, open it in a fresh browser
     context (no shared session): the same step and the same accept_index show."""
@@ -345,6 +346,7 @@ def test_greedy_link_in_a_fresh_browser(page, browser, open_page, screenshot_dir
         context.close()
 
 
+@pytest.mark.exhaustive
 def test_chart_png_download_in_the_browser(page, open_page, tmp_path):
     """The sidebar's "Chart as PNG" builds the image on the server when clicked (kaleido, ~2 s) and
     the browser receives a PNG; the page itself never waited for it."""
