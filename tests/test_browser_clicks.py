@@ -85,6 +85,7 @@ def _pick(page, label_re: str, option: str) -> None:
     page.get_by_role("option", name=option, exact=True).click(no_wait_after=True)
 
 
+@pytest.mark.exhaustive
 def test_two_target_cells_changed_back_to_back_both_change(page, open_page):
     _settled(page, "greedy", open_page)
     s0 = _wait_scenario(page, lambda s: True)

@@ -81,6 +81,7 @@ def _player_ai(player) -> str:
     return player.get_by_text(re.compile(r"accept_index\[0\] = \[")).first.inner_text()
 
 
+@pytest.mark.exhaustive
 def test_greedy_steps_fill_accept_index(page, open_page, screenshot_dir):
     open_page(page, "greedy")
     _no_exception(page)

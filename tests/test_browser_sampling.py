@@ -202,6 +202,7 @@ def _fits(player, *selectors, height: int = 720) -> None:
         assert box and box["y"] >= 0 and box["y"] + box["height"] <= height, (sel, box)
 
 
+@pytest.mark.exhaustive
 @pytest.mark.parametrize("title,lang,shot,size", [("Target-only tree sampling", "en", "target_only", (1280, 720)),
                                                   pytest.param("DSpark chain", "zh", "dspark", (1280, 720),
                                                                marks=pytest.mark.exhaustive),

@@ -105,7 +105,7 @@ class TreeEdits(RuleBasedStateMachine):
 
 
 TestTreeEdits = TreeEdits.TestCase
-TestTreeEdits.settings = settings(max_examples=200, stateful_step_count=30, deadline=None,
+TestTreeEdits.settings = settings(max_examples=100, stateful_step_count=30, deadline=None,
                                   suppress_health_check=list(HealthCheck))
 
 
@@ -273,7 +273,7 @@ TestLivePages = LivePages.TestCase
 TestLivePages = pytest.mark.skipif(not __import__("specviz.render.svg", fromlist=["have_dot"]).have_dot(),
                                    reason="the step player draws with Graphviz's dot, which is not installed here "
                                           "(apt-get install graphviz)")(TestLivePages)
-TestLivePages.settings = settings(max_examples=5, stateful_step_count=20, deadline=None,
+TestLivePages.settings = settings(max_examples=3, stateful_step_count=20, deadline=None,
                                   suppress_health_check=list(HealthCheck))
 
 
