@@ -1,7 +1,8 @@
 """Load SGLang 0.5.23's own Triton kernels by file path, for the optional oracle test and the benchmarks.
 
 Nothing of SGLang is copied into specviz: the files are read from an installed ``sglang==0.5.23``
-wheel (``pip install sglang==0.5.23 --no-deps``), or from a git-ignored folder holding the two
+wheel (``pip install sglang==0.5.23 --no-deps``), from the wheel downloaded into ``.wheels/`` (``pip download
+--no-deps -d .wheels sglang==0.5.23``, what the test command does), or from a git-ignored folder holding the two
 files extracted from that wheel (``.sglang/sglang/kernels/ops/speculative/``), e.g. carried to a
 GPU machine. SEMANTICS.md §12: locate without importing, stub ``sglang``, ``sglang.srt``,
 ``sglang.srt.platforms(.interface)`` and ``sglang.srt.utils`` so the package code never runs, then
@@ -40,7 +41,12 @@ def locate() -> tuple[Path | None, str]:
         return Path(spec.submodule_search_locations[0]), f"installed sglang {version}"
     if all((EXTRACTED / "kernels/ops/speculative" / f).is_file() for f in FILES):
         return EXTRACTED, f"files extracted from the sglang {VERSION} wheel into {EXTRACTED.parent}"
-    return None, f"sglang=={VERSION} is not installed (pip install sglang=={VERSION} --no-deps)"
+    from specviz.engines.wheels import extract  # noqa: PLC0415
+
+    root, how = extract("sglang", VERSION, tuple(f"sglang/kernels/ops/speculative/{f}" for f in FILES))
+    if root is not None:
+        return root / "sglang", f"{FILES[0]} and {FILES[1]} from the {how}"
+    return None, f"sglang=={VERSION} is not installed (pip install sglang=={VERSION} --no-deps), and {how}"
 
 
 def _install_stubs() -> None:

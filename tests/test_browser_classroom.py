@@ -49,6 +49,7 @@ def test_pitfalls_page(page, open_page, screenshot_dir):
     page.screenshot(path=str(screenshot_dir / "classroom_pitfalls_zh.png"))
 
 
+@pytest.mark.exhaustive
 def test_audit_page_highlights_the_first_wrong_row(page, open_page, screenshot_dir):
     open_page(page, "audit")
     _no_exception(page)
@@ -133,6 +134,7 @@ def test_shared_link_opens_the_same_state(page, app_server, screenshot_dir):
     page.screenshot(path=str(screenshot_dir / "classroom_shared_link_zh.png"))
 
 
+@pytest.mark.exhaustive
 def test_malformed_link_shows_a_clear_error(page, app_server):
     page.goto(f"{app_server}/pitfalls?s=this-is-not-a-link", wait_until="domcontentloaded")
     wait_for_app(page)

@@ -169,6 +169,7 @@ def test_batch_kv_page(page, open_page, screenshot_dir):
     page.screenshot(path=str(screenshot_dir / "batch_kv_wrong_way.png"))
 
 
+@pytest.mark.exhaustive
 def test_language_switch_survives_page_change(page, open_page, screenshot_dir):
     open_page(page, "greedy")
     page.get_by_text("简体中文").click()

@@ -134,6 +134,7 @@ def _svg_grids_readable(page, n: int) -> None:
         assert cell_text and cell_text["height"] >= 16, (i, cell_text)
 
 
+@pytest.mark.exhaustive
 def test_dspark_page(page, open_page, screenshot_dir):
     _goto(page, open_page, "DSpark chain")
     _no_exception(page)
@@ -229,6 +230,7 @@ def test_key_picture_fits_a_projector(page, open_page, screenshot_dir, title, la
     _fits(player, "[data-sv-img]", "[data-sv-rows]", "[data-sv-caption]", height=h)
 
 
+@pytest.mark.exhaustive
 def test_chain_arrow_keys_step_in_the_browser(page, open_page, screenshot_dir):
     """→ anywhere on the chain page steps the player: the step text and caption change, the p/q test's
     verdict appears at its step, and the server runs no script (no rerun). At 1280×720 with the sidebar

@@ -11,7 +11,8 @@ from playwright.sync_api import expect  # noqa: E402
 from tests.conftest import wait_for_app  # noqa: E402
 
 
-@pytest.mark.parametrize("width,height", [(1280, 720), pytest.param(1920, 1080, marks=pytest.mark.exhaustive)])
+@pytest.mark.exhaustive
+@pytest.mark.parametrize("width,height", [(1280, 720), (1920, 1080)])
 def test_decoding_loop_page_screenshots(page, open_page, screenshot_dir, width, height):
     page.set_viewport_size({"width": width, "height": height})
     open_page(page, "")                 # the router first (a fresh server's first deep link skips app.py)

@@ -40,7 +40,7 @@ def test_greedy_speculative_decoding_emits_the_targets_greedy_tokens(backend, pr
     assert len(proof.speculative) == sum(r.accept_len for r in run.rounds) >= 4
 
 
-@pytest.mark.parametrize("algorithm,topk,n", [("target_only", 2, 4), ("chain", 1, 3)])
+@pytest.mark.parametrize("algorithm,topk,n", [("target_only", 2, 4), pytest.param("chain", 1, 3, marks=pytest.mark.exhaustive)])
 def test_sampling_with_thresholds_1_matches_the_targets_own_sampling(algorithm, topk, n):
     s = LoopSettings(algorithm=algorithm, topk=topk, depth=2, num_draft_tokens=n, temperature=1.0, rounds=4)
     proof = sampling_lossless(MC_PROMPT, s, **MC)

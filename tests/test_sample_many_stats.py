@@ -89,7 +89,7 @@ def test_target_only_thresholds_one_matches_p(backend):
     assert np.abs(first - P_ROWS[0]).sum() < l1_bound(6, trials)
 
 
-@pytest.mark.parametrize("thresholds", [dict(threshold_acc=0.5), dict(threshold_single=0.25)])
+@pytest.mark.parametrize("thresholds", [dict(threshold_acc=0.5), pytest.param(dict(threshold_single=0.25), marks=pytest.mark.exhaustive)])
 def test_target_only_thresholds_below_one_differ_from_p(backend, thresholds):
     """t_acc = .5 accepts A whenever coin < 1 (§0.4); t_single = .25 takes A (p = .5) regardless of the coin."""
     trials = trials_for(backend)

@@ -288,6 +288,7 @@ def test_greedy_figure_export_is_the_tree_at_the_current_step(monkeypatch):
     assert html.startswith("<!DOCTYPE html>") and "<script" in html
 
 
+@pytest.mark.exhaustive
 def test_plotly_figure_exports_to_png():
     """kaleido (>= 1.0) drives the system Chromium: PNG bytes, and SVG text, of a page's chart."""
     why = kaleido_problem()

@@ -69,34 +69,14 @@ def locate() -> tuple[Path | None, str]:
     return path, f"installed vllm {version}: {path}"
 
 
-def wheel_folder() -> Path:
-    """Where a downloaded vLLM wheel is looked for: $SPECVIZ_WHEELS, else the repository's .wheels/."""
-    import os  # noqa: PLC0415
-
-    return Path(os.environ.get("SPECVIZ_WHEELS") or Path(__file__).resolve().parents[2] / ".wheels")
-
-
 def _from_wheel() -> tuple[Path | None, str]:
     """The rejection sampler read from a downloaded ``vllm-0.33.0-*.whl`` (a zip), extracted once."""
-    import zipfile  # noqa: PLC0415
+    from specviz.engines.wheels import extract  # noqa: PLC0415
 
-    folder = wheel_folder()
-    wheels = sorted(folder.glob(f"vllm-{VERSION}-*.whl")) if folder.is_dir() else []
-    if not wheels:
-        return None, (f"vllm=={VERSION} is not installed (pip install --no-deps vllm=={VERSION}, or "
-                      f"pip download --no-deps -d .wheels vllm=={VERSION})")
-    target = folder / f"vllm-{VERSION}" / "vllm" / FILE
-    if not target.is_file():
-        try:
-            with zipfile.ZipFile(wheels[0]) as zf:
-                data = zf.read(f"vllm/{FILE}")
-        except (OSError, KeyError, zipfile.BadZipFile) as exc:
-            return None, f"{wheels[0].name} has no readable vllm/{FILE} ({type(exc).__name__})"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(".tmp")
-        tmp.write_bytes(data)
-        tmp.replace(target)  # atomic: two test workers may extract at once
-    return target, f"vllm {VERSION} wheel {wheels[0].name}: {FILE}"
+    root, how = extract("vllm", VERSION, (f"vllm/{FILE}",))
+    if root is None:
+        return None, f"vllm=={VERSION} is not installed (pip install --no-deps vllm=={VERSION}), and {how}"
+    return root / "vllm" / FILE, f"{how}: {FILE}"
 
 
 def _unused(name):
