@@ -41,7 +41,7 @@ def locate() -> tuple[Path | None, str]:
         return Path(spec.submodule_search_locations[0]), f"installed sglang {version}"
     if all((EXTRACTED / "kernels/ops/speculative" / f).is_file() for f in FILES):
         return EXTRACTED, f"files extracted from the sglang {VERSION} wheel into {EXTRACTED.parent}"
-    from specviz.engines.wheels import extract  # noqa: PLC0415
+    from specviz.wheels import extract  # noqa: PLC0415
 
     root, how = extract("sglang", VERSION, tuple(f"sglang/kernels/ops/speculative/{f}" for f in FILES))
     if root is not None:

@@ -2,7 +2,7 @@
 imports another module's private (underscored) name. Imports are read with ``ast``, at every
 level (a lazy import inside a function counts too).
 
-    0 base       errors, results, validate, trace, events, rollout, probs, paths, display, safety
+    0 base       errors, results, validate, trace, events, rollout, probs, paths, display, safety, wheels
     1 model      model, scenario, algorithms (the registry's metadata), share, captions, wording
     2 reference  specviz.reference.*, frames
     3 kernels    kernels.* (torch and Triton)
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 LAYERS = [
     ("specviz", "specviz.errors", "specviz.results", "specviz.validate", "specviz.trace", "specviz.rollout", "specviz.probs",
-     "specviz.events", "specviz.paths", "specviz.display", "specviz.safety", "specviz.limits"),
+     "specviz.events", "specviz.paths", "specviz.display", "specviz.safety", "specviz.limits", "specviz.wheels"),
     ("specviz.model", "specviz.scenario", "specviz.algorithms", "specviz.share", "specviz.captions", "specviz.wording"),
     ("specviz.reference", "specviz.frames"),
     ("kernels",),

@@ -71,7 +71,7 @@ def locate() -> tuple[Path | None, str]:
 
 def _from_wheel() -> tuple[Path | None, str]:
     """The rejection sampler read from a downloaded ``vllm-0.33.0-*.whl`` (a zip), extracted once."""
-    from specviz.engines.wheels import extract  # noqa: PLC0415
+    from specviz.wheels import extract  # noqa: PLC0415
 
     root, how = extract("vllm", VERSION, (f"vllm/{FILE}",))
     if root is None:

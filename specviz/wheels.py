@@ -13,7 +13,7 @@ from pathlib import Path
 
 def wheel_folder() -> Path:
     """Where downloaded wheels are looked for: $SPECVIZ_WHEELS, else the repository's .wheels/."""
-    return Path(os.environ.get("SPECVIZ_WHEELS") or Path(__file__).resolve().parents[2] / ".wheels")
+    return Path(os.environ.get("SPECVIZ_WHEELS") or Path(__file__).resolve().parents[1] / ".wheels")
 
 
 def extract(name: str, version: str, members: tuple[str, ...]) -> tuple[Path | None, str]:
