@@ -34,6 +34,7 @@ def _settled(page, url_path: str, open_page) -> None:
     open_page(page, url_path)
     page.wait_for_function("() => !/loading them|正在加载/.test(document.body.innerText)", timeout=180_000)
     wait_for_app(page)
+    page.wait_for_timeout(1500)  # the poll's last timer (0.5 s) may fire once more after the note is gone
 
 
 def _scenario(page):
