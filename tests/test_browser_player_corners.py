@@ -230,8 +230,7 @@ def test_layout_mode_follows_dot_and_the_environment(monkeypatch):
 # Item 7: presentation mode keeps the caption on the first screen
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("size", [(1280, 720), (1920, 1080)])
-@pytest.mark.exhaustive
+@pytest.mark.parametrize("size", [(1280, 720), pytest.param((1920, 1080), marks=pytest.mark.exhaustive)])
 def test_presentation_caption_is_on_the_first_screen(browser, app_server, size, screenshot_dir):
     w, h = size
     context = browser.new_context(viewport={"width": w, "height": h})
@@ -283,8 +282,7 @@ LABELS = {
 }
 
 
-@pytest.mark.exhaustive
-@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("lang", [pytest.param("en", marks=pytest.mark.exhaustive), "zh"])
 def test_labels_are_whole_at_1280x720(browser, app_server, lang, screenshot_dir):
     context = browser.new_context(viewport={"width": 1280, "height": 720})
     page = context.new_page()
