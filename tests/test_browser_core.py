@@ -52,6 +52,7 @@ def test_overview_page(page, open_page, screenshot_dir):
     page.screenshot(path=str(screenshot_dir / "overview.png"))
 
 
+@pytest.mark.exhaustive
 def test_tree_builder_page(page, open_page, screenshot_dir):
     open_page(page, "tree_builder")
     _no_exception(page)

@@ -207,6 +207,7 @@ def _ncd_shown(page) -> int | None:
     return int(m.group(1)) if m else None
 
 
+@pytest.mark.exhaustive
 def test_serve_two_workers_behind_haproxy(tmp_path, page):
     try:
         find_haproxy()
