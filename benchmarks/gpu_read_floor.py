@@ -1,0 +1,110 @@
+"""How fast can an H200 read the bytes the chain sampler must read? (issue 21, goal 3)
+
+The chain sampler reads one p row and one q row per request. This script times, in a CUDA graph
+(the same Timer as bench_kernels.py), kernels that read exactly those bytes with no accept logic:
+
+* ``floor_4096x4``: SGLang's block shape (4096 tokens, 4 warps), one program per block, the
+  sum of relu(p - q) stored per block: the shape the bit-exact sampler is tied to;
+* ``floor_4096x4_evict_first``: the same with streaming loads (evict_first);
+* ``floor_8192x8``: a freer shape (8192 tokens, 8 warps);
+* ``torch_sum``: torch's own ``(p - q).clamp_min(0).sum(-1)`` on the same rows (a strided read);
+* ``specviz_chain`` and ``sglang_chain``: the two samplers on the same inputs.
+
+Usage on a CUDA GPU: ``python benchmarks/gpu_read_floor.py [--out floor.json]``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+from kernels import sglang_oracle, triton_verify  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from bench_kernels import Timer  # noqa: E402
+
+
+@triton.jit
+def floor_kernel(p_ptr, q_ptr, out_ptr, V: tl.constexpr, stride_p_b, stride_q_b, NB: tl.constexpr,
+                 BLOCK: tl.constexpr, EVICT_FIRST: tl.constexpr):
+    pid = tl.program_id(0).to(tl.int64)
+    b = pid // NB
+    j = pid % NB
+    v = j * BLOCK + tl.arange(0, BLOCK)
+    m = v < V
+    if EVICT_FIRST:
+        x = tl.load(p_ptr + b * stride_p_b + v, mask=m, other=0.0, eviction_policy="evict_first")
+        s = tl.load(q_ptr + b * stride_q_b + v, mask=m, other=0.0, eviction_policy="evict_first")
+    else:
+        x = tl.load(p_ptr + b * stride_p_b + v, mask=m, other=0.0)
+        s = tl.load(q_ptr + b * stride_q_b + v, mask=m, other=0.0)
+    tl.store(out_ptr + pid, tl.sum(tl.maximum(x - s, 0.0), axis=0))
+
+
+def configs():
+    return [(512, 32000), (4096, 32000), (512, 128256), (2048, 128256)]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out")
+    ap.add_argument("--n", type=int, default=8, help="chain slots N (rows of p per request)")
+    args = ap.parse_args()
+    dev = torch.device("cuda")
+    timer = Timer(dev)
+    try:
+        sgl = sglang_oracle.load()
+    except ImportError as exc:
+        print(f"SGLang's kernels not loaded: {exc}")
+        sgl = None
+    rows = []
+    gen = torch.Generator(device=dev).manual_seed(0)
+    n = args.n
+    for bs, V in configs():
+        p = torch.softmax(3 * torch.randn((bs, n, V), generator=gen, device=dev), -1)
+        q = torch.softmax(0.8 * p[:, : n - 1].log() + 0.5 * torch.randn((bs, n - 1, V), generator=gen, device=dev), -1)
+        cand = torch.cat([torch.zeros((bs, 1), dtype=torch.int64, device=dev),
+                          torch.randint(0, V, (bs, n - 1), generator=gen, device=dev)], 1)
+        ri = torch.arange(bs * n, device=dev).reshape(bs, n)
+        u = torch.rand((bs, n), generator=gen, device=dev)
+        uf = torch.rand((bs,), generator=gen, device=dev)
+        gbytes = 2 * bs * V * 4
+        runs = {}
+        for block, warps, evict in ((4096, 4, False), (4096, 4, True), (8192, 8, False)):
+            nb = triton.cdiv(V, block)
+            out = torch.empty(bs * nb, dtype=torch.float32, device=dev)
+            name = f"floor_{block}x{warps}" + ("_evict_first" if evict else "")
+            runs[name] = lambda nb=nb, out=out, block=block, warps=warps, evict=evict: floor_kernel[(bs * nb,)](
+                p, q, out, V, p.stride(0), q.stride(0), NB=nb, BLOCK=block, EVICT_FIRST=evict, num_warps=warps)
+        p0, q0 = p[:, 0], q[:, 0]
+        runs["torch_sum"] = lambda: (p0 - q0).clamp_min(0).sum(-1)
+        _, launch = triton_verify.chain_prepare(cand, ri, u, uf, p, q, new=True)
+        runs["specviz_chain"] = launch
+        if sgl is not None and p.numel() < 2**31:
+            s_pred = torch.zeros(bs * n, dtype=torch.int32, device=dev)
+            s_acc = torch.full((bs, n), -1, dtype=torch.int32, device=dev)
+            s_num = torch.empty(bs, dtype=torch.int32, device=dev)
+            runs["sglang_chain"] = lambda: sgl.chain_sampling(s_pred, s_acc, s_num, cand, ri, None, None, u, uf, p, q,
+                                                              1.0, 1.0, True)
+        for name, fn in runs.items():
+            us = [timer.graph(fn) for _ in range(3)]
+            row = dict(bs=bs, V=V, kernel=name, graph_us=sorted(round(x, 2) for x in us),
+                       tb_s=round(gbytes / (min(us) * 1e-6) / 1e12, 3))
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+        del p, q
+        torch.cuda.empty_cache()
+    if args.out:
+        Path(args.out).write_text(json.dumps(dict(device=torch.cuda.get_device_name(), rows=rows), indent=1))
+
+
+if __name__ == "__main__":
+    main()
