@@ -16,7 +16,7 @@ from .torch_common import F32, INT32, INT64, as_tensor
 from .torch_verify import check_chain_inputs, check_greedy_inputs, check_tree_sampling_args, check_work_buffer
 from .triton_common import chain_cdf_block, pow2, sampler_warps, target_only_chunk, triton_device
 from .triton_verify_kernels import (chain_rejection_sampling_kernel, tree_sampling_target_only_kernel,
-                                    verify_tree_greedy_kernel)
+                                    tree_sampling_target_only_split_kernel, verify_tree_greedy_kernel)
 
 
 def _outputs(bs: int, n: int, W: int, device):
@@ -61,21 +61,33 @@ def tree_sampling_launch(cand, ri, nt, ns, u, uf, p, **kw):
 
 
 def tree_sampling_prepare(cand, ri, nt, ns, u, uf, p, *, W, threshold_single, threshold_acc, new, buffer_init=None):
-    """Allocate outputs and the work buffer (zero, or a copy of ``buffer_init``); return ((predicts, accept_index, k, buf), launch)."""
+    """Allocate outputs and the work buffer (zero, or a copy of ``buffer_init``); return ((predicts, accept_index, k, buf), launch).
+
+    A zero buffer (SGLang's call) runs ``tree_sampling_target_only_split_kernel``: bs * NC programs, NC
+    chunks of the vocabulary a request, with a zeroed scratch for the chunk sums (left zeroed after a
+    launch, so ``launch`` may be replayed). A caller's buffer (the "q as buffer" mistake) runs the
+    single-program kernel, which reads the buffer as it is."""
     bs, n = cand.shape
     V = p.shape[2]
     assert p.stride(2) == 1
     predicts, accept_index, accept_token_num = _outputs(bs, n, W, cand.device)
+    chunk = target_only_chunk(V)
+    common = dict(NEW_SEMANTICS=new, BLOCK_N=pow2(n), BLOCK_W=pow2(W), num_warps=sampler_warps(V))
+    scalars = (n, W, V, p.stride(0), p.stride(1), float(threshold_single), max(float(threshold_acc), 1e-9))
     if buffer_init is None:
         buf = torch.zeros((bs, n, V), dtype=F32, device=cand.device)  # SGLang's work buffer: zero on entry
+        nc = -(-V // chunk)
+        scratch = torch.zeros((bs, 2 * nc + 1), dtype=INT32, device=cand.device)  # sums, last-valid, counter
+        launch = functools.partial(
+            tree_sampling_target_only_split_kernel[(bs * nc,)],
+            predicts, accept_index, accept_token_num, buf, scratch.view(F32), scratch, cand, ri, nt, ns, u, uf, p,
+            *scalars, CHUNK=chunk, NC=nc, **common)
     else:  # the "q as buffer" mistake: the kernel reads whatever the caller handed it
         buf = buffer_init.to(device=cand.device, dtype=F32).reshape(bs, n, V).contiguous().clone()
-    launch = functools.partial(
-        tree_sampling_target_only_kernel[(bs,)],
-        predicts, accept_index, accept_token_num, buf, cand, ri, nt, ns, u, uf, p,
-        n, W, V, p.stride(0), p.stride(1), float(threshold_single), max(float(threshold_acc), 1e-9),
-        NEW_SEMANTICS=new, BLOCK_N=pow2(n), BLOCK_W=pow2(W), BLOCK_V=target_only_chunk(V),
-        num_warps=sampler_warps(V))
+        launch = functools.partial(
+            tree_sampling_target_only_kernel[(bs,)],
+            predicts, accept_index, accept_token_num, buf, cand, ri, nt, ns, u, uf, p, *scalars, BLOCK_V=chunk,
+            **common)
     return (predicts, accept_index, accept_token_num, buf), launch
 
 
@@ -83,7 +95,8 @@ def tree_sampling_target_only(candidates, retrieve_index, retrieve_next_token, r
                               uniform_samples_for_final_sampling, target_probs, *, num_speculative_tokens,
                               threshold_single=1.0, threshold_acc=1.0, semantics="0.5.23", draft_probs=None,
                               validate=True) -> TreeSampleResult:
-    """Target-only tree sampling (SEMANTICS.md §6), one Triton program per request.
+    """Target-only tree sampling (SEMANTICS.md §6): one Triton program per chunk of the vocabulary a request
+    (one per request when the caller hands a work buffer).
 
     draft_probs [bs, n, V]: the work buffer on entry (None = zeros, as SGLang passes it).
     Returns predicts, accept_index, accept_token_num and the work buffer draft_probs [bs, n, V].

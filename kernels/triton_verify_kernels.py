@@ -354,3 +354,156 @@ def chain_rejection_sampling_kernel(predicts_ptr, accept_index_ptr, accept_token
         tl.store(predicts_ptr + last, final)
         if WRITE_BONUS:
             tl.store(bonus_ptr + b, final.to(tl.int64))
+
+
+@triton.jit
+def _pick(vec, offs, idx):
+    """vec[idx] of a register vector (a one-hot sum; 0 when idx is not an offset)."""
+    return tl.sum(tl.where(offs == idx, vec, 0), axis=0)
+
+
+@triton.jit
+def _zero_buffer_terminal_chunk(p_row_ptr, v, m, rejected, offs_n, n_rejected):
+    """One chunk of relu(p - buf) when the work buffer was zero on entry: the rejected children's
+    entries hold p itself (buf[tok] = p[tok], so p - buf = +0.0 there), every other entry is 0.
+    Computed without reading buf: p with those tokens set to 0, then relu, bit for bit the same."""
+    x = tl.load(p_row_ptr + v, mask=m, other=0.0)
+    for c in range(0, n_rejected):
+        x = tl.where(v == _pick(rejected, offs_n, c), 0.0, x)
+    return tl.maximum(x, 0.0)
+
+
+@triton.jit
+def tree_sampling_target_only_split_kernel(predicts_ptr, accept_index_ptr, accept_token_num_ptr, buf_ptr,
+                                           sums_ptr, ints_ptr,
+                                           candidates_ptr, retrieve_index_ptr, next_token_ptr, next_sibling_ptr,
+                                           coins_ptr, final_coins_ptr, target_probs_ptr,
+                                           n: tl.constexpr, W: tl.constexpr, V: tl.constexpr, stride_p_b,
+                                           stride_p_row, threshold_single, threshold_acc,
+                                           NEW_SEMANTICS: tl.constexpr, BLOCK_N: tl.constexpr,
+                                           BLOCK_W: tl.constexpr, CHUNK: tl.constexpr, NC: tl.constexpr):
+    """``tree_sampling_target_only_kernel`` for a work buffer that is zero on entry (SGLang's call),
+    parallel over the vocabulary: grid (bs * NC,), program pid serves request b = pid // NC and
+    chunk g = pid % NC of the NC = cdiv(V, CHUNK) chunks (FlashInfer's chunk, target_only_chunk(V)).
+
+    Every program walks the request's tree (the tree's rows are loaded once into registers; the
+    only dependent global loads are the target probabilities of the visited children), then
+    takes the tl.sum and the last token with mass of its chunk of the terminal row relu(p - buf),
+    with the single-program kernel's block shape, so each chunk sum has its bits. sums_ptr (f32)
+    and ints_ptr (i32) view one zeroed scratch [bs, 2 * NC + 1]: NC chunk sums, NC last-valid
+    indices, a counter. Program 0 writes the work buffer (the rejected siblings' masses); the
+    request's last program (acq_rel counter, reset to 0 for a replay) folds the chunk sums in
+    chunk order, exactly the single program's ``agg = agg + local``, finds the chunk where agg
+    passes thr, re-reads that chunk alone for the scan, and writes every output.
+    """
+    pid = tl.program_id(0).to(tl.int64)
+    b = pid // NC
+    g = (pid % NC).to(tl.int32)
+    base = b * n
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_w = tl.arange(0, BLOCK_W)
+    valid = offs_n < n
+    cand = tl.load(candidates_ptr + base + offs_n, mask=valid, other=0)
+    first_child = tl.load(next_token_ptr + base + offs_n, mask=valid, other=-1)
+    next_sib = tl.load(next_sibling_ptr + base + offs_n, mask=valid, other=-1)
+    rows = tl.load(retrieve_index_ptr + base + offs_n, mask=valid, other=0)
+    coins = tl.load(coins_ptr + base + offs_n, mask=valid, other=0.0)
+    p_req = target_probs_ptr + b * stride_p_b
+    buf_req = buf_ptr + b * n * V
+    write_buf = g == 0
+
+    acc_rows = tl.where(offs_w == 0, _pick(rows, offs_n, 0), -1)  # accept_index of the request
+    acc_toks = tl.zeros([BLOCK_W], dtype=tl.int64)  # acc_toks[i]: the draft token accepted at level i + 1
+    rejected = tl.full([BLOCK_N], -1, dtype=tl.int64)  # the current level's rejected children's tokens
+    n_rejected = tl.zeros([], dtype=tl.int32)
+    node = tl.zeros([], dtype=tl.int64)
+    k = tl.zeros([], dtype=tl.int32)
+    go = tl.full([], 1, dtype=tl.int32)
+    coin = _pick(coins, offs_n, 0)
+    for _level in range(1, W):
+        if go != 0:
+            child = _pick(first_child, offs_n, node)
+            acc = tl.zeros([], dtype=tl.float32)
+            accepted = tl.zeros([], dtype=tl.int32)
+            tok = tl.zeros([], dtype=tl.int64)
+            n_rejected = tl.zeros([], dtype=tl.int32)
+            while (child != -1) & (accepted == 0):
+                tok = _pick(cand, offs_n, child)
+                pt = tl.load(p_req + node * stride_p_row + tok)
+                acc = acc + pt
+                bound = tl.math.div_rn(acc, threshold_acc)
+                if NEW_SEMANTICS:
+                    ok = (pt > 0.0) & ((coin < bound) | (pt >= threshold_single))
+                else:
+                    ok = (coin <= bound) | (pt >= threshold_single)
+                miss = ok.to(tl.int32) == 0
+                tl.store(buf_req + node * V + tok, pt, mask=miss & write_buf)
+                rejected = tl.where((offs_n == n_rejected) & miss, tok, rejected)
+                n_rejected += miss.to(tl.int32)
+                child = tl.where(ok, child, _pick(next_sib, offs_n, child))
+                accepted = ok.to(tl.int32)
+            if accepted != 0:
+                acc_toks = tl.where(offs_w == k, tok, acc_toks)
+                k += 1
+                acc_rows = tl.where(offs_w == k, _pick(rows, offs_n, child), acc_rows)
+                node = child
+                coin = _pick(coins, offs_n, child)  # the next level's coin is the accepted node's
+            else:
+                go = 0
+    use_sub = k < W - 1  # at the depth limit the terminal distribution is the plain target row
+    n_drop = tl.where(use_sub, n_rejected, 0)
+    p_row = p_req + node * stride_p_row
+    offs_v = tl.arange(0, CHUNK)
+    v = g * CHUNK + offs_v
+    m = v < V
+    x = _zero_buffer_terminal_chunk(p_row, v, m, rejected, offs_n, n_drop)
+    scratch = b * (2 * NC + 1)
+    tl.store(sums_ptr + scratch + g, tl.sum(x, axis=0))
+    tl.store(ints_ptr + scratch + NC + g, tl.max(tl.where((x > 0.0) & m, v, -1), axis=0))
+    tl.debug_barrier()  # the chunk's sum is stored before the counter says so
+    if NC > 1:
+        is_last = tl.atomic_add(ints_ptr + scratch + 2 * NC, 1, sem="acq_rel", scope="gpu") == NC - 1
+    else:
+        is_last = g == 0
+    if is_last:
+        if NC > 1:
+            tl.store(ints_ptr + scratch + 2 * NC, 0)  # zero again for the next launch
+        total = tl.zeros([], dtype=tl.float32)
+        for c in range(0, NC):
+            total += tl.load(sums_ptr + scratch + c, volatile=True)
+        thr = tl.load(final_coins_ptr + b) * total
+        # The single program's scan: agg = agg + local chunk by chunk; the chunk where agg passes thr
+        # is scanned, and the scan stops after it; last_valid covers the chunks up to that one.
+        agg = tl.zeros([], dtype=tl.float32)
+        agg_at = tl.zeros([], dtype=tl.float32)
+        hit_chunk = tl.full([], NC, dtype=tl.int32)
+        last_valid = tl.full([], -1, dtype=tl.int32)
+        for c in range(0, NC):
+            s = tl.load(sums_ptr + scratch + c, volatile=True)
+            lv = tl.load(ints_ptr + scratch + NC + c, volatile=True)
+            open_ = hit_chunk == NC
+            last_valid = tl.where(open_, tl.maximum(last_valid, lv), last_valid)
+            passes = open_ & (agg + s > thr)
+            agg_at = tl.where(passes, agg, agg_at)
+            hit_chunk = tl.where(passes, c, hit_chunk)
+            agg = agg + s
+        sampled = tl.full([], -1, dtype=tl.int32)
+        if hit_chunk < NC:
+            vj = hit_chunk * CHUNK + offs_v
+            mj = vj < V
+            xj = _zero_buffer_terminal_chunk(p_row, vj, mj, rejected, offs_n, n_drop)
+            hit = ((tl.cumsum(xj, axis=0) + agg_at) > thr) & (xj > 0.0) & mj
+            first = tl.min(tl.where(hit, vj, 2147483647), axis=0)
+            sampled = tl.where(first < 2147483647, first, sampled)
+        if NEW_SEMANTICS:  # 0.5.23: no token passed thr -> the last token with mass seen
+            fallback = tl.where(last_valid >= 0, last_valid, V - 1)
+        else:
+            fallback = tl.full([], V - 1, dtype=tl.int32)
+        final = tl.where(sampled >= 0, sampled, fallback)
+        tl.store(predicts_ptr + base + offs_n, tl.full([BLOCK_N], 0, tl.int32), mask=valid)
+        tl.store(accept_index_ptr + b * W + offs_w, acc_rows.to(tl.int32), mask=offs_w < W)
+        tl.store(accept_token_num_ptr + b, k)
+        tl.debug_barrier()  # predicts' zero fill above vs the scattered writes below
+        tl.store(predicts_ptr + acc_rows, acc_toks.to(tl.int32), mask=offs_w < k)  # predicts[row of level i] = token i+1
+        tl.debug_barrier()
+        tl.store(predicts_ptr + _pick(acc_rows, offs_w, k), final)
