@@ -8,7 +8,8 @@ The chain sampler reads one p row and one q row per request. This script times, 
 * ``floor_4096x4_evict_first``: the same with streaming loads (evict_first);
 * ``floor_8192x8``: a freer shape (8192 tokens, 8 warps);
 * ``torch_sum``: torch's own ``(p - q).clamp_min(0).sum(-1)`` on the same rows (a strided read);
-* ``specviz_chain`` and ``sglang_chain``: the two samplers on the same inputs.
+* ``specviz_chain_one`` / ``specviz_chain_split``: our sampler as one launch, and with the accept
+  tests in a first small launch (``triton_verify.CHAIN_SPLIT_MIN_BS``); ``sglang_chain``: SGLang's.
 
 Usage on a CUDA GPU: ``python benchmarks/gpu_read_floor.py [--out floor.json]``.
 """
@@ -50,7 +51,7 @@ def floor_kernel(p_ptr, q_ptr, out_ptr, V: tl.constexpr, stride_p_b, stride_q_b,
 
 
 def configs():
-    return [(512, 32000), (4096, 32000), (512, 128256), (2048, 128256)]
+    return [(64, 32000), (256, 32000), (512, 32000), (4096, 32000), (64, 128256), (512, 128256), (2048, 128256)]
 
 
 def main():
@@ -68,6 +69,7 @@ def main():
     rows = []
     gen = torch.Generator(device=dev).manual_seed(0)
     n = args.n
+    saved = triton_verify.CHAIN_SPLIT_MIN_BS
     for bs, V in configs():
         p = torch.softmax(3 * torch.randn((bs, n, V), generator=gen, device=dev), -1)
         q = torch.softmax(0.8 * p[:, : n - 1].log() + 0.5 * torch.randn((bs, n - 1, V), generator=gen, device=dev), -1)
@@ -86,8 +88,10 @@ def main():
                 p, q, out, V, p.stride(0), q.stride(0), NB=nb, BLOCK=block, EVICT_FIRST=evict, num_warps=warps)
         p0, q0 = p[:, 0], q[:, 0]
         runs["torch_sum"] = lambda: (p0 - q0).clamp_min(0).sum(-1)
-        _, launch = triton_verify.chain_prepare(cand, ri, u, uf, p, q, new=True)
-        runs["specviz_chain"] = launch
+        for name, min_bs in (("specviz_chain_one", None), ("specviz_chain_split", 0)):
+            triton_verify.CHAIN_SPLIT_MIN_BS = min_bs
+            runs[name] = triton_verify.chain_prepare(cand, ri, u, uf, p, q, new=True)[1]
+        triton_verify.CHAIN_SPLIT_MIN_BS = saved
         if sgl is not None and p.numel() < 2**31:
             s_pred = torch.zeros(bs * n, dtype=torch.int32, device=dev)
             s_acc = torch.full((bs, n), -1, dtype=torch.int32, device=dev)

@@ -15,7 +15,7 @@ from specviz.results import TreeSampleResult, VerifyResult
 from .torch_common import F32, INT32, INT64, as_tensor
 from .torch_verify import check_chain_inputs, check_greedy_inputs, check_tree_sampling_args, check_work_buffer
 from .triton_common import chain_cdf_block, pow2, sampler_warps, target_only_chunk, triton_device
-from .triton_verify_kernels import (chain_rejection_sampling_kernel, tree_sampling_target_only_kernel,
+from .triton_verify_kernels import (chain_accept_len_kernel, chain_rejection_sampling_kernel, tree_sampling_target_only_kernel,
                                     tree_sampling_target_only_split_kernel, verify_tree_greedy_kernel)
 
 
@@ -131,6 +131,11 @@ def chain_launch(cand, ri, u, uf, p, q, **kw):
 # half the programs, each with two blocks' loads in flight), else 1 (measured on an H200: benchmarks/README.md).
 # Set to 1 or 2 to force one (bench_kernels.py --chain-bpp).
 CHAIN_BLOCKS_PER_PROGRAM = None
+# From this batch size on (and NB > 1) the accept tests run first in their own small kernel
+# (chain_accept_len_kernel), so each block program starts its loads after one dependent load instead of
+# two; below it the second launch costs more than it saves (benchmarks/README.md). 0 = always, None = never.
+CHAIN_SPLIT_MIN_BS = 256
+_K_ROWS = 32  # requests a program of chain_accept_len_kernel
 
 
 def chain_prepare(cand, ri, u, uf, p, q, *, new, bonus=None):
@@ -138,8 +143,8 @@ def chain_prepare(cand, ri, u, uf, p, q, *, new, bonus=None):
 
     The kernel's grid is bs * cdiv(NB, CHAIN_BLOCKS_PER_PROGRAM) programs, NB = the number of BLOCK_V
     blocks of a row: each program sums its blocks, the request's last program draws (``chain_rejection_sampling_kernel``). ``scratch`` holds
-    the block sums and the per-request counter, zero on entry; the kernel leaves the counters at zero,
-    so ``launch`` may be replayed (CUDA graphs, benchmarks) on the same scratch."""
+    the block sums and the per-request counter, zero on entry, then (large batches) the accept lengths;
+    the kernel leaves the counters at zero, so ``launch`` may be replayed (CUDA graphs, benchmarks) on the same scratch."""
     bs, N = cand.shape
     V = p.shape[2]
     assert p.stride(2) == 1 and (N == 1 or q.stride(2) == 1)
@@ -150,14 +155,27 @@ def chain_prepare(cand, ri, u, uf, p, q, *, new, bonus=None):
     nb = -(-V // block)
     bpp = 1 if nb == 1 else CHAIN_BLOCKS_PER_PROGRAM or (2 if nb >= 16 else 1)
     programs = bs * -(-nb // bpp)
-    scratch = torch.zeros((bs, nb + 1) if nb > 1 else (1, 1), dtype=INT32, device=cand.device)  # sums, counter
-    launch = functools.partial(
+    split = nb > 1 and N > 1 and CHAIN_SPLIT_MIN_BS is not None and bs >= CHAIN_SPLIT_MIN_BS
+    body = bs * (nb + 1) if nb > 1 else 1
+    scratch = torch.zeros(body + (bs if split else 1), dtype=INT32, device=cand.device)  # sums, counter | k
+    sums = scratch[:body]
+    k_given = scratch[body:]
+    strides = (u.stride(0), p.stride(0), p.stride(1), q.stride(0), q.stride(1))
+    sampler = functools.partial(
         chain_rejection_sampling_kernel[(programs,)],
         predicts, accept_index, accept_token_num, bonus if bonus is not None else accept_token_num,
-        scratch.view(F32), scratch,
-        cand, ri, u, uf, p, q, N, V, u.stride(0), p.stride(0), p.stride(1), q.stride(0), q.stride(1),
+        sums.view(F32), sums, k_given, cand, ri, u, uf, p, q, N, V, *strides,
         NEW_SEMANTICS=new, WRITE_BONUS=bonus is not None, BLOCK_S=pow2(N), BLOCK_V=block, NB=nb,
-        BPP=bpp, num_warps=sampler_warps(V))
+        BPP=bpp, K_GIVEN=split, num_warps=sampler_warps(V))
+    if not split:
+        return (predicts, accept_index, accept_token_num), sampler
+    accept_len = functools.partial(chain_accept_len_kernel[(-(-bs // _K_ROWS),)], k_given, cand, u, p, q, bs, N,
+                                   *strides, NEW_SEMANTICS=new, BLOCK_R=_K_ROWS, BLOCK_S=pow2(N), num_warps=1)
+
+    def launch():
+        accept_len()
+        sampler()
+
     return (predicts, accept_index, accept_token_num), launch
 
 

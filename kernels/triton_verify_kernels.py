@@ -270,14 +270,45 @@ def chain_inverse_cdf_row_from_sums(p_row_ptr, sub_row_ptr, use_sub, coin, sums_
 
 
 @triton.jit
+def _chain_accept_len(tok, m, offs, p_rows, q_rows, coin_ptrs, N: tl.constexpr, NEW_SEMANTICS: tl.constexpr, AXIS: tl.constexpr):
+    """k = the accepted drafts of a chain: slot s = offs + 1 (token tok, proposed by draft row offs) passes
+    when coin * q < p (0.5.23: and 0 < q <= 1); k is the leading run of passes (stop at the first
+    rejection). p_rows / q_rows / coin_ptrs point at each slot's row / coin; AXIS: the slot axis."""
+    pt = tl.load(p_rows + tok, mask=m, other=0.0)
+    qt = tl.load(q_rows + tok, mask=m, other=0.0)
+    coin = tl.load(coin_ptrs, mask=m, other=0.0)
+    ok = coin * qt < pt
+    if NEW_SEMANTICS:
+        ok = ok & (qt > 0.0) & (qt <= 1.0)
+    return tl.min(tl.where(m & ~ok, offs, N - 1), axis=AXIS)
+
+
+@triton.jit
+def chain_accept_len_kernel(k_ptr, candidates_ptr, coins_ptr, target_probs_ptr, draft_probs_ptr, bs,
+                            N: tl.constexpr, stride_coin_b, stride_p_b, stride_p_row, stride_q_b, stride_q_row,
+                            NEW_SEMANTICS: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr):
+    """k [bs] i32 for BLOCK_R requests a program (the accept tests of chain_rejection_sampling_kernel)."""
+    r = tl.program_id(0).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
+    offs = tl.arange(0, BLOCK_S)
+    live = r < bs
+    m = live[:, None] & (offs < N - 1)[None, :]
+    tok = tl.load(candidates_ptr + r[:, None] * N + offs[None, :] + 1, mask=m, other=0)
+    k = _chain_accept_len(tok, m, offs[None, :],
+                          target_probs_ptr + r[:, None] * stride_p_b + offs[None, :] * stride_p_row,
+                          draft_probs_ptr + r[:, None] * stride_q_b + offs[None, :] * stride_q_row,
+                          coins_ptr + r[:, None] * stride_coin_b + offs[None, :], N, NEW_SEMANTICS, 1)
+    tl.store(k_ptr + r, k, mask=live)
+
+
+@triton.jit
 def chain_rejection_sampling_kernel(predicts_ptr, accept_index_ptr, accept_token_num_ptr, bonus_ptr,
-                                    sums_ptr, count_ptr,
+                                    sums_ptr, count_ptr, k_ptr,
                                     candidates_ptr, retrieve_index_ptr, coins_ptr, final_coins_ptr,
                                     target_probs_ptr, draft_probs_ptr,
                                     N: tl.constexpr, V: tl.constexpr, stride_coin_b, stride_p_b, stride_p_row, stride_q_b,
                                     stride_q_row,
                                     NEW_SEMANTICS: tl.constexpr, WRITE_BONUS: tl.constexpr, BLOCK_S: tl.constexpr,
-                                    BLOCK_V: tl.constexpr, NB: tl.constexpr, BPP: tl.constexpr):
+                                    BLOCK_V: tl.constexpr, NB: tl.constexpr, BPP: tl.constexpr, K_GIVEN: tl.constexpr):
     """Chain rejection sampling (SEMANTICS.md §7), grid (bs * NP,): program pid serves request
     b = pid // NP and blocks (pid % NP) * BPP + t, t < BPP (NB = cdiv(V, BLOCK_V) blocks, NP = cdiv(NB, BPP)
     programs a request, BPP = 1 or 2). A request's programs are neighbours in launch order, so they run
@@ -294,7 +325,9 @@ def chain_rejection_sampling_kernel(predicts_ptr, accept_index_ptr, accept_token
 
     candidates, retrieve_index [bs, N] i64; coins [bs, >= N-1]; target_probs rows [bs, N, V],
     draft_probs rows [bs, N-1, V] (strided); WRITE_BONUS also stores the terminal token in bonus [bs]
-    i64 (DSpark's two-level gather predicts[accept_index[b, k]] is that token).
+    i64 (DSpark's two-level gather predicts[accept_index[b, k]] is that token). K_GIVEN: k was computed
+    by ``chain_accept_len_kernel`` into k_ptr [bs] i32 (large batches: each program then waits on one
+    load before its block loads instead of two dependent rounds, measured in benchmarks/README.md).
     """
     NP: tl.constexpr = (NB + BPP - 1) // BPP
     pid = tl.program_id(0).to(tl.int64)
@@ -303,16 +336,14 @@ def chain_rejection_sampling_kernel(predicts_ptr, accept_index_ptr, accept_token
     base = b * N
     offs = tl.arange(0, BLOCK_S)
     m = offs < N - 1  # slot s = offs + 1 was proposed by draft row offs
-    tok = tl.load(candidates_ptr + base + offs + 1, mask=m, other=0)
     p_req = target_probs_ptr + b * stride_p_b
     q_req = draft_probs_ptr + b * stride_q_b
-    pt = tl.load(p_req + offs * stride_p_row + tok, mask=m, other=0.0)
-    qt = tl.load(q_req + offs * stride_q_row + tok, mask=m, other=0.0)
-    coin = tl.load(coins_ptr + b * stride_coin_b + offs, mask=m, other=0.0)
-    ok = coin * qt < pt
-    if NEW_SEMANTICS:
-        ok = ok & (qt > 0.0) & (qt <= 1.0)
-    k = tl.min(tl.where(m & ~ok, offs, N - 1), axis=0)  # accepted drafts: stop at the first rejection
+    if K_GIVEN:
+        k = tl.load(k_ptr + b)
+    else:
+        tok = tl.load(candidates_ptr + base + offs + 1, mask=m, other=0)
+        k = _chain_accept_len(tok, m, offs, p_req + offs * stride_p_row, q_req + offs * stride_q_row,
+                              coins_ptr + b * stride_coin_b + offs, N, NEW_SEMANTICS, 0)
     use_sub = k < N - 1
     q_row = tl.minimum(k, tl.maximum(N - 2, 0))
     p_row_ptr = p_req + k * stride_p_row
@@ -340,6 +371,8 @@ def chain_rejection_sampling_kernel(predicts_ptr, accept_index_ptr, accept_token
         rows = tl.load(retrieve_index_ptr + base + offs, mask=offs < N, other=-1)
         tl.store(accept_index_ptr + base + offs, tl.where(offs <= k, rows, -1).to(tl.int32), mask=offs < N)
         tl.store(accept_token_num_ptr + b, k.to(tl.int32))
+        if K_GIVEN:
+            tok = tl.load(candidates_ptr + base + offs + 1, mask=m, other=0)
         tl.debug_barrier()  # predicts' zero fill above vs the scattered writes below
         tl.store(predicts_ptr + rows, tok.to(tl.int32), mask=offs < k)  # predicts[ri[s-1]] = cand[s], s = 1..k
         last = tl.load(retrieve_index_ptr + base + k)

@@ -58,15 +58,23 @@ KERNELS = {
             for new in (True, False) for V, chunk, nc in ((128256, 4096, 32), (50257, 1024, 50), (1000, 4096, 1))},
         **{f"chain_rejection_sampling_kernel[new={new},bonus={bonus},N={N},V={V},bpp={bpp}]": ("chain_rejection_sampling_kernel", {
             "predicts_ptr": I32, "accept_index_ptr": I32, "accept_token_num_ptr": I32, "bonus_ptr": I64,
-            "sums_ptr": F32, "count_ptr": I32, "candidates_ptr": I64, "retrieve_index_ptr": I64, "coins_ptr": F32, "final_coins_ptr": F32,
+            "sums_ptr": F32, "count_ptr": I32, "k_ptr": I32, "candidates_ptr": I64, "retrieve_index_ptr": I64, "coins_ptr": F32, "final_coins_ptr": F32,
             "target_probs_ptr": F32, "draft_probs_ptr": F32, "N": "constexpr", "V": "constexpr", "stride_coin_b": "i32",
             "stride_p_b": "i64", "stride_p_row": "i32", "stride_q_b": "i64", "stride_q_row": "i32",
             "NEW_SEMANTICS": "constexpr", "WRITE_BONUS": "constexpr", "BLOCK_S": "constexpr", "BLOCK_V": "constexpr",
-            "NB": "constexpr", "BPP": "constexpr"},
+            "NB": "constexpr", "BPP": "constexpr", "K_GIVEN": "constexpr"},
             {"N": N, "V": V, "NEW_SEMANTICS": new, "WRITE_BONUS": bonus, "BLOCK_S": max(2, N), "BLOCK_V": 4096,
-             "NB": -(-V // 4096), "BPP": bpp})
-            for new in (True, False) for bonus in (True, False) for N, V, bpp in ((8, 128256, 1), (1, 1000, 1),
-                                                                                  (4, 50257, 2))},
+             "NB": -(-V // 4096), "BPP": bpp, "K_GIVEN": given})
+            for new in (True, False) for bonus in (True, False) for N, V, bpp, given in (
+                (8, 128256, 1, False), (1, 1000, 1, False), (4, 50257, 2, False), (8, 32000, 1, True),
+                (4, 128256, 2, True))},
+        **{f"chain_accept_len_kernel[new={new},N={N}]": ("chain_accept_len_kernel", {
+            "k_ptr": I32, "candidates_ptr": I64, "coins_ptr": F32, "target_probs_ptr": F32, "draft_probs_ptr": F32,
+            "bs": "i32", "N": "constexpr", "stride_coin_b": "i32", "stride_p_b": "i64", "stride_p_row": "i32",
+            "stride_q_b": "i64", "stride_q_row": "i32", "NEW_SEMANTICS": "constexpr", "BLOCK_R": "constexpr",
+            "BLOCK_S": "constexpr"},
+            {"N": N, "NEW_SEMANTICS": new, "BLOCK_R": 32, "BLOCK_S": max(2, N)})
+            for new in (True, False) for N in (2, 8)},
     },
     "kernels.triton_sampling_kernels": {
         f"target_probs_kernel[k={k},p={p}]": ("target_probs_kernel", {
@@ -134,7 +142,7 @@ def _jit_kernels():
 
 def test_every_kernel_is_listed():
     """The compile list covers every kernel (helpers called from kernels compile with their callers)."""
-    helpers = {"_pick", "_zero_buffer_terminal_chunk", "chain_inverse_cdf_row", "chain_inverse_cdf_row_from_sums", "target_only_inverse_cdf_row", "_terminal_block", "_probs_block"}
+    helpers = {"_chain_accept_len", "_pick", "_zero_buffer_terminal_chunk", "chain_inverse_cdf_row", "chain_inverse_cdf_row_from_sums", "target_only_inverse_cdf_row", "_terminal_block", "_probs_block"}
     for module, names in _jit_kernels().items():
         listed = {spec[0] for spec in KERNELS[module].values()}
         assert names - helpers == listed, (module, names - helpers - listed)
