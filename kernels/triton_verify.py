@@ -53,6 +53,10 @@ def greedy_prepare(cand, ri, nt, ns, tp, *, W, predicts_init=0):
     return VerifyResult(predicts=predicts, accept_index=accept_index, accept_token_num=accept_token_num), launch
 
 
+def _regs() -> dict:
+    return {} if SAMPLER_MAXNREG is None else {"maxnreg": SAMPLER_MAXNREG}
+
+
 def tree_sampling_launch(cand, ri, nt, ns, u, uf, p, **kw):
     """Launch on prepared tensors (p may have a batch stride of 0). Returns (predicts, accept_index, k, buf)."""
     outputs, launch = tree_sampling_prepare(cand, ri, nt, ns, u, uf, p, **kw)
@@ -81,7 +85,7 @@ def tree_sampling_prepare(cand, ri, nt, ns, u, uf, p, *, W, threshold_single, th
         launch = functools.partial(
             tree_sampling_target_only_split_kernel[(bs * nc,)],
             predicts, accept_index, accept_token_num, buf, scratch.view(F32), scratch, cand, ri, nt, ns, u, uf, p,
-            *scalars, CHUNK=chunk, NC=nc, **common)
+            *scalars, CHUNK=chunk, NC=nc, NC_P2=pow2(nc), **common, **_regs())
     else:  # the "q as buffer" mistake: the kernel reads whatever the caller handed it
         buf = buffer_init.to(device=cand.device, dtype=F32).reshape(bs, n, V).contiguous().clone()
         launch = functools.partial(
@@ -135,6 +139,10 @@ CHAIN_BLOCKS_PER_PROGRAM = None
 # (chain_accept_len_kernel), so each block program starts its loads after one dependent load instead of
 # two; below it the second launch costs more than it saves (benchmarks/README.md). 0 = always, None = never.
 CHAIN_SPLIT_MIN_BS = 256
+# ptxas register cap of the block-parallel samplers (None: the compiler's choice). Their draw path (a
+# 4096-token cumsum, run by one program a request) sets the register count of every program, and so
+# how many programs an SM holds while the loads are in flight (benchmarks/README.md).
+SAMPLER_MAXNREG = None
 _K_ROWS = 32  # requests a program of chain_accept_len_kernel
 
 
@@ -166,7 +174,7 @@ def chain_prepare(cand, ri, u, uf, p, q, *, new, bonus=None):
         predicts, accept_index, accept_token_num, bonus if bonus is not None else accept_token_num,
         sums.view(F32), sums, k_given, cand, ri, u, uf, p, q, N, V, *strides,
         NEW_SEMANTICS=new, WRITE_BONUS=bonus is not None, BLOCK_S=pow2(N), BLOCK_V=block, NB=nb,
-        BPP=bpp, K_GIVEN=split, num_warps=sampler_warps(V))
+        NB_P2=pow2(nb), BPP=bpp, K_GIVEN=split, num_warps=sampler_warps(V), **_regs())
     if not split:
         return (predicts, accept_index, accept_token_num), sampler
     accept_len = functools.partial(chain_accept_len_kernel[(-(-bs // _K_ROWS),)], k_given, cand, u, p, q, bs, N,
@@ -174,7 +182,7 @@ def chain_prepare(cand, ri, u, uf, p, q, *, new, bonus=None):
 
     def launch():
         accept_len()
-        sampler()
+        return sampler()
 
     return (predicts, accept_index, accept_token_num), launch
 

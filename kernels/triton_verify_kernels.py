@@ -230,26 +230,30 @@ def tree_sampling_target_only_kernel(predicts_ptr, accept_index_ptr, accept_toke
 
 @triton.jit
 def chain_inverse_cdf_row_from_sums(p_row_ptr, sub_row_ptr, use_sub, coin, sums_row_ptr, V: tl.constexpr,
-                                   CLEAN_SUB: tl.constexpr, BLOCK_V: tl.constexpr, NB: tl.constexpr):
+                                   CLEAN_SUB: tl.constexpr, BLOCK_V: tl.constexpr, NB: tl.constexpr,
+                                   NB_P2: tl.constexpr):
     """``chain_inverse_cdf_row`` given the row's block sums (sums_row_ptr[j] = tl.sum of block j, computed
     by other programs with the same block shape): the same token, bit for bit, reading one block.
 
-    total = the sums folded in block order (SGLang's ``norm_sum += tl.sum(val)``, the same additions in
-    the same order, so the same float32). thr = coin * total. SGLang's scan adds carry + tl.cumsum(block)
-    block by block and stops at the first running sum > thr; a block j cannot hold it when
-    carry_j + s_j * (1 + 2**-9) + 1e-37 <= thr: every running sum of a block is at most s_j * (1 + 4.9e-4)
-    (4096 non-negative float32 terms, any order of additions, relative error <= 4095 * 2**-24 each way)
-    and carry + x is monotone in x. The scan starts at the first block that can, with carry_j folded
-    from the sums: the earlier blocks' comparisons are all false in SGLang's kernel too."""
+    The NB sums arrive in one vector load (one round trip, not NB dependent ones); each is taken out
+    exactly (a one-hot sum adds only zeros to it). total = the sums folded in block order (SGLang's
+    ``norm_sum += tl.sum(val)``, the same additions in the same order, so the same float32). thr = coin *
+    total. SGLang's scan adds carry + tl.cumsum(block) block by block and stops at the first running sum
+    > thr; a block j cannot hold it when carry_j + s_j * (1 + 2**-9) + 1e-37 <= thr: every running sum of a
+    block is at most s_j * (1 + 4.9e-4) (4096 non-negative float32 terms, any order of additions, relative
+    error <= 4095 * 2**-24 each way) and carry + x is monotone in x. The scan starts at the first block that
+    can, with carry_j folded from the sums: the earlier blocks' comparisons are all false in SGLang's kernel too."""
+    offs_b = tl.arange(0, NB_P2)
+    sums = tl.load(sums_row_ptr + offs_b, mask=offs_b < NB, other=0.0, volatile=True)
     total = tl.zeros([], dtype=tl.float32)
     for j in range(0, NB):
-        total += tl.load(sums_row_ptr + j, volatile=True)
+        total += tl.sum(tl.where(offs_b == j, sums, 0.0), axis=0)
     thr = coin * total
     carry = tl.zeros([], dtype=tl.float32)
     first_blk = tl.full([], NB, dtype=tl.int32)
     carry_at = tl.zeros([], dtype=tl.float32)
     for j in range(0, NB):
-        s = tl.load(sums_row_ptr + j, volatile=True)
+        s = tl.sum(tl.where(offs_b == j, sums, 0.0), axis=0)
         can = (first_blk == NB) & (carry + (s * 1.001953125 + 1e-37) > thr)
         carry_at = tl.where(can, carry, carry_at)
         first_blk = tl.where(can, j, first_blk)
@@ -265,7 +269,7 @@ def chain_inverse_cdf_row_from_sums(p_row_ptr, sub_row_ptr, use_sub, coin, sums_
             running = carry + tl.cumsum(x, axis=0)
             first = tl.min(tl.where((running > thr) & m, v, 2147483647), axis=0)
             result = tl.where(first < 2147483647, first, result)
-            carry += tl.load(sums_row_ptr + j, volatile=True)
+            carry += tl.sum(tl.where(offs_b == j, sums, 0.0), axis=0)
     return tl.where(result >= 0, result, V - 1)
 
 
@@ -308,7 +312,8 @@ def chain_rejection_sampling_kernel(predicts_ptr, accept_index_ptr, accept_token
                                     N: tl.constexpr, V: tl.constexpr, stride_coin_b, stride_p_b, stride_p_row, stride_q_b,
                                     stride_q_row,
                                     NEW_SEMANTICS: tl.constexpr, WRITE_BONUS: tl.constexpr, BLOCK_S: tl.constexpr,
-                                    BLOCK_V: tl.constexpr, NB: tl.constexpr, BPP: tl.constexpr, K_GIVEN: tl.constexpr):
+                                    BLOCK_V: tl.constexpr, NB: tl.constexpr, NB_P2: tl.constexpr, BPP: tl.constexpr,
+                                    K_GIVEN: tl.constexpr):
     """Chain rejection sampling (SEMANTICS.md §7), grid (bs * NP,): program pid serves request
     b = pid // NP and blocks (pid % NP) * BPP + t, t < BPP (NB = cdiv(V, BLOCK_V) blocks, NP = cdiv(NB, BPP)
     programs a request, BPP = 1 or 2). A request's programs are neighbours in launch order, so they run
@@ -379,7 +384,7 @@ def chain_rejection_sampling_kernel(predicts_ptr, accept_index_ptr, accept_token
         coin_final = tl.load(final_coins_ptr + b)
         if NB > 1:
             final = chain_inverse_cdf_row_from_sums(p_row_ptr, q_row_ptr, use_sub, coin_final, sums_ptr + b * (NB + 1), V,
-                                                    CLEAN_SUB=NEW_SEMANTICS, BLOCK_V=BLOCK_V, NB=NB)
+                                                    CLEAN_SUB=NEW_SEMANTICS, BLOCK_V=BLOCK_V, NB=NB, NB_P2=NB_P2)
         else:
             final = chain_inverse_cdf_row(p_row_ptr, q_row_ptr, use_sub, coin_final, V, CLEAN_SUB=NEW_SEMANTICS,
                                           BLOCK_V=BLOCK_V)
@@ -414,7 +419,8 @@ def tree_sampling_target_only_split_kernel(predicts_ptr, accept_index_ptr, accep
                                            n: tl.constexpr, W: tl.constexpr, V: tl.constexpr, stride_p_b,
                                            stride_p_row, threshold_single, threshold_acc,
                                            NEW_SEMANTICS: tl.constexpr, BLOCK_N: tl.constexpr,
-                                           BLOCK_W: tl.constexpr, CHUNK: tl.constexpr, NC: tl.constexpr):
+                                           BLOCK_W: tl.constexpr, CHUNK: tl.constexpr, NC: tl.constexpr,
+                                           NC_P2: tl.constexpr):
     """``tree_sampling_target_only_kernel`` for a work buffer that is zero on entry (SGLang's call),
     parallel over the vocabulary: grid (bs * NC,), program pid serves request b = pid // NC and
     chunk g = pid % NC of the NC = cdiv(V, CHUNK) chunks (FlashInfer's chunk, target_only_chunk(V)).
@@ -501,9 +507,12 @@ def tree_sampling_target_only_split_kernel(predicts_ptr, accept_index_ptr, accep
     if is_last:
         if NC > 1:
             tl.store(ints_ptr + scratch + 2 * NC, 0)  # zero again for the next launch
+        offs_c = tl.arange(0, NC_P2)  # every chunk's sum and last-valid index in one round trip each
+        sums = tl.load(sums_ptr + scratch + offs_c, mask=offs_c < NC, other=0.0, volatile=True)
+        lvs = tl.load(ints_ptr + scratch + NC + offs_c, mask=offs_c < NC, other=-1, volatile=True)
         total = tl.zeros([], dtype=tl.float32)
         for c in range(0, NC):
-            total += tl.load(sums_ptr + scratch + c, volatile=True)
+            total += tl.sum(tl.where(offs_c == c, sums, 0.0), axis=0)  # exact: a one-hot sum
         thr = tl.load(final_coins_ptr + b) * total
         # The single program's scan: agg = agg + local chunk by chunk; the chunk where agg passes thr
         # is scanned, and the scan stops after it; last_valid covers the chunks up to that one.
@@ -512,8 +521,8 @@ def tree_sampling_target_only_split_kernel(predicts_ptr, accept_index_ptr, accep
         hit_chunk = tl.full([], NC, dtype=tl.int32)
         last_valid = tl.full([], -1, dtype=tl.int32)
         for c in range(0, NC):
-            s = tl.load(sums_ptr + scratch + c, volatile=True)
-            lv = tl.load(ints_ptr + scratch + NC + c, volatile=True)
+            s = tl.sum(tl.where(offs_c == c, sums, 0.0), axis=0)
+            lv = tl.max(tl.where(offs_c == c, lvs, -1), axis=0)
             open_ = hit_chunk == NC
             last_valid = tl.where(open_, tl.maximum(last_valid, lv), last_valid)
             passes = open_ & (agg + s > thr)

@@ -52,9 +52,9 @@ KERNELS = {
             "V": "constexpr",
             "stride_p_b": "i64", "stride_p_row": "i32", "threshold_single": "fp32", "threshold_acc": "fp32",
             "NEW_SEMANTICS": "constexpr", "BLOCK_N": "constexpr", "BLOCK_W": "constexpr", "CHUNK": "constexpr",
-            "NC": "constexpr"},
+            "NC": "constexpr", "NC_P2": "constexpr"},
             {"n": 64, "W": 6, "V": V, "NEW_SEMANTICS": new, "BLOCK_N": 64, "BLOCK_W": 8, "CHUNK": chunk,
-             "NC": -(-V // chunk)})
+             "NC": nc, "NC_P2": max(2, 1 << (nc - 1).bit_length())})
             for new in (True, False) for V, chunk, nc in ((128256, 4096, 32), (50257, 1024, 50), (1000, 4096, 1))},
         **{f"chain_rejection_sampling_kernel[new={new},bonus={bonus},N={N},V={V},bpp={bpp}]": ("chain_rejection_sampling_kernel", {
             "predicts_ptr": I32, "accept_index_ptr": I32, "accept_token_num_ptr": I32, "bonus_ptr": I64,
@@ -62,9 +62,10 @@ KERNELS = {
             "target_probs_ptr": F32, "draft_probs_ptr": F32, "N": "constexpr", "V": "constexpr", "stride_coin_b": "i32",
             "stride_p_b": "i64", "stride_p_row": "i32", "stride_q_b": "i64", "stride_q_row": "i32",
             "NEW_SEMANTICS": "constexpr", "WRITE_BONUS": "constexpr", "BLOCK_S": "constexpr", "BLOCK_V": "constexpr",
-            "NB": "constexpr", "BPP": "constexpr", "K_GIVEN": "constexpr"},
+            "NB": "constexpr", "NB_P2": "constexpr", "BPP": "constexpr", "K_GIVEN": "constexpr"},
             {"N": N, "V": V, "NEW_SEMANTICS": new, "WRITE_BONUS": bonus, "BLOCK_S": max(2, N), "BLOCK_V": 4096,
-             "NB": -(-V // 4096), "BPP": bpp, "K_GIVEN": given})
+             "NB": -(-V // 4096), "NB_P2": max(2, 1 << (-(-V // 4096) - 1).bit_length()), "BPP": bpp,
+             "K_GIVEN": given})
             for new in (True, False) for bonus in (True, False) for N, V, bpp, given in (
                 (8, 128256, 1, False), (1, 1000, 1, False), (4, 50257, 2, False), (8, 32000, 1, True),
                 (4, 128256, 2, True))},
