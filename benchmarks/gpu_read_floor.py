@@ -8,7 +8,7 @@ The chain sampler reads one p row and one q row per request. This script times, 
 * ``floor_4096x4_evict_first``: the same with streaming loads (evict_first);
 * ``floor_8192x8``: a freer shape (8192 tokens, 8 warps);
 * ``specviz_chain_one`` / ``specviz_chain_split``: our sampler as one launch, and with the accept
-  tests in a first small launch (``triton_verify.CHAIN_SPLIT_MIN_BS``); ``sglang_chain``: SGLang's.
+  tests in a first small launch (``triton_verify.CHAIN_SPLIT_MIN_PROGRAMS``); ``sglang_chain``: SGLang's.
 
 Usage on a CUDA GPU: ``python benchmarks/gpu_read_floor.py [--out floor.json]``.
 """
@@ -98,7 +98,8 @@ def main():
     rows = []
     gen = torch.Generator(device=dev).manual_seed(0)
     n = args.n
-    saved = triton_verify.CHAIN_SPLIT_MIN_BS
+    saved = triton_verify.CHAIN_SPLIT_MIN_PROGRAMS
+    saved_regs = triton_verify.CHAIN_MAXNREG, triton_verify.TARGET_ONLY_MAXNREG
     for bs, V in configs():
         p = torch.softmax(3 * torch.randn((bs, n, V), generator=gen, device=dev), -1)
         q = torch.softmax(0.8 * p[:, : n - 1].log() + 0.5 * torch.randn((bs, n - 1, V), generator=gen, device=dev), -1)
@@ -123,15 +124,16 @@ def main():
                                          ATOMIC=atomic, BLOCK_S=triton.next_power_of_2(n), num_warps=warps)
         chain_nt = torch.where(ri % n == n - 1, -1, ri % n + 1)  # a chain-shaped tree for the target-only sampler
         chain_ns = torch.full_like(ri, -1)
-        for regs in (None, 64, 80):
-            triton_verify.SAMPLER_MAXNREG = regs
+        for regs in (None, 64):
+            triton_verify.CHAIN_MAXNREG = triton_verify.TARGET_ONLY_MAXNREG = regs
             tag = "" if regs is None else f"_maxnreg{regs}"
             for name, min_bs in (("specviz_chain_one", None), ("specviz_chain_split", 0)):
-                triton_verify.CHAIN_SPLIT_MIN_BS = min_bs
+                triton_verify.CHAIN_SPLIT_MIN_PROGRAMS = min_bs
                 runs[name + tag] = triton_verify.chain_prepare(cand, ri, u, uf, p, q, new=True)[1]
             runs["specviz_target_only" + tag] = triton_verify.tree_sampling_prepare(
                 cand, ri, chain_nt, chain_ns, u, uf, p, W=n, threshold_single=1.0, threshold_acc=1.0, new=True)[1]
-        triton_verify.CHAIN_SPLIT_MIN_BS, triton_verify.SAMPLER_MAXNREG = saved, None
+        triton_verify.CHAIN_SPLIT_MIN_PROGRAMS = saved
+        triton_verify.CHAIN_MAXNREG, triton_verify.TARGET_ONLY_MAXNREG = saved_regs
         if sgl is not None and p.numel() < 2**31:
             s_pred = torch.zeros(bs * n, dtype=torch.int32, device=dev)
             s_acc = torch.full((bs, n), -1, dtype=torch.int32, device=dev)

@@ -14,7 +14,7 @@ from specviz.results import TreeSampleResult, VerifyResult
 
 from .torch_common import F32, INT32, INT64, as_tensor
 from .torch_verify import check_chain_inputs, check_greedy_inputs, check_tree_sampling_args, check_work_buffer
-from .triton_common import chain_cdf_block, pow2, sampler_warps, target_only_chunk, triton_device
+from .triton_common import chain_cdf_block, interpreting, pow2, sampler_warps, target_only_chunk, triton_device
 from .triton_verify_kernels import (chain_accept_len_kernel, chain_rejection_sampling_kernel, tree_sampling_target_only_kernel,
                                     tree_sampling_target_only_split_kernel, verify_tree_greedy_kernel)
 
@@ -53,8 +53,8 @@ def greedy_prepare(cand, ri, nt, ns, tp, *, W, predicts_init=0):
     return VerifyResult(predicts=predicts, accept_index=accept_index, accept_token_num=accept_token_num), launch
 
 
-def _regs() -> dict:
-    return {} if SAMPLER_MAXNREG is None else {"maxnreg": SAMPLER_MAXNREG}
+def _regs(cap) -> dict:
+    return {} if cap is None or interpreting() else {"maxnreg": cap}
 
 
 def tree_sampling_launch(cand, ri, nt, ns, u, uf, p, **kw):
@@ -85,7 +85,7 @@ def tree_sampling_prepare(cand, ri, nt, ns, u, uf, p, *, W, threshold_single, th
         launch = functools.partial(
             tree_sampling_target_only_split_kernel[(bs * nc,)],
             predicts, accept_index, accept_token_num, buf, scratch.view(F32), scratch, cand, ri, nt, ns, u, uf, p,
-            *scalars, CHUNK=chunk, NC=nc, NC_P2=pow2(nc), **common, **_regs())
+            *scalars, CHUNK=chunk, NC=nc, NC_P2=pow2(nc), **common, **_regs(TARGET_ONLY_MAXNREG))
     else:  # the "q as buffer" mistake: the kernel reads whatever the caller handed it
         buf = buffer_init.to(device=cand.device, dtype=F32).reshape(bs, n, V).contiguous().clone()
         launch = functools.partial(
@@ -135,14 +135,19 @@ def chain_launch(cand, ri, u, uf, p, q, **kw):
 # half the programs, each with two blocks' loads in flight), else 1 (measured on an H200: benchmarks/README.md).
 # Set to 1 or 2 to force one (bench_kernels.py --chain-bpp).
 CHAIN_BLOCKS_PER_PROGRAM = None
-# From this batch size on (and NB > 1) the accept tests run first in their own small kernel
-# (chain_accept_len_kernel), so each block program starts its loads after one dependent load instead of
-# two; below it the second launch costs more than it saves (benchmarks/README.md). 0 = always, None = never.
-CHAIN_SPLIT_MIN_BS = 256
-# ptxas register cap of the block-parallel samplers (None: the compiler's choice). Their draw path (a
-# 4096-token cumsum, run by one program a request) sets the register count of every program, and so
-# how many programs an SM holds while the loads are in flight (benchmarks/README.md).
-SAMPLER_MAXNREG = None
+# From this many block programs on (bs * NB), the accept tests run first in their own small kernel
+# (chain_accept_len_kernel), so each block program starts its loads after one load instead of two
+# dependent rounds; below it the second launch costs more than it saves. Measured on an H200
+# (benchmarks/README.md): split faster at bs 512 / 2048 with V = 128256 (NB = 32) and at bs 4096 with
+# V = 32000, one launch faster at bs <= 512 with V = 32000 and at bs 64 with V = 128256.
+# 0 = always, None = never.
+CHAIN_SPLIT_MIN_PROGRAMS = 16384
+# ptxas register cap of the target-only sampler: its walk and draw paths set the register count of
+# every program (123 without a cap), and so how many programs an SM holds while the loads are in flight;
+# 64 spills a little on those paths and runs 2-19% faster at bs >= 512 on an H200 (benchmarks/README.md).
+# The chain sampler runs slower under every cap tried (64, 80): its count stays the compiler's.
+TARGET_ONLY_MAXNREG = 64
+CHAIN_MAXNREG = None
 _K_ROWS = 32  # requests a program of chain_accept_len_kernel
 
 
@@ -163,7 +168,7 @@ def chain_prepare(cand, ri, u, uf, p, q, *, new, bonus=None):
     nb = -(-V // block)
     bpp = 1 if nb == 1 else CHAIN_BLOCKS_PER_PROGRAM or (2 if nb >= 16 else 1)
     programs = bs * -(-nb // bpp)
-    split = nb > 1 and N > 1 and CHAIN_SPLIT_MIN_BS is not None and bs >= CHAIN_SPLIT_MIN_BS
+    split = nb > 1 and N > 1 and CHAIN_SPLIT_MIN_PROGRAMS is not None and bs * nb >= CHAIN_SPLIT_MIN_PROGRAMS
     body = bs * (nb + 1) if nb > 1 else 1
     scratch = torch.zeros(body + (bs if split else 1), dtype=INT32, device=cand.device)  # sums, counter | k
     sums = scratch[:body]
@@ -174,7 +179,7 @@ def chain_prepare(cand, ri, u, uf, p, q, *, new, bonus=None):
         predicts, accept_index, accept_token_num, bonus if bonus is not None else accept_token_num,
         sums.view(F32), sums, k_given, cand, ri, u, uf, p, q, N, V, *strides,
         NEW_SEMANTICS=new, WRITE_BONUS=bonus is not None, BLOCK_S=pow2(N), BLOCK_V=block, NB=nb,
-        NB_P2=pow2(nb), BPP=bpp, K_GIVEN=split, num_warps=sampler_warps(V), **_regs())
+        NB_P2=pow2(nb), BPP=bpp, K_GIVEN=split, num_warps=sampler_warps(V), **_regs(CHAIN_MAXNREG))
     if not split:
         return (predicts, accept_index, accept_token_num), sampler
     accept_len = functools.partial(chain_accept_len_kernel[(-(-bs // _K_ROWS),)], k_given, cand, u, p, q, bs, N,

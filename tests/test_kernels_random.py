@@ -167,16 +167,16 @@ def test_chain_rejection_sampling_random(seed, bs, N, V, semantics):
 @given(seed=seeds, bs=batches, N=st.integers(2, 9), V=st.sampled_from([4097, 8193]),
        semantics=st.sampled_from(["0.5.23", "earlier"]))
 def test_chain_sampler_with_its_accept_tests_in_a_first_launch(seed, bs, N, V, semantics):
-    """Large batches on a GPU run the accept tests in chain_accept_len_kernel first (CHAIN_SPLIT_MIN_BS);
+    """Large batches on a GPU run the accept tests in chain_accept_len_kernel first (CHAIN_SPLIT_MIN_PROGRAMS);
     forced here on small batches with several 4096-blocks a row: the same results as the reference."""
     from kernels import triton_verify
 
-    saved = triton_verify.CHAIN_SPLIT_MIN_BS
-    triton_verify.CHAIN_SPLIT_MIN_BS = 0
+    saved = triton_verify.CHAIN_SPLIT_MIN_PROGRAMS
+    triton_verify.CHAIN_SPLIT_MIN_PROGRAMS = 0
     try:
         test_chain_rejection_sampling_random.hypothesis.inner_test(seed, bs, N, V, semantics)
     finally:
-        triton_verify.CHAIN_SPLIT_MIN_BS = saved
+        triton_verify.CHAIN_SPLIT_MIN_PROGRAMS = saved
 
 
 def _logits_args(draw, rng, rows):
