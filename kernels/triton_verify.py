@@ -85,7 +85,7 @@ def tree_sampling_prepare(cand, ri, nt, ns, u, uf, p, *, W, threshold_single, th
         launch = functools.partial(
             tree_sampling_target_only_split_kernel[(bs * nc,)],
             predicts, accept_index, accept_token_num, buf, scratch.view(F32), scratch, cand, ri, nt, ns, u, uf, p,
-            *scalars, CHUNK=chunk, NC=nc, NC_P2=pow2(nc), **common, **_regs(TARGET_ONLY_MAXNREG))
+            *scalars, CHUNK=chunk, NC=nc, NC_P2=pow2(nc), WALK_IN_REGISTERS=n <= 16, **common, **_regs(TARGET_ONLY_MAXNREG))
     else:  # the "q as buffer" mistake: the kernel reads whatever the caller handed it
         buf = buffer_init.to(device=cand.device, dtype=F32).reshape(bs, n, V).contiguous().clone()
         launch = functools.partial(

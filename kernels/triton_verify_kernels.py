@@ -401,6 +401,16 @@ def _pick(vec, offs, idx):
 
 
 @triton.jit
+def _node(vec, row_ptr, offs, idx, IN_REGISTERS: tl.constexpr):
+    """A node's entry of one tree row: from the row held in registers (a one-hot sum; small trees), or
+    a load (wide trees, where the one-hot sums over 64 lanes cost more than cached loads)."""
+    if IN_REGISTERS:
+        return _pick(vec, offs, idx)
+    else:
+        return tl.load(row_ptr + idx)
+
+
+@triton.jit
 def _zero_buffer_terminal_chunk(p_row_ptr, v, m, rejected, offs_n, n_rejected):
     """One chunk of relu(p - buf) when the work buffer was zero on entry: the rejected children's
     entries hold p itself (buf[tok] = p[tok], so p - buf = +0.0 there), every other entry is 0.
@@ -420,13 +430,15 @@ def tree_sampling_target_only_split_kernel(predicts_ptr, accept_index_ptr, accep
                                            stride_p_row, threshold_single, threshold_acc,
                                            NEW_SEMANTICS: tl.constexpr, BLOCK_N: tl.constexpr,
                                            BLOCK_W: tl.constexpr, CHUNK: tl.constexpr, NC: tl.constexpr,
-                                           NC_P2: tl.constexpr):
+                                           NC_P2: tl.constexpr, WALK_IN_REGISTERS: tl.constexpr):
     """``tree_sampling_target_only_kernel`` for a work buffer that is zero on entry (SGLang's call),
     parallel over the vocabulary: grid (bs * NC,), program pid serves request b = pid // NC and
     chunk g = pid % NC of the NC = cdiv(V, CHUNK) chunks (FlashInfer's chunk, target_only_chunk(V)).
 
-    Every program walks the request's tree (the tree's rows are loaded once into registers; the
-    only dependent global loads are the target probabilities of the visited children), then
+    Every program walks the request's tree (WALK_IN_REGISTERS, for small trees: the tree's rows are
+    loaded once into registers and the only dependent global loads are the target probabilities of
+    the visited children; else the links are loaded as the walk goes, cached after the request's first
+    program), then
     takes the tl.sum and the last token with mass of its chunk of the terminal row relu(p - buf),
     with the single-program kernel's block shape, so each chunk sum has its bits. sums_ptr (f32)
     and ints_ptr (i32) view one zeroed scratch [bs, 2 * NC + 1]: NC chunk sums, NC last-valid
@@ -451,23 +463,23 @@ def tree_sampling_target_only_split_kernel(predicts_ptr, accept_index_ptr, accep
     buf_req = buf_ptr + b * n * V
     write_buf = g == 0
 
-    acc_rows = tl.where(offs_w == 0, _pick(rows, offs_n, 0), -1)  # accept_index of the request
+    acc_rows = tl.where(offs_w == 0, _node(rows, retrieve_index_ptr + base, offs_n, 0, WALK_IN_REGISTERS), -1)  # accept_index of the request
     acc_toks = tl.zeros([BLOCK_W], dtype=tl.int64)  # acc_toks[i]: the draft token accepted at level i + 1
     rejected = tl.full([BLOCK_N], -1, dtype=tl.int64)  # the current level's rejected children's tokens
     n_rejected = tl.zeros([], dtype=tl.int32)
     node = tl.zeros([], dtype=tl.int64)
     k = tl.zeros([], dtype=tl.int32)
     go = tl.full([], 1, dtype=tl.int32)
-    coin = _pick(coins, offs_n, 0)
+    coin = _node(coins, coins_ptr + base, offs_n, 0, WALK_IN_REGISTERS)
     for _level in range(1, W):
         if go != 0:
-            child = _pick(first_child, offs_n, node)
+            child = _node(first_child, next_token_ptr + base, offs_n, node, WALK_IN_REGISTERS)
             acc = tl.zeros([], dtype=tl.float32)
             accepted = tl.zeros([], dtype=tl.int32)
             tok = tl.zeros([], dtype=tl.int64)
             n_rejected = tl.zeros([], dtype=tl.int32)
             while (child != -1) & (accepted == 0):
-                tok = _pick(cand, offs_n, child)
+                tok = _node(cand, candidates_ptr + base, offs_n, child, WALK_IN_REGISTERS)
                 pt = tl.load(p_req + node * stride_p_row + tok)
                 acc = acc + pt
                 bound = tl.math.div_rn(acc, threshold_acc)
@@ -479,14 +491,14 @@ def tree_sampling_target_only_split_kernel(predicts_ptr, accept_index_ptr, accep
                 tl.store(buf_req + node * V + tok, pt, mask=miss & write_buf)
                 rejected = tl.where((offs_n == n_rejected) & miss, tok, rejected)
                 n_rejected += miss.to(tl.int32)
-                child = tl.where(ok, child, _pick(next_sib, offs_n, child))
+                child = tl.where(ok, child, _node(next_sib, next_sibling_ptr + base, offs_n, child, WALK_IN_REGISTERS))
                 accepted = ok.to(tl.int32)
             if accepted != 0:
                 acc_toks = tl.where(offs_w == k, tok, acc_toks)
                 k += 1
-                acc_rows = tl.where(offs_w == k, _pick(rows, offs_n, child), acc_rows)
+                acc_rows = tl.where(offs_w == k, _node(rows, retrieve_index_ptr + base, offs_n, child, WALK_IN_REGISTERS), acc_rows)
                 node = child
-                coin = _pick(coins, offs_n, child)  # the next level's coin is the accepted node's
+                coin = _node(coins, coins_ptr + base, offs_n, child, WALK_IN_REGISTERS)  # the next level's coin is the accepted node's
             else:
                 go = 0
     use_sub = k < W - 1  # at the depth limit the terminal distribution is the plain target row

@@ -44,7 +44,7 @@ KERNELS = {
             "NEW_SEMANTICS": "constexpr", "BLOCK_N": "constexpr", "BLOCK_W": "constexpr", "BLOCK_V": "constexpr"},
             {"n": 64, "W": 6, "V": 128256, "NEW_SEMANTICS": new, "BLOCK_N": 64, "BLOCK_W": 8, "BLOCK_V": 4096})
             for new in (True, False)},
-        **{f"tree_sampling_target_only_split_kernel[new={new},NC={nc}]": ("tree_sampling_target_only_split_kernel", {
+        **{f"tree_sampling_target_only_split_kernel[new={new},NC={nc},n={n}]": ("tree_sampling_target_only_split_kernel", {
             "predicts_ptr": I32, "accept_index_ptr": I32, "accept_token_num_ptr": I32, "buf_ptr": F32,
             "sums_ptr": F32, "ints_ptr": I32,
             "candidates_ptr": I64, "retrieve_index_ptr": I64, "next_token_ptr": I64, "next_sibling_ptr": I64,
@@ -52,10 +52,11 @@ KERNELS = {
             "V": "constexpr",
             "stride_p_b": "i64", "stride_p_row": "i32", "threshold_single": "fp32", "threshold_acc": "fp32",
             "NEW_SEMANTICS": "constexpr", "BLOCK_N": "constexpr", "BLOCK_W": "constexpr", "CHUNK": "constexpr",
-            "NC": "constexpr", "NC_P2": "constexpr"},
-            {"n": 64, "W": 6, "V": V, "NEW_SEMANTICS": new, "BLOCK_N": 64, "BLOCK_W": 8, "CHUNK": chunk,
-             "NC": nc, "NC_P2": max(2, 1 << (nc - 1).bit_length())})
-            for new in (True, False) for V, chunk, nc in ((128256, 4096, 32), (50257, 1024, 50), (1000, 4096, 1))},
+            "NC": "constexpr", "NC_P2": "constexpr", "WALK_IN_REGISTERS": "constexpr"},
+            {"n": n, "W": 6, "V": V, "NEW_SEMANTICS": new, "BLOCK_N": n, "BLOCK_W": 8, "CHUNK": chunk,
+             "NC": nc, "NC_P2": max(2, 1 << (nc - 1).bit_length()), "WALK_IN_REGISTERS": n <= 16})
+            for new in (True, False) for V, chunk, nc in ((128256, 4096, 32), (50257, 1024, 50), (1000, 4096, 1))
+            for n in (8, 64)},
         **{f"chain_rejection_sampling_kernel[new={new},bonus={bonus},N={N},V={V},bpp={bpp}]": ("chain_rejection_sampling_kernel", {
             "predicts_ptr": I32, "accept_index_ptr": I32, "accept_token_num_ptr": I32, "bonus_ptr": I64,
             "sums_ptr": F32, "count_ptr": I32, "k_ptr": I32, "candidates_ptr": I64, "retrieve_index_ptr": I64, "coins_ptr": F32, "final_coins_ptr": F32,
@@ -143,7 +144,7 @@ def _jit_kernels():
 
 def test_every_kernel_is_listed():
     """The compile list covers every kernel (helpers called from kernels compile with their callers)."""
-    helpers = {"_chain_accept_len", "_pick", "_zero_buffer_terminal_chunk", "chain_inverse_cdf_row", "chain_inverse_cdf_row_from_sums", "target_only_inverse_cdf_row", "_terminal_block", "_probs_block"}
+    helpers = {"_chain_accept_len", "_node", "_pick", "_zero_buffer_terminal_chunk", "chain_inverse_cdf_row", "chain_inverse_cdf_row_from_sums", "target_only_inverse_cdf_row", "_terminal_block", "_probs_block"}
     for module, names in _jit_kernels().items():
         listed = {spec[0] for spec in KERNELS[module].values()}
         assert names - helpers == listed, (module, names - helpers - listed)
