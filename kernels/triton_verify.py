@@ -53,6 +53,10 @@ def greedy_prepare(cand, ri, nt, ns, tp, *, W, predicts_init=0):
     return VerifyResult(predicts=predicts, accept_index=accept_index, accept_token_num=accept_token_num), launch
 
 
+# None: the split kernel by the rule in tree_sampling_prepare; True / False force it on / off (tests).
+TARGET_ONLY_SPLIT = None
+
+
 def _regs(cap) -> dict:
     return {} if cap is None or interpreting() else {"maxnreg": cap}
 
@@ -69,8 +73,10 @@ def tree_sampling_prepare(cand, ri, nt, ns, u, uf, p, *, W, threshold_single, th
 
     A zero buffer (SGLang's call) runs ``tree_sampling_target_only_split_kernel``: bs * NC programs, NC
     chunks of the vocabulary a request, with a zeroed scratch for the chunk sums (left zeroed after a
-    launch, so ``launch`` may be replayed). A caller's buffer (the "q as buffer" mistake) runs the
-    single-program kernel, which reads the buffer as it is."""
+    launch, so ``launch`` may be replayed). Every one of those programs walks the tree, so a wide tree
+    (n > 16) on short rows (NC < 16) or in a large batch (bs * NC > 8192) runs the single-program kernel
+    instead, as does a caller's buffer (the "q as buffer" mistake), which that kernel reads as it is.
+    Both draw the same tokens; the choice is speed only (H200 figures in benchmarks/README.md)."""
     bs, n = cand.shape
     V = p.shape[2]
     assert p.stride(2) == 1
@@ -78,16 +84,20 @@ def tree_sampling_prepare(cand, ri, nt, ns, u, uf, p, *, W, threshold_single, th
     chunk = target_only_chunk(V)
     common = dict(NEW_SEMANTICS=new, BLOCK_N=pow2(n), BLOCK_W=pow2(W), num_warps=sampler_warps(V))
     scalars = (n, W, V, p.stride(0), p.stride(1), float(threshold_single), max(float(threshold_acc), 1e-9))
-    if buffer_init is None:
+    nc = -(-V // chunk)
+    split = n <= 16 or (nc >= 16 and bs * nc <= 8192) if TARGET_ONLY_SPLIT is None else TARGET_ONLY_SPLIT
+    if buffer_init is None and split:
         buf = torch.zeros((bs, n, V), dtype=F32, device=cand.device)  # SGLang's work buffer: zero on entry
-        nc = -(-V // chunk)
         scratch = torch.zeros((bs, 2 * nc + 1), dtype=INT32, device=cand.device)  # sums, last-valid, counter
         launch = functools.partial(
             tree_sampling_target_only_split_kernel[(bs * nc,)],
             predicts, accept_index, accept_token_num, buf, scratch.view(F32), scratch, cand, ri, nt, ns, u, uf, p,
             *scalars, CHUNK=chunk, NC=nc, NC_P2=pow2(nc), WALK_IN_REGISTERS=n <= 16, **common, **_regs(TARGET_ONLY_MAXNREG))
-    else:  # the "q as buffer" mistake: the kernel reads whatever the caller handed it
-        buf = buffer_init.to(device=cand.device, dtype=F32).reshape(bs, n, V).contiguous().clone()
+    else:  # the caller's buffer (the "q as buffer" mistake), or a wide tree on short rows: one program a request
+        if buffer_init is None:
+            buf = torch.zeros((bs, n, V), dtype=F32, device=cand.device)
+        else:  # the kernel reads whatever the caller handed it
+            buf = buffer_init.to(device=cand.device, dtype=F32).reshape(bs, n, V).contiguous().clone()
         launch = functools.partial(
             tree_sampling_target_only_kernel[(bs,)],
             predicts, accept_index, accept_token_num, buf, cand, ri, nt, ns, u, uf, p, *scalars, BLOCK_V=chunk,

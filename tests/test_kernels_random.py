@@ -120,6 +120,23 @@ def test_tree_sampling_target_only_random(case, V, semantics, thresholds):
     check_all("tree_sampling_target_only", cand, ri, nt, ns, u, uf, p, **kw)
 
 
+@settings(max_examples=10, **SETTINGS)
+@given(case=tree_cases(), V=st.sampled_from([4097, 8192]), semantics=st.sampled_from(["0.5.23", "earlier"]),
+       thresholds=st.sampled_from([(1.0, 1.0), (0.5, 0.25)]))
+def test_target_only_split_kernel_on_every_tree(case, V, semantics, thresholds):
+    """The block-parallel target-only kernel forced on for every tree size (by default wide trees on short
+    rows run the single-program kernel): both of its walks (links in registers for n <= 16, loaded
+    for wider trees) give the reference's results."""
+    from kernels import triton_verify
+
+    saved = triton_verify.TARGET_ONLY_SPLIT
+    triton_verify.TARGET_ONLY_SPLIT = True
+    try:
+        test_tree_sampling_target_only_random.hypothesis.inner_test(case, V, semantics, thresholds)
+    finally:
+        triton_verify.TARGET_ONLY_SPLIT = saved
+
+
 def _chain_case(rng, bs, N, V, zero_q=False):
     cand = rng.integers(0, V, size=(bs, N))
     p = random_probs(rng, (bs, N), V)
