@@ -120,7 +120,7 @@ def test_tree_sampling_target_only_random(case, V, semantics, thresholds):
     check_all("tree_sampling_target_only", cand, ri, nt, ns, u, uf, p, **kw)
 
 
-@settings(max_examples=10, **SETTINGS)
+@settings(max_examples=6, **SETTINGS)
 @given(case=tree_cases(), V=st.sampled_from([4097, 8192]), semantics=st.sampled_from(["0.5.23", "earlier"]),
        thresholds=st.sampled_from([(1.0, 1.0), (0.5, 0.25)]))
 def test_target_only_split_kernel_on_every_tree(case, V, semantics, thresholds):
@@ -226,7 +226,7 @@ def _top_p_is_clear(probs_before_p, top_p, rows):
     return True
 
 
-@settings(max_examples=12, **SETTINGS)
+@settings(max_examples=6, **SETTINGS)
 @given(data=st.data(), seed=seeds, rows=st.sampled_from([1, 3, 5]), V=vocabs)
 def test_target_probs_from_logits_random(data, seed, rows, V):
     rng = np.random.default_rng(seed)

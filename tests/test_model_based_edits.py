@@ -273,7 +273,7 @@ TestLivePages = LivePages.TestCase
 TestLivePages = pytest.mark.skipif(not __import__("specviz.render.svg", fromlist=["have_dot"]).have_dot(),
                                    reason="the step player draws with Graphviz's dot, which is not installed here "
                                           "(apt-get install graphviz)")(TestLivePages)
-TestLivePages.settings = settings(max_examples=2, stateful_step_count=20, deadline=None,
+TestLivePages.settings = settings(max_examples=1, stateful_step_count=20, deadline=None,
                                   suppress_health_check=list(HealthCheck))
 
 
