@@ -9,7 +9,7 @@ from specviz import captions, edits
 from specviz.frames import replay
 from specviz.render.tables import path_states, shift_table
 from specviz.ui import common as ui
-from specviz.ui import player, playframes
+from specviz.ui import player
 from specviz.ui import share_ui
 from specviz.safety import md_text as md
 
@@ -148,7 +148,7 @@ global_idx = [0] + [k + 1 for k, e in enumerate(all_events) if e.request == b]
 frames = replay(run.trace)
 step = min(ui.step(KEY), len(events))
 ui.mark_last(KEY, len(events) + 1)
-views = playframes.greedy_frames(s, run, ui.lang(), b)
+views = ui.greedy_frames(s, ui.lang(), b)  # playframes.greedy_frames(s, run, ...), cached with the run
 
 with walk_box:
     st.subheader(ui.tr("The walk", "遍历过程"))

@@ -139,6 +139,7 @@ def test_greedy_play_advances(page, open_page):
     _no_exception(page)
 
 
+@pytest.mark.exhaustive  # presentation mode stays in the default run through test_browser_player_corners' caption test
 def test_presentation_mode_folds_editing_and_enlarges_text(page, open_page, screenshot_dir):
     open_page(page, "greedy")
     assert page.get_by_text("Target prediction at each node").first.is_visible()

@@ -302,3 +302,21 @@ def badge(diffs: dict | None, what: str = "") -> bool:
         st.error(tr("{b} disagrees with the reference{suffix}: {d}", "{b} 与参考实现不一致{suffix}：{d}", b=b, d=d, suffix=suffix),
                  icon=":material/cancel:")
     return False
+
+
+@bounded_cache(share=0.1)
+def _greedy_frames(key: str, backend_name: str, lang: str, b: int) -> list:
+    from specviz.ui import playframes
+
+    result = _run(key, backend_name)
+    return playframes.greedy_frames(scenario_from_json(key), result, lang, b)
+
+
+def greedy_frames(s: Scenario, lang: str, b: int = 0, backend_name: str | None = None) -> list:
+    """``playframes.greedy_frames`` of ``run(s)``, cached like the run itself (on the scenario's canonical
+    JSON, the backend, the language and the request): every frame is a pure function of those, and a
+    class editing back and forth between a few scenarios asks for the same frames again and again.
+    Call after ``run(s)`` has succeeded."""
+    from specviz.engine import scenario_key
+
+    return _greedy_frames(scenario_key(s), backend_name or backend(), lang, b)

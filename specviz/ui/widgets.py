@@ -3,6 +3,8 @@ page links. Every user-controlled text goes through ``specviz.ui.markup`` escapi
 """
 from __future__ import annotations
 
+import functools
+
 import streamlit as st
 
 from specviz.ui.i18n import term, tr
@@ -41,6 +43,16 @@ def state_table(df, states: dict) -> None:
         st.dataframe(df, hide_index=True, width="stretch", height=420)
 
 
+@functools.cache
+def _python_string_storage() -> None:
+    """Streamlit marshals a Styler by casting the frame to strings and writing the shown text back cell by
+    cell; with pandas' default Arrow string storage each write copies the column (~1 ms a column a rerun,
+    benchmarks/profile_rerun.py). Python storage holds the same strings, so the app switches to it once."""
+    import pandas as pd
+
+    pd.set_option("mode.string_storage", "python")
+
+
 def text_table(data) -> None:
     """``st.table`` with every cell as text. Streamlit renders st.table cells (and headers) as
     markdown, so a token label ``![i](http://host/p)`` would become an image: each string cell goes
@@ -50,6 +62,7 @@ def text_table(data) -> None:
 
     from specviz.safety import table_cell
 
+    _python_string_storage()
     if isinstance(data, pd.DataFrame):
         data = data.rename(columns=table_cell).map(table_cell)
     else:  # a pandas Styler: escape what it shows, keep its colours
