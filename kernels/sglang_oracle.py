@@ -88,12 +88,14 @@ def load() -> types.SimpleNamespace:
         spec.loader.exec_module(mod)
         mods[fname[:-3]] = mod
     tree, rs = mods["spec_tree"], mods["reject_sampling"]
+    from .triton_common import one_launch_at_a_time  # SGLang's kernels share the interpreter too
+
     _LOADED = types.SimpleNamespace(
         source=how,
-        build_tree=tree.sgl_build_tree_kernel_triton,
-        build_tree_kernel=tree.sgl_build_tree_kernel_efficient_triton,
-        verify_tree_greedy=tree.verify_tree_greedy_triton,
-        chain_sampling=rs.chain_speculative_sampling_triton,
+        build_tree=one_launch_at_a_time(tree.sgl_build_tree_kernel_triton),
+        build_tree_kernel=one_launch_at_a_time(tree.sgl_build_tree_kernel_efficient_triton),
+        verify_tree_greedy=one_launch_at_a_time(tree.verify_tree_greedy_triton),
+        chain_sampling=one_launch_at_a_time(rs.chain_speculative_sampling_triton),
         TreeMaskMode=tree.TreeMaskMode,
     )
     return _LOADED

@@ -14,7 +14,7 @@ from specviz.reference import API_FUNCTIONS
 from . import triton_dspark, triton_sampling, triton_tree, triton_verify
 from .torch_backend import validate_one
 from .torch_montecarlo import sample_many_with
-from .triton_common import triton_device
+from .triton_common import one_launch_at_a_time, triton_device
 
 
 def _run_chain(batch, u, uf):
@@ -70,4 +70,4 @@ def backend() -> SimpleNamespace:
     import os
 
     label = "triton (CPU interpreter)" if os.environ.get("TRITON_INTERPRET") == "1" else "triton (GPU)"
-    return SimpleNamespace(name="triton", label=label, **FUNCTIONS)
+    return SimpleNamespace(name="triton", label=label, **{k: one_launch_at_a_time(f) for k, f in FUNCTIONS.items()})

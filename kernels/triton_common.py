@@ -1,8 +1,10 @@
 """Launcher helpers shared by the Triton backend modules (device choice, block sizes)."""
 from __future__ import annotations
 
+import functools
 import math
 import os
+import threading
 
 import torch
 import triton
@@ -14,6 +16,24 @@ from .torch_common import pick_device
 
 def interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET") == "1"
+
+
+# The Triton interpreter is not thread-safe: while a kernel runs it swaps triton.language's functions for
+# its own, process-wide, so a second launch on another thread (another student's session on the same
+# server) can meet a half-swapped module and fail with "Did you forget to add @triton.jit ?". Under the
+# interpreter every launch through a backend holds this lock (re-entrant: eagle_sample calls the others).
+INTERPRETER_LOCK = threading.RLock()
+
+
+def one_launch_at_a_time(fn):
+    """``fn`` holding INTERPRETER_LOCK while TRITON_INTERPRET=1 (compiled kernels run unlocked)."""
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        if not interpreting():
+            return fn(*args, **kwargs)
+        with INTERPRETER_LOCK:
+            return fn(*args, **kwargs)
+    return call
 
 
 def triton_device(*values) -> torch.device:

@@ -336,3 +336,33 @@ def test_greedy_page_badge_is_red_for_a_silent_backend(monkeypatch, make):
     finally:
         bounded_cache.clear_all()
         st.cache_data.clear()
+
+
+def test_a_backend_that_raises_is_named_as_failing_not_as_disagreeing(monkeypatch):
+    """A crash is not an answer: the badge says the backend failed to run (and why), not that it disagrees."""
+    import streamlit as st
+
+    import specviz.backends as backends
+
+    real_get = backends.get_backend
+
+    class _Raising:
+        def __getattr__(self, name):
+            def boom(*args, **kwargs):
+                raise RuntimeError("out of device memory")
+            return boom
+
+    monkeypatch.setattr(backends, "get_backend", lambda name: _Raising() if name == "torch" else real_get(name))
+    from specviz.ui import bounded_cache
+
+    bounded_cache.clear_all()
+    st.cache_data.clear()
+    try:
+        at = AppTest.from_file(str(ROOT / "pages/greedy.py"), default_timeout=TIMEOUT)
+        at.run()
+        errors = [str(e.value) for e in at.error]
+        assert any("torch failed to run these inputs: out of device memory" in e for e in errors), errors
+        assert not any("disagrees" in e for e in errors), errors
+    finally:
+        bounded_cache.clear_all()
+        st.cache_data.clear()

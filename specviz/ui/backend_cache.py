@@ -299,6 +299,10 @@ def badge(diffs: dict | None, what: str = "") -> bool:
                    icon=":material/check_circle:")
         return True
     for b, d in bad.items():
+        if d.startswith("failed: "):  # it raised (engine.compare_backends): it did not compute another answer
+            st.error(tr("{b} failed to run these inputs{suffix}: {d}", "{b} 无法运行这些输入{suffix}：{d}", b=b,
+                        d=d[len("failed: "):], suffix=suffix), icon=":material/cancel:")
+            continue
         st.error(tr("{b} disagrees with the reference{suffix}: {d}", "{b} 与参考实现不一致{suffix}：{d}", b=b, d=d, suffix=suffix),
                  icon=":material/cancel:")
     return False
