@@ -120,6 +120,7 @@ def test_tour_page(page, open_page, screenshot_dir):
     expect(page).to_have_url(re.compile(r"/greedy"))
 
 
+@pytest.mark.exhaustive  # CI time; share links round-trip under AppTest in tests/test_share_pages.py
 def test_shared_link_opens_the_same_state(page, app_server, screenshot_dir):
     data = json.loads(preset("running_example").to_json())
     data["requests"][0]["target_predict"] = ["A", "D", "X", "X", "X"]

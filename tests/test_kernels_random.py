@@ -57,7 +57,7 @@ def tree_cases(draw, max_n=64):
     return rng, ri, nt, ns, W
 
 
-@settings(max_examples=30, **SETTINGS)
+@settings(max_examples=15, **SETTINGS)
 @given(seed=seeds, bs=batches, shape=tree_shapes(), mode=st.sampled_from(["full_mask", "qlen_only", "qlen_only_bitpacking"]),
        corrupt=st.booleans())
 def test_build_tree_random(seed, bs, shape, mode, corrupt):
@@ -71,7 +71,7 @@ def test_build_tree_random(seed, bs, shape, mode, corrupt):
     check_all("build_tree", pl, si, seq_lens, topk=topk, depth=depth, num_draft_tokens=n, tree_mask_mode=mode)
 
 
-@settings(max_examples=30, **SETTINGS)
+@settings(max_examples=15, **SETTINGS)
 @given(case=tree_cases(), V=vocabs, init=st.sampled_from([0, -1]))
 def test_verify_tree_greedy_random(case, V, init):
     rng, ri, nt, ns, W = case
@@ -104,7 +104,7 @@ def _tree_final_coins(rng, res, p, W):
     return uf
 
 
-@settings(max_examples=20, **SETTINGS)
+@settings(max_examples=10, **SETTINGS)
 @given(case=tree_cases(), V=vocabs, semantics=st.sampled_from(["0.5.23", "earlier"]),
        thresholds=st.sampled_from([(1.0, 1.0), (1.0, 0.6), (0.3, 1.0), (0.5, 0.25)]))
 def test_tree_sampling_target_only_random(case, V, semantics, thresholds):
@@ -168,7 +168,7 @@ def _chain_final_coins(rng, res, p, q, semantics):
     return uf
 
 
-@settings(max_examples=20, **SETTINGS)
+@settings(max_examples=10, **SETTINGS)
 @given(seed=seeds, bs=batches, N=st.integers(1, 9), V=vocabs, semantics=st.sampled_from(["0.5.23", "earlier"]))
 def test_chain_rejection_sampling_random(seed, bs, N, V, semantics):
     rng = np.random.default_rng(seed)
@@ -237,7 +237,7 @@ def test_target_probs_from_logits_random(data, seed, rows, V):
     check_all("target_probs_from_logits", logits, temperature=temp, top_k=top_k, top_p=top_p)
 
 
-@settings(max_examples=10, **SETTINGS)
+@settings(max_examples=5, **SETTINGS)
 @given(data=st.data(), case=tree_cases(max_n=24), V=st.sampled_from([1, 7, 1000]),
        path=st.sampled_from(["greedy", "tree", "chain"]))
 def test_eagle_sample_random(data, case, V, path):
@@ -279,7 +279,7 @@ def test_eagle_sample_random(data, case, V, path):
                   uniform_samples_for_final_sampling=uf, **kw)
 
 
-@settings(max_examples=15, **SETTINGS)
+@settings(max_examples=8, **SETTINGS)
 @given(seed=seeds, bs=batches, T=st.integers(1, 9), V=vocabs)
 def test_dspark_random(seed, bs, T, V):
     rng = np.random.default_rng(seed)
