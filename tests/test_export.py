@@ -23,6 +23,7 @@ def test_scenario_json_round_trip():
     assert scenario_from_json(scenario_json(s)) == s
 
 
+@pytest.mark.exhaustive  # CI time; an exported file runs and passes in test_exported_pytest_file_says_how_to_run_it_and_runs_from_a_fresh_folder
 def test_exported_pytest_files_pass(tmp_path):
     """Every preset, plus an edited one, exported as a test module; one pytest subprocess runs them all."""
     for name in PRESETS:

@@ -48,6 +48,7 @@ def test_sampling_with_thresholds_1_matches_the_targets_own_sampling(algorithm, 
     assert abs(sum(proof.observed) - 1) < 1e-9 and abs(sum(proof.expected) - 1) < 1e-6
 
 
+@pytest.mark.exhaustive  # CI time; thresholds' bias stays in the default run in tests/test_sample_many_stats.py (numpy, torch)
 def test_thresholds_below_1_are_measurably_biased():
     s = LoopSettings(algorithm="target_only", topk=2, depth=2, num_draft_tokens=4, temperature=1.0, rounds=4, threshold_acc=0.1)
     proof = sampling_lossless(MC_PROMPT, s, **MC)

@@ -105,7 +105,7 @@ class TreeEdits(RuleBasedStateMachine):
 
 
 TestTreeEdits = TreeEdits.TestCase
-TestTreeEdits.settings = settings(max_examples=100, stateful_step_count=30, deadline=None,
+TestTreeEdits.settings = settings(max_examples=60, stateful_step_count=30, deadline=None,
                                   suppress_health_check=list(HealthCheck))
 
 

@@ -65,6 +65,7 @@ def test_scenario_shows_its_tree_as_an_outline():
     assert html.count("<ul") == 3 and "A <small>(node 1, row 1)</small>" in html
 
 
+@pytest.mark.exhaustive  # CI time; the notebook's helpers are tested above without a kernel
 def test_example_notebook_executes(tmp_path):
     nbclient = pytest.importorskip("nbclient", reason="pip install -c constraints.txt -r requirements-dev.txt")
     pytest.importorskip("ipykernel", reason="pip install -c constraints.txt -r requirements-dev.txt")
