@@ -34,7 +34,6 @@ PARTS = {
     "page_setup (theme.page_setup)": ("specviz/ui/theme.py", "page_setup"),
     "scenario (scenarios.scenario)": ("specviz/ui/scenarios.py", "scenario"),
     "step player (player.show)": ("specviz/ui/player.py", "show"),
-    "st.cache_data look-ups": ("streamlit/runtime/caching/cache_utils.py", "__call__"),
     "selectboxes (st.selectbox)": ("streamlit/elements/widgets/selectbox.py", "selectbox"),
     "Streamlit's per-element enqueue": ("streamlit/delta_generator.py", "_enqueue"),
 }
