@@ -416,7 +416,7 @@ def main():
     ap.add_argument("--bits", action="store_true",
                     help="also count chain-sampler draws bit-identical to SGLang's kernel (kernels.sglang_oracle.chain_bits)")
     ap.add_argument("--impls", nargs="*", default=[], help="time only these implementations (triton, torch, sglang)")
-    ap.add_argument("--chain-bpp", type=int, choices=(1, 2), default=None,
+    ap.add_argument("--chain-bpp", type=int, choices=(1, 2, 4, 8), default=None,
                     help="blocks per program of the chain sampler (triton_verify.CHAIN_BLOCKS_PER_PROGRAM)")
     args = ap.parse_args()
     ONLY_OPS.update(args.ops)

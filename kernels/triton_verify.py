@@ -141,17 +141,21 @@ def chain_launch(cand, ri, u, uf, p, q, **kw):
     return outputs
 
 
-# Blocks of 4096 tokens each program of the chain sampler sums: 2 for long rows (NB >= 16, e.g. V = 128256:
-# half the programs, each with two blocks' loads in flight), else 1 (measured on an H200: benchmarks/README.md).
-# Set to 1 or 2 to force one (bench_kernels.py --chain-bpp).
+# Blocks of 4096 tokens each program of the chain sampler sums: 2 (two blocks' loads in flight a program)
+# for long rows (NB >= 16, e.g. V = 128256) and for batches of 256 requests or more; else 1 (more programs
+# where a small batch would leave SMs idle). Set to a power of 2 to force one (bench_kernels.py --chain-bpp).
+# Measured on an H200 (benchmarks/gpu_chain_variants.py, benchmarks/README.md): 2 beats 1 by 4-8% at
+# bs 512 / 4096 with V = 32000 and at every bs with V = 128256; 1 beats 2 at bs 1 with V = 32000 (bs 64:
+# within the spread); 4 and 8 lose to 2 except at bs 64 with V = 128256 (24.4 vs 26.2 us, both < 0.25x SGLang).
 CHAIN_BLOCKS_PER_PROGRAM = None
-# From this many block programs on (bs * NB), the accept tests run first in their own small kernel
-# (chain_accept_len_kernel), so each block program starts its loads after one load instead of two
-# dependent rounds; below it the second launch costs more than it saves. Measured on an H200
-# (benchmarks/README.md): split faster at bs 512 / 2048 with V = 128256 (NB = 32) and at bs 4096 with
-# V = 32000, one launch faster at bs <= 512 with V = 32000 and at bs 64 with V = 128256.
-# 0 = always, None = never.
+# The accept tests run first in their own small kernel (chain_accept_len_kernel) when a request has at
+# least CHAIN_SPLIT_MIN_PROGRAMS_A_REQUEST block programs and the launch more than CHAIN_SPLIT_MIN_PROGRAMS:
+# each block program then starts its loads after one load instead of two dependent rounds, which pays for
+# the second launch only there (an H200: split faster by 1.3% at bs 2048 with V = 128256; one launch faster
+# at bs 512 with V = 128256 and at every bs with V = 32000, 4 programs a request).
+# CHAIN_SPLIT_MIN_PROGRAMS = 0: always (tests); None: never.
 CHAIN_SPLIT_MIN_PROGRAMS = 16384
+CHAIN_SPLIT_MIN_PROGRAMS_A_REQUEST = 16
 # ptxas register cap of the target-only sampler: its walk and draw paths set the register count of
 # every program (123 without a cap), and so how many programs an SM holds while the loads are in flight;
 # 64 spills a little on those paths and runs 2-19% faster at bs >= 512 on an H200 (benchmarks/README.md).
@@ -159,6 +163,15 @@ CHAIN_SPLIT_MIN_PROGRAMS = 16384
 TARGET_ONLY_MAXNREG = 64
 CHAIN_MAXNREG = None
 _K_ROWS = 32  # requests a program of chain_accept_len_kernel
+
+
+def chain_split(bs: int, nb: int, np_: int) -> bool:
+    """Whether the chain sampler runs its accept tests in a first launch (see CHAIN_SPLIT_MIN_PROGRAMS)."""
+    if CHAIN_SPLIT_MIN_PROGRAMS is None:
+        return False
+    if CHAIN_SPLIT_MIN_PROGRAMS == 0:
+        return True
+    return np_ >= CHAIN_SPLIT_MIN_PROGRAMS_A_REQUEST and bs * nb > CHAIN_SPLIT_MIN_PROGRAMS
 
 
 def chain_prepare(cand, ri, u, uf, p, q, *, new, bonus=None):
@@ -176,9 +189,9 @@ def chain_prepare(cand, ri, u, uf, p, q, *, new, bonus=None):
         q = p  # no draft rows; never read
     block = chain_cdf_block(V)
     nb = -(-V // block)
-    bpp = 1 if nb == 1 else CHAIN_BLOCKS_PER_PROGRAM or (2 if nb >= 16 else 1)
+    bpp = 1 if nb == 1 else CHAIN_BLOCKS_PER_PROGRAM or (2 if nb >= 16 or bs >= 256 else 1)
     programs = bs * -(-nb // bpp)
-    split = nb > 1 and N > 1 and CHAIN_SPLIT_MIN_PROGRAMS is not None and bs * nb >= CHAIN_SPLIT_MIN_PROGRAMS
+    split = nb > 1 and N > 1 and chain_split(bs, nb, -(-nb // bpp))
     body = bs * (nb + 1) if nb > 1 else 1
     scratch = torch.zeros(body + (bs if split else 1), dtype=INT32, device=cand.device)  # sums, counter | k
     sums = scratch[:body]

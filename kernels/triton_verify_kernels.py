@@ -316,7 +316,7 @@ def chain_rejection_sampling_kernel(predicts_ptr, accept_index_ptr, accept_token
                                     K_GIVEN: tl.constexpr):
     """Chain rejection sampling (SEMANTICS.md §7), grid (bs * NP,): program pid serves request
     b = pid // NP and blocks (pid % NP) * BPP + t, t < BPP (NB = cdiv(V, BLOCK_V) blocks, NP = cdiv(NB, BPP)
-    programs a request, BPP = 1 or 2). A request's programs are neighbours in launch order, so they run
+    programs a request, BPP a power of 2). A request's programs are neighbours in launch order, so they run
     together and the block the last one re-reads is still in L2.
 
     Every program evaluates the N-1 accept tests (they are
@@ -356,39 +356,39 @@ def chain_rejection_sampling_kernel(predicts_ptr, accept_index_ptr, accept_token
     is_last = g == 0
     if NB > 1:
         j = g * BPP
-        v = j * BLOCK_V + tl.arange(0, BLOCK_V)
-        x = _terminal_block(p_row_ptr, q_row_ptr, use_sub, v, v < V, NEW_SEMANTICS)
-        if BPP == 2:  # both blocks' loads are issued before either sum is stored
-            v1 = v + BLOCK_V
-            x1 = _terminal_block(p_row_ptr, q_row_ptr, use_sub, v1, v1 < V, NEW_SEMANTICS)
-            s0 = tl.sum(x, axis=0)
-            s1 = tl.sum(x1, axis=0)
-            tl.store(sums_ptr + b * (NB + 1) + j, s0)
-            tl.store(sums_ptr + b * (NB + 1) + j + 1, s1, mask=j + 1 < NB)
-        else:
+        if BPP == 1:
+            v = j * BLOCK_V + tl.arange(0, BLOCK_V)
+            x = _terminal_block(p_row_ptr, q_row_ptr, use_sub, v, v < V, NEW_SEMANTICS)
             tl.store(sums_ptr + b * (NB + 1) + j, tl.sum(x, axis=0))
+        else:  # every block's loads are issued before any sum is stored (a store may alias p or q)
+            offs_t = tl.arange(0, BPP)
+            sv = tl.zeros([BPP], dtype=tl.float32)
+            for t in tl.static_range(BPP):
+                v = (j + t) * BLOCK_V + tl.arange(0, BLOCK_V)
+                x = _terminal_block(p_row_ptr, q_row_ptr, use_sub, v, v < V, NEW_SEMANTICS)
+                sv = tl.where(offs_t == t, tl.sum(x, axis=0), sv)
+            tl.store(sums_ptr + b * (NB + 1) + j + offs_t, sv, mask=j + offs_t < NB)
         tl.debug_barrier()  # the block sums are stored before the counter says so
         is_last = tl.atomic_add(count_ptr + b * (NB + 1) + NB, 1, sem="acq_rel", scope="gpu") == NP - 1
-    if is_last:
-        if NB > 1:
-            tl.store(count_ptr + b * (NB + 1) + NB, 0)  # zero again for the next launch
-        tl.store(predicts_ptr + base + offs, tl.full([BLOCK_S], 0, tl.int32), mask=offs < N)
+    if is_last:  # the draw's loads go out first; the bookkeeping stores wait on none of them
+        coin_final = tl.load(final_coins_ptr + b)
         rows = tl.load(retrieve_index_ptr + base + offs, mask=offs < N, other=-1)
-        tl.store(accept_index_ptr + base + offs, tl.where(offs <= k, rows, -1).to(tl.int32), mask=offs < N)
-        tl.store(accept_token_num_ptr + b, k.to(tl.int32))
+        last = tl.load(retrieve_index_ptr + base + k)
         if K_GIVEN:
             tok = tl.load(candidates_ptr + base + offs + 1, mask=m, other=0)
-        tl.debug_barrier()  # predicts' zero fill above vs the scattered writes below
-        tl.store(predicts_ptr + rows, tok.to(tl.int32), mask=offs < k)  # predicts[ri[s-1]] = cand[s], s = 1..k
-        last = tl.load(retrieve_index_ptr + base + k)
-        coin_final = tl.load(final_coins_ptr + b)
         if NB > 1:
             final = chain_inverse_cdf_row_from_sums(p_row_ptr, q_row_ptr, use_sub, coin_final, sums_ptr + b * (NB + 1), V,
                                                     CLEAN_SUB=NEW_SEMANTICS, BLOCK_V=BLOCK_V, NB=NB, NB_P2=NB_P2)
+            tl.store(count_ptr + b * (NB + 1) + NB, 0)  # zero again for the next launch
         else:
             final = chain_inverse_cdf_row(p_row_ptr, q_row_ptr, use_sub, coin_final, V, CLEAN_SUB=NEW_SEMANTICS,
                                           BLOCK_V=BLOCK_V)
-        tl.debug_barrier()
+        tl.store(predicts_ptr + base + offs, tl.full([BLOCK_S], 0, tl.int32), mask=offs < N)
+        tl.store(accept_index_ptr + base + offs, tl.where(offs <= k, rows, -1).to(tl.int32), mask=offs < N)
+        tl.store(accept_token_num_ptr + b, k.to(tl.int32))
+        tl.debug_barrier()  # predicts' zero fill above vs the scattered writes below
+        tl.store(predicts_ptr + rows, tok.to(tl.int32), mask=offs < k)  # predicts[ri[s-1]] = cand[s], s = 1..k
+        tl.debug_barrier()  # the terminal token is written last (it wins where retrieve_index repeats a row)
         tl.store(predicts_ptr + last, final)
         if WRITE_BONUS:
             tl.store(bonus_ptr + b, final.to(tl.int64))

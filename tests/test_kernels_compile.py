@@ -69,7 +69,7 @@ KERNELS = {
              "K_GIVEN": given})
             for new in (True, False) for bonus in (True, False) for N, V, bpp, given in (
                 (8, 128256, 1, False), (1, 1000, 1, False), (4, 50257, 2, False), (8, 32000, 1, True),
-                (4, 128256, 2, True))},
+                (4, 128256, 2, True), (8, 32000, 4, False), (2, 16385, 8, True))},
         **{f"chain_accept_len_kernel[new={new},N={N}]": ("chain_accept_len_kernel", {
             "k_ptr": I32, "candidates_ptr": I64, "coins_ptr": F32, "target_probs_ptr": F32, "draft_probs_ptr": F32,
             "bs": "i32", "N": "constexpr", "stride_coin_b": "i32", "stride_p_b": "i64", "stride_p_row": "i32",

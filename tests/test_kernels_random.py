@@ -196,6 +196,24 @@ def test_chain_sampler_with_its_accept_tests_in_a_first_launch(seed, bs, N, V, s
         triton_verify.CHAIN_SPLIT_MIN_PROGRAMS = saved
 
 
+@pytest.mark.parametrize("bpp", [2, 4, 8])
+@pytest.mark.parametrize("split", [False, True])
+@settings(max_examples=3, **SETTINGS)
+@given(seed=seeds, bs=st.sampled_from([3, 5]), N=st.integers(1, 9), semantics=st.sampled_from(["0.5.23", "earlier"]))
+def test_chain_sampler_with_several_blocks_a_program(bpp, split, seed, bs, N, semantics):
+    """A program may sum 2, 4 or 8 blocks of 4096 (CHAIN_BLOCKS_PER_PROGRAM), the last group of a row
+    only partly inside it (V = 16385: 5 blocks, the last with one token), with and without the first
+    launch: the reference's results."""
+    from kernels import triton_verify
+
+    saved = triton_verify.CHAIN_BLOCKS_PER_PROGRAM, triton_verify.CHAIN_SPLIT_MIN_PROGRAMS
+    triton_verify.CHAIN_BLOCKS_PER_PROGRAM, triton_verify.CHAIN_SPLIT_MIN_PROGRAMS = bpp, 0 if split else None
+    try:
+        test_chain_rejection_sampling_random.hypothesis.inner_test(seed, bs, N, 16385, semantics)
+    finally:
+        triton_verify.CHAIN_BLOCKS_PER_PROGRAM, triton_verify.CHAIN_SPLIT_MIN_PROGRAMS = saved
+
+
 def _logits_args(draw, rng, rows):
     """temperature / top_k / top_p as None, one scalar, or one value per row."""
     def per_row(kind):

@@ -1,0 +1,206 @@
+"""Where does the chain sampler's time go past the read floor? (issue 21, goal 3)
+
+Times variants of ``chain_rejection_sampling_kernel`` in a CUDA graph (bench_kernels.Timer) on the
+sampler configs of the benchmark, and counts each shipping candidate's draws bit-identical to SGLang's
+kernel (``sglang_oracle.chain_bits``, half the rows with boundary coins):
+
+* knobs of ``kernels/triton_verify.py``: blocks a program (``CHAIN_BLOCKS_PER_PROGRAM`` 1/2/4/8) and
+  the accept tests in a first launch or not (``CHAIN_SPLIT_MIN_PROGRAMS`` 0 / None);
+* source variants, the kernel module patched into a temporary file:
+  ``no_draw`` (the last program skips the terminal draw; attribution only, wrong tokens),
+  ``draw_last`` (the last program's bookkeeping stores before the draw's loads, the order before
+  2026-12-02 08:40 UTC).
+
+Data as in bench_kernels.py: target rows softmax(3 randn), draft rows softmax(0.8 log p + 0.5 randn),
+drafts drawn from the draft rows. Measured variants no longer here (gains within the spread, results in
+benchmarks/README.md): the scan in a ``while`` loop from the first possible block; the block sums' carries
+folded into a vector once; ptxas caps of 80 registers.
+
+Usage on a CUDA GPU: ``python benchmarks/gpu_chain_variants.py [--out variants.json]``.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import inspect
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+
+from kernels import sglang_oracle, triton_verify, triton_verify_kernels  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from bench_kernels import Timer, gumbel_sample  # noqa: E402
+
+# The last program's part as it was (bookkeeping first), and as it is.
+_TAIL_DRAW_LAST = """    if is_last:
+        if NB > 1:
+            tl.store(count_ptr + b * (NB + 1) + NB, 0)  # zero again for the next launch
+        tl.store(predicts_ptr + base + offs, tl.full([BLOCK_S], 0, tl.int32), mask=offs < N)
+        rows = tl.load(retrieve_index_ptr + base + offs, mask=offs < N, other=-1)
+        tl.store(accept_index_ptr + base + offs, tl.where(offs <= k, rows, -1).to(tl.int32), mask=offs < N)
+        tl.store(accept_token_num_ptr + b, k.to(tl.int32))
+        if K_GIVEN:
+            tok = tl.load(candidates_ptr + base + offs + 1, mask=m, other=0)
+        tl.debug_barrier()  # predicts' zero fill above vs the scattered writes below
+        tl.store(predicts_ptr + rows, tok.to(tl.int32), mask=offs < k)  # predicts[ri[s-1]] = cand[s], s = 1..k
+        last = tl.load(retrieve_index_ptr + base + k)
+        coin_final = tl.load(final_coins_ptr + b)
+        if NB > 1:
+            final = chain_inverse_cdf_row_from_sums(p_row_ptr, q_row_ptr, use_sub, coin_final, sums_ptr + b * (NB + 1), V,
+                                                    CLEAN_SUB=NEW_SEMANTICS, BLOCK_V=BLOCK_V, NB=NB, NB_P2=NB_P2)
+        else:
+            final = chain_inverse_cdf_row(p_row_ptr, q_row_ptr, use_sub, coin_final, V, CLEAN_SUB=NEW_SEMANTICS,
+                                          BLOCK_V=BLOCK_V)
+        tl.debug_barrier()
+        tl.store(predicts_ptr + last, final)
+        if WRITE_BONUS:
+            tl.store(bonus_ptr + b, final.to(tl.int64))
+
+
+"""
+_TAIL = """    if is_last:  # the draw's loads go out first; the bookkeeping stores wait on none of them
+        coin_final = tl.load(final_coins_ptr + b)
+        rows = tl.load(retrieve_index_ptr + base + offs, mask=offs < N, other=-1)
+        last = tl.load(retrieve_index_ptr + base + k)
+        if K_GIVEN:
+            tok = tl.load(candidates_ptr + base + offs + 1, mask=m, other=0)
+        if NB > 1:
+            final = chain_inverse_cdf_row_from_sums(p_row_ptr, q_row_ptr, use_sub, coin_final, sums_ptr + b * (NB + 1), V,
+                                                    CLEAN_SUB=NEW_SEMANTICS, BLOCK_V=BLOCK_V, NB=NB, NB_P2=NB_P2)
+            tl.store(count_ptr + b * (NB + 1) + NB, 0)  # zero again for the next launch
+        else:
+            final = chain_inverse_cdf_row(p_row_ptr, q_row_ptr, use_sub, coin_final, V, CLEAN_SUB=NEW_SEMANTICS,
+                                          BLOCK_V=BLOCK_V)
+        tl.store(predicts_ptr + base + offs, tl.full([BLOCK_S], 0, tl.int32), mask=offs < N)
+        tl.store(accept_index_ptr + base + offs, tl.where(offs <= k, rows, -1).to(tl.int32), mask=offs < N)
+        tl.store(accept_token_num_ptr + b, k.to(tl.int32))
+        tl.debug_barrier()  # predicts' zero fill above vs the scattered writes below
+        tl.store(predicts_ptr + rows, tok.to(tl.int32), mask=offs < k)  # predicts[ri[s-1]] = cand[s], s = 1..k
+        tl.debug_barrier()  # the terminal token is written last (it wins where retrieve_index repeats a row)
+        tl.store(predicts_ptr + last, final)
+        if WRITE_BONUS:
+            tl.store(bonus_ptr + b, final.to(tl.int64))
+
+
+"""
+_DRAW = "        if NB > 1:\n            final = chain_inverse_cdf_row_from_sums("
+_NO_DRAW = "        if NB > 1:\n            final = k + 0 * chain_inverse_cdf_row_from_sums("
+
+
+def patched(name: str, pairs) -> object:
+    """The kernel module with each (old, new) text replaced, loaded from a temporary file (Triton reads
+    a kernel's source from its file)."""
+    src = inspect.getsource(triton_verify_kernels)
+    for old, new in pairs:
+        assert src.count(old) == 1, (name, old[:60])
+        src = src.replace(old, new)
+    path = Path(tempfile.mkdtemp()) / f"chain_variant_{name}.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location(f"chain_variant_{name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def variants():
+    """name -> (kernel module, blocks a program, split threshold (0 always, None never), ptxas register cap,
+    counted for bits?)."""
+    out = {}
+    for bpp in (1, 2, 4):
+        for split, tag in ((None, "one"), (0, "split")):
+            out[f"bpp{bpp}_{tag}"] = (triton_verify_kernels, bpp, split, None, True)
+    mods = {"no_draw": patched("no_draw", [(_DRAW, _NO_DRAW)]),
+            "draw_last": patched("draw_last", [(_TAIL, _TAIL_DRAW_LAST)])}
+    for name, mod in mods.items():
+        for bpp in (1, 2, 4):
+            for split, tag in ((None, "one"), (0, "split")):
+                out[f"{name}_bpp{bpp}_{tag}"] = (mod, bpp, split, None, name != "no_draw")
+    return out
+
+
+def configs():
+    return [(1, 32000), (64, 32000), (512, 32000), (4096, 32000), (64, 128256), (512, 128256), (2048, 128256)]
+
+
+def use(mod, bpp, split, regs):
+    """Point triton_verify at a kernel (a module holding it, or the kernel itself) and its knobs."""
+    triton_verify.chain_rejection_sampling_kernel = getattr(mod, "chain_rejection_sampling_kernel", mod)
+    triton_verify.CHAIN_BLOCKS_PER_PROGRAM = bpp
+    triton_verify.CHAIN_SPLIT_MIN_PROGRAMS = split
+    triton_verify.CHAIN_MAXNREG = regs
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out")
+    ap.add_argument("--n", type=int, default=8, help="chain slots N (rows of p per request)")
+    ap.add_argument("--only", nargs="*", default=[], help="variant names to run (default: all)")
+    args = ap.parse_args()
+    dev = torch.device("cuda")
+    timer = Timer(dev)
+    sgl = sglang_oracle.load()
+    saved = (triton_verify.chain_rejection_sampling_kernel, triton_verify.CHAIN_BLOCKS_PER_PROGRAM,
+             triton_verify.CHAIN_SPLIT_MIN_PROGRAMS, triton_verify.CHAIN_MAXNREG)
+    todo = {k: v for k, v in variants().items() if not args.only or k in args.only}
+    rows, bits = [], []
+    gen = torch.Generator(device=dev).manual_seed(0)
+    n = args.n
+    for bs, V in configs():
+        p = torch.softmax(3 * torch.randn((bs, n, V), generator=gen, device=dev), -1)
+        q = torch.softmax(0.8 * p[:, : n - 1].log() + 0.5 * torch.randn((bs, n - 1, V), generator=gen, device=dev), -1)
+        cand = torch.cat([torch.zeros((bs, 1), dtype=torch.int64, device=dev),
+                          torch.stack([gumbel_sample(q[:, j], gen) for j in range(n - 1)], 1)], 1)
+        ri = torch.arange(bs * n, device=dev).reshape(bs, n)
+        u = torch.rand((bs, n), generator=gen, device=dev)
+        uf = torch.rand((bs,), generator=gen, device=dev)
+        gbytes = 2 * bs * V * 4
+        runs = {}
+        for name, (mod, bpp, split, regs, _) in todo.items():
+            use(mod, bpp, split, regs)
+            runs[name] = triton_verify.chain_prepare(cand, ri, u, uf, p, q, new=True)[1]
+        use(*saved)
+        if p.numel() < 2**31:
+            s_pred = torch.zeros(bs * n, dtype=torch.int32, device=dev)
+            s_acc = torch.full((bs, n), -1, dtype=torch.int32, device=dev)
+            s_num = torch.empty(bs, dtype=torch.int32, device=dev)
+            runs["sglang_chain"] = lambda: sgl.chain_sampling(s_pred, s_acc, s_num, cand, ri, None, None, u, uf, p, q,
+                                                              1.0, 1.0, True)
+        for name, fn in runs.items():
+            out = fn()
+            compiled = out if hasattr(out, "n_regs") else None
+            us = sorted(round(timer.graph(fn), 2) for _ in range(3))
+            row = dict(bs=bs, V=V, kernel=name, graph_us=us, tb_s=round(gbytes / (us[0] * 1e-6) / 1e12, 3),
+                       regs=getattr(compiled, "n_regs", None), spills=getattr(compiled, "n_spills", None))
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+        del p, q, runs
+        torch.cuda.empty_cache()
+        save(args.out, rows, bits)
+    for name, (mod, bpp, split, regs, ships) in todo.items():
+        if not ships:
+            continue
+        use(mod, bpp, split, regs)
+        for V, bs, N in ((32000, 4096, 8), (128256, 2048, 4)):
+            row = dict(kernel=name, **sglang_oracle.chain_bits(sgl, V=V, bs=bs, N=N, seed=V))
+            bits.append(row)
+            print(json.dumps(row), flush=True)
+            torch.cuda.empty_cache()
+        save(args.out, rows, bits)
+    use(*saved)
+
+
+def save(out, rows, bits):
+    """Everything measured so far (a run cut short by a time limit keeps its rows)."""
+    if out:
+        Path(out).write_text(json.dumps(dict(device=torch.cuda.get_device_name(), rows=rows, bits=bits), indent=1))
+
+
+if __name__ == "__main__":
+    main()
