@@ -17,9 +17,10 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from specviz.ui import click_queue  # noqa: E402
+from specviz.ui import click_queue, failover  # noqa: E402
 
 click_queue.install()  # a burst of presses of one button is applied press by press, never folded into one
+failover.install()  # behind `specviz serve`, the first edit on the worker a tab failed over to is applied
 
 # (file names, English title, Chinese title, icon), in teaching order; the first file that exists is used.
 PAGES = [

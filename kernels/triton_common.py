@@ -26,7 +26,11 @@ INTERPRETER_LOCK = threading.RLock()
 
 
 def one_launch_at_a_time(fn):
-    """``fn`` holding INTERPRETER_LOCK while TRITON_INTERPRET=1 (compiled kernels run unlocked)."""
+    """``fn`` holding INTERPRETER_LOCK while TRITON_INTERPRET=1 (compiled kernels run unlocked). A
+    kernel (``fn[grid](...)``) stays subscriptable: its launchers are locked the same way."""
+    if hasattr(type(fn), "__getitem__"):
+        return _LockedKernel(fn)
+
     @functools.wraps(fn)
     def call(*args, **kwargs):
         if not interpreting():
@@ -34,6 +38,20 @@ def one_launch_at_a_time(fn):
         with INTERPRETER_LOCK:
             return fn(*args, **kwargs)
     return call
+
+
+class _LockedKernel:
+    """A @triton.jit kernel whose launches ``kernel[grid](...)`` and calls hold INTERPRETER_LOCK."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+        functools.update_wrapper(self, kernel, updated=())
+
+    def __getitem__(self, grid):
+        return one_launch_at_a_time(self.kernel[grid])
+
+    def __call__(self, *args, **kwargs):
+        return one_launch_at_a_time(self.kernel)(*args, **kwargs)
 
 
 def triton_device(*values) -> torch.device:

@@ -52,3 +52,35 @@ def test_triton_backend_calls_on_many_threads_at_once_all_succeed_and_agree():
     for t in threads:
         t.join(timeout=120)
     assert not failures, failures[:3]
+
+
+def test_a_locked_kernel_stays_subscriptable_and_its_launches_hold_the_lock(monkeypatch):
+    """``kernel[grid](...)`` through one_launch_at_a_time (SGLang's tree kernel in bench_kernels.py: the
+    wrapper once returned a plain function and the benchmark's launch failed with "not subscriptable")."""
+    from kernels import triton_common
+
+    held = []
+
+    def lock_taken() -> bool:
+        """Whether another thread would wait for INTERPRETER_LOCK now."""
+        free = []
+
+        def probe():
+            got = triton_common.INTERPRETER_LOCK.acquire(blocking=False)
+            if got:
+                triton_common.INTERPRETER_LOCK.release()  # (an RLock is released by the thread that took it)
+            free.append(got)
+        t = threading.Thread(target=probe)
+        t.start()
+        t.join()
+        return not free[0]
+
+    class FakeKernel:
+        def __getitem__(self, grid):
+            return lambda *a: held.append((grid, a, lock_taken()))
+
+    monkeypatch.setattr(triton_common, "interpreting", lambda: True)
+    locked = triton_common.one_launch_at_a_time(FakeKernel())
+    locked[(3,)](1, 2)
+    assert held == [((3,), (1, 2), True)]
+    assert not lock_taken()

@@ -8,7 +8,8 @@ pytest-xdist would start one per worker if the phases were separate tests):
 2. students without a cookie are spread over both workers;
 3. a real browser (chromium) edits the greedy page, then its worker is killed (SIGKILL): the tab
    reconnects through the proxy to the other worker and shows the same scenario, rebuilt from the
-   share link in its address bar; no traceback; ``serve`` starts the killed worker again;
+   share link in its address bar; no traceback; the next edit there is applied; ``serve`` starts the
+   killed worker again;
 4. SIGTERM stops HAProxy and every worker (the restarted one too) and removes the temporary folder.
 
 And: without HAProxy, ``specviz serve`` says so in one line and exits 2, starting nothing.
@@ -207,7 +208,6 @@ def _ncd_shown(page) -> int | None:
     return int(m.group(1)) if m else None
 
 
-@pytest.mark.exhaustive
 def test_serve_two_workers_behind_haproxy(tmp_path, page):
     try:
         find_haproxy()
@@ -263,8 +263,13 @@ def test_serve_two_workers_behind_haproxy(tmp_path, page):
         assert page.evaluate("location.search") == link and _ncd_shown(page) == 1
         body = page.locator("body").inner_text()
         assert "Traceback" not in body and page.locator('[data-testid="stException"]').count() == 0, body[:2000]
-        # (Not asserted: an edit made right after the failover. In 3 of 3 runs on a loaded machine
-        # the first select-box edit on the new worker did not take; open, see benchmarks/README.md.)
+        # The first edit on the new worker: the tab sends it as the new session's first request (it
+        # believes it resumed its old one); specviz.ui.failover draws the page from the link first, then
+        # applies the edit. It was dropped in 3 runs of 3 before.
+        _pick(page, r"Target\(A\)", "C")
+        page.wait_for_function("() => /num_correct_drafts = 2/.test(document.body.innerText)", timeout=30_000)
+        wait_for_app(page)
+        assert _ncd_shown(page) == 2 and page.evaluate("location.search") != link
         assert [c["value"] for c in page.context.cookies() if c["name"] == COOKIE] == [other]
         served.wait_for(rf"worker {mine}: pid (\d+)", timeout=5, start=n_lines)  # started again
         page.close()
