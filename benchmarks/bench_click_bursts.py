@@ -1,14 +1,21 @@
-"""Bursts of clicks on the tree builder, faster than the server answers, under optional CPU load.
+"""Bursts of clicks, faster than the server answers, under optional CPU load; every click must land.
 
-Each cycle clicks "Add child" ``--clicks`` times without waiting, reads the scenario back from the
-share link in the address bar, and checks that every click added a node and that the new nodes form
-a path (each add selects the child it made, so the next one hangs below it); then clicks "Delete
-subtree" as often and checks the tree is back to its size. ``--load N`` runs N busy-loop processes
-meanwhile (the 2-core CI machine with two pytest workers is what lost clicks at stop 23).
+``--kind tree`` (default): each cycle clicks "Add child" ``--clicks`` times without waiting, reads the
+scenario back from the share link in the address bar, and checks that every click added a node and
+that the new nodes form a path (each add selects the child it made, so the next one hangs below it);
+then clicks "Delete subtree" as often and checks the tree is back to its size.
+``--kind target``: each cycle sets two target cells of the greedy page back to back (the second while
+the first edit's rerun runs) to new values and checks both in the scenario.
+``--kind coin``: each cycle presses the chain page's u[0] slider ``--clicks`` arrow steps one way, 60 ms
+apart, checks the coin moved by exactly that many steps, then as many back.
+``--load N`` runs N busy-loop processes meanwhile (the 2-core CI machine with two pytest workers is
+what lost clicks at stop 23).
 
     python benchmarks/bench_click_bursts.py --cycles 8 --clicks 4 --load 2
+    python benchmarks/bench_click_bursts.py --kind target --cycles 100
+    python benchmarks/bench_click_bursts.py --kind coin --cycles 10 --clicks 10
 
-Prints one line per bad cycle and a summary: cycles, clicks, bad cycles.
+Prints one line per bad cycle and a summary: kind, cycles, clicks, bad cycles.
 """
 from __future__ import annotations
 
@@ -23,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.conftest import CHROMIUM, CHROMIUM_ARGS, start_app_server, wait_for_app  # noqa: E402
-from tests.test_browser_clicks import _wait_scenario  # noqa: E402
+from tests.test_browser_clicks import _pick, _wait_scenario  # noqa: E402
 
 
 def _spin() -> None:
@@ -31,8 +38,56 @@ def _spin() -> None:
         pass
 
 
+def tree_cycle(page, clicks: int, c: int) -> str | None:
+    add = page.get_by_role("button", name=re.compile("Add child")).first
+    delete = page.get_by_role("button", name=re.compile("Delete subtree")).first
+    n0 = _wait_scenario(page, lambda s: True).tree(0).n
+    for _ in range(clicks):
+        add.click(no_wait_after=True, timeout=10_000)  # a disabled button (root selected) times out
+    t = _wait_scenario(page, lambda s: s.tree(0).n >= n0 + clicks, timeout=30).tree(0)
+    new = t.parents[n0:]
+    if not (t.n == n0 + clicks and all(new[i] == n0 + i - 1 for i in range(1, len(new)))):
+        return f"{clicks} adds on {n0} nodes -> parents {t.parents}"
+    for _ in range(clicks):
+        delete.click(no_wait_after=True, timeout=10_000)
+    t = _wait_scenario(page, lambda s: s.tree(0).n <= n0, timeout=30).tree(0)
+    return None if t.n == n0 else f"{clicks} deletes -> {t.n} nodes, not {n0}"
+
+
+def target_cycle(page, clicks: int, c: int) -> str | None:
+    s0 = _wait_scenario(page, lambda s: True)
+    tp0 = list(s0.requests[0].target_predict)
+    others = lambda i: [v for v in s0.vocab if v != tp0[i]]  # noqa: E731
+    a, b = others(1)[c % len(others(1))], others(2)[(c + 1) % len(others(2))]
+    _pick(page, r"Target\(A\)", a)  # row 1
+    _pick(page, r"Target\(B\)", b)  # row 2, while the first edit's rerun runs
+    got = list(_wait_scenario(page, lambda s: list(s.requests[0].target_predict)[1:3] == [a, b], timeout=30)
+               .requests[0].target_predict)
+    return None if got[1:3] == [a, b] else f"target cells {tp0[1:3]} -> set {[a, b]}, got {got[1:3]}"
+
+
+def coin_cycle(page, clicks: int, c: int) -> str | None:
+    from specviz.limits import COIN_STEP  # one arrow key = one step of the slider
+
+    thumb = page.locator('[data-testid="stSlider"]').filter(has_text="u[0]").locator('[tabindex="0"]').first
+    for direction in (1, -1):
+        u0 = float(_wait_scenario(page, lambda s: True).requests[0].coins[0])
+        step = direction if 0.05 < u0 + direction * clicks * COIN_STEP < 0.95 else -direction
+        thumb.focus()
+        for _ in range(clicks):
+            page.keyboard.press("ArrowRight" if step > 0 else "ArrowLeft")
+            page.wait_for_timeout(60)
+        want = round(u0 + step * clicks * COIN_STEP, 6)
+        got = round(float(_wait_scenario(page, lambda s: round(float(s.requests[0].coins[0]), 6) == want,
+                                         timeout=30).requests[0].coins[0]), 6)
+        if got != want:
+            return f"u[0] {u0} + {step * clicks} steps -> {got}, not {want}"
+    return None
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kind", choices=("tree", "target", "coin"), default="tree")
     ap.add_argument("--cycles", type=int, default=8)
     ap.add_argument("--clicks", type=int, default=4)
     ap.add_argument("--load", type=int, default=0, help="busy-loop processes running meanwhile")
@@ -48,49 +103,36 @@ def main(argv=None) -> int:
             sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.goto(f"{url}/tree_builder", wait_until="domcontentloaded")
+        path = {"tree": "tree_builder", "target": "greedy", "coin": "chain_sampling"}[args.kind]
+        page.goto(f"{url}/{path}", wait_until="domcontentloaded")
         page.wait_for_function("() => !/loading them|正在加载/.test(document.body.innerText)", timeout=180_000)
         wait_for_app(page)
         page.wait_for_timeout(int(args.settle * 1000))  # the loading poll can fire once more: see --settle
-        add = page.get_by_role("button", name=re.compile("Add child")).first
-        delete = page.get_by_role("button", name=re.compile("Delete subtree")).first
         for sp in spinners:
             sp.start()
+
         def fresh():
-            """A new session on the default scenario (after a bad cycle, the tree is anything)."""
-            page.goto(f"{url}/tree_builder", wait_until="domcontentloaded")
+            """A new session on the default scenario (after a bad cycle, the state is anything)."""
+            page.goto(f"{url}/{path}", wait_until="domcontentloaded")
             wait_for_app(page)
 
-        def burst(button, n):
-            for _ in range(n):
-                button.click(no_wait_after=True, timeout=10_000)  # a disabled button (root selected) times out
-
+        cycle = {"tree": tree_cycle, "target": target_cycle, "coin": coin_cycle}[args.kind]
         try:
             for c in range(args.cycles):
-                n0 = _wait_scenario(page, lambda s: True).tree(0).n
                 try:
-                    burst(add, args.clicks)
-                    t = _wait_scenario(page, lambda s: s.tree(0).n >= n0 + args.clicks, timeout=30).tree(0)
-                    new = t.parents[n0:]
-                    ok_add = t.n == n0 + args.clicks and all(new[i] == n0 + i - 1 for i in range(1, len(new)))
-                    if not ok_add:
-                        bad.append(f"cycle {c}: {args.clicks} adds on {n0} nodes -> parents {t.parents}")
-                    burst(delete, args.clicks)
-                    t = _wait_scenario(page, lambda s: s.tree(0).n <= n0, timeout=30).tree(0)
-                    if t.n != n0 and ok_add:
-                        bad.append(f"cycle {c}: {args.clicks} deletes -> {t.n} nodes, not {n0}")
-                    if t.n != n0 or not ok_add:
-                        fresh()
+                    problem = cycle(page, args.clicks, c)
                 except PlaywrightTimeout as exc:
-                    bad.append(f"cycle {c}: a click could not be made ({str(exc).splitlines()[0]})")
+                    problem = f"a click could not be made ({str(exc).splitlines()[0]})"
+                if problem:
+                    bad.append(f"cycle {c}: {problem}")
                     fresh()
         finally:
             for sp in spinners:
                 sp.terminate()
     for line in bad:
         print(line)
-    cycles_bad = len({line.split(":")[0] for line in bad})
-    print(f"cycles {args.cycles}, clicks {2 * args.cycles * args.clicks}, load {args.load}, bad cycles {cycles_bad}")
+    clicks = {"tree": 2 * args.clicks, "target": 2, "coin": 2 * args.clicks}[args.kind] * args.cycles
+    print(f"kind {args.kind}, cycles {args.cycles}, clicks {clicks}, load {args.load}, bad cycles {len(bad)}")
     return 0
 
 

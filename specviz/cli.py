@@ -146,7 +146,10 @@ APP_DEFAULTS = {"--server.headless": "true", "--server.address": "127.0.0.1", "-
                 # The safety settings of .streamlit/config.toml, which Streamlit reads only from the working directory.
                 "--server.maxUploadSize": "2", "--client.showErrorDetails": "type",
                 # No full gc.collect(2) after every rerun (0.25-0.3 s of GIL per click with torch loaded).
-                "--runner.postScriptGC": "false"}
+                "--runner.postScriptGC": "false",
+                # Every element sent whole, never as a reference to the browser's cache (whose two views
+                # drifted apart under bursts of clicks: "Cached ForwardMsg MISS"; .streamlit/config.toml).
+                "--global.minCachedMessageSize": "1e18"}
 
 
 def app_command(extra: list[str]) -> list[str]:

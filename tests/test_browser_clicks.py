@@ -86,7 +86,6 @@ def _pick(page, label_re: str, option: str) -> None:
     page.get_by_role("option", name=option, exact=True).click(no_wait_after=True)
 
 
-@pytest.mark.exhaustive
 def test_two_target_cells_changed_back_to_back_both_change(page, open_page):
     _settled(page, "greedy", open_page)
     s0 = _wait_scenario(page, lambda s: True)
@@ -98,7 +97,6 @@ def test_two_target_cells_changed_back_to_back_both_change(page, open_page):
     assert list(s.requests[0].target_predict)[1:3] == [a, b], (tp0, list(s.requests[0].target_predict))
 
 
-@pytest.mark.exhaustive
 def test_a_burst_of_coin_slider_steps_moves_it_all_the_way(page, open_page):
     _settled(page, "chain_sampling", open_page)
     s0 = _wait_scenario(page, lambda s: True)

@@ -147,6 +147,22 @@ def test_app_command_uses_the_readme_flags_unless_overridden():
     assert mine.count("--server.address") == 1 and mine[-3:] == ["--server.address", "0.0.0.0", "--server.port=8502"]
 
 
+def test_checkout_config_and_app_flags_agree_on_the_safety_and_speed_settings():
+    """.streamlit/config.toml (read by `streamlit run app.py` from a checkout) says what `specviz app`
+    passes as flags; among them no element is sent as a reference to the browser's message cache
+    (its two views drifted apart under bursts of slider steps: "Cached ForwardMsg MISS", 3 bursts of
+    10 before, 0 of 10 after: benchmarks/README.md)."""
+    import tomllib
+
+    cfg = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    for flag, value in APP_DEFAULTS.items():
+        section, option = flag[2:].split(".")
+        if flag in ("--server.address",):  # a checkout's config leaves the address to Streamlit
+            continue
+        assert str(cfg[section][option]).lower() == str(value).lower() or float(cfg[section][option]) == float(value), flag
+    assert float(APP_DEFAULTS["--global.minCachedMessageSize"]) >= 1e15
+
+
 def _cli(*args, env=None):
     return subprocess.run([sys.executable, "-m", "specviz", *args], cwd=ROOT, env=env or _clean_env(),
                           capture_output=True, text=True, timeout=120)
