@@ -37,8 +37,9 @@ from kernels import sglang_oracle, triton_verify, triton_verify_kernels  # noqa:
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_kernels import Timer, gumbel_sample  # noqa: E402
+from gpu_read_floor import sglang_chain_launch  # noqa: E402
 
-# The last program's part as it was (bookkeeping first), and as it is.
+# The last program's part as it was before 2026-12-02 08:40 UTC (bookkeeping first).
 _TAIL_DRAW_LAST = """    if is_last:
         if NB > 1:
             tl.store(count_ptr + b * (NB + 1) + NB, 0)  # zero again for the next launch
@@ -65,31 +66,13 @@ _TAIL_DRAW_LAST = """    if is_last:
 
 
 """
-_TAIL = """    if is_last:  # the draw's loads go out first; the bookkeeping stores wait on none of them
-        coin_final = tl.load(final_coins_ptr + b)
-        rows = tl.load(retrieve_index_ptr + base + offs, mask=offs < N, other=-1)
-        last = tl.load(retrieve_index_ptr + base + k)
-        if K_GIVEN:
-            tok = tl.load(candidates_ptr + base + offs + 1, mask=m, other=0)
-        if NB > 1:
-            final = chain_inverse_cdf_row_from_sums(p_row_ptr, q_row_ptr, use_sub, coin_final, sums_ptr + b * (NB + 1), V,
-                                                    CLEAN_SUB=NEW_SEMANTICS, BLOCK_V=BLOCK_V, NB=NB, NB_P2=NB_P2)
-            tl.store(count_ptr + b * (NB + 1) + NB, 0)  # zero again for the next launch
-        else:
-            final = chain_inverse_cdf_row(p_row_ptr, q_row_ptr, use_sub, coin_final, V, CLEAN_SUB=NEW_SEMANTICS,
-                                          BLOCK_V=BLOCK_V)
-        tl.store(predicts_ptr + base + offs, tl.full([BLOCK_S], 0, tl.int32), mask=offs < N)
-        tl.store(accept_index_ptr + base + offs, tl.where(offs <= k, rows, -1).to(tl.int32), mask=offs < N)
-        tl.store(accept_token_num_ptr + b, k.to(tl.int32))
-        tl.debug_barrier()  # predicts' zero fill above vs the scattered writes below
-        tl.store(predicts_ptr + rows, tok.to(tl.int32), mask=offs < k)  # predicts[ri[s-1]] = cand[s], s = 1..k
-        tl.debug_barrier()  # the terminal token is written last (it wins where retrieve_index repeats a row)
-        tl.store(predicts_ptr + last, final)
-        if WRITE_BONUS:
-            tl.store(bonus_ptr + b, final.to(tl.int64))
+_TAIL_START, _TAIL_END = "    if is_last:  # the draw's loads go out first", "@triton.jit\ndef _pick"
 
 
-"""
+def _current_tail() -> str:
+    """The last program's part of today's kernel, as its source has it (what ``draw_last`` replaces)."""
+    src = inspect.getsource(triton_verify_kernels)
+    return src[src.index(_TAIL_START):src.index(_TAIL_END)]
 _DRAW = "        if NB > 1:\n            final = chain_inverse_cdf_row_from_sums("
 _NO_DRAW = "        if NB > 1:\n            final = k + 0 * chain_inverse_cdf_row_from_sums("
 
@@ -117,7 +100,7 @@ def variants():
         for split, tag in ((None, "one"), (0, "split")):
             out[f"bpp{bpp}_{tag}"] = (triton_verify_kernels, bpp, split, None, True)
     mods = {"no_draw": patched("no_draw", [(_DRAW, _NO_DRAW)]),
-            "draw_last": patched("draw_last", [(_TAIL, _TAIL_DRAW_LAST)])}
+            "draw_last": patched("draw_last", [(_current_tail(), _TAIL_DRAW_LAST)])}
     for name, mod in mods.items():
         for bpp in (1, 2, 4):
             for split, tag in ((None, "one"), (0, "split")):
@@ -167,11 +150,7 @@ def main():
             runs[name] = triton_verify.chain_prepare(cand, ri, u, uf, p, q, new=True)[1]
         use(*saved)
         if p.numel() < 2**31:
-            s_pred = torch.zeros(bs * n, dtype=torch.int32, device=dev)
-            s_acc = torch.full((bs, n), -1, dtype=torch.int32, device=dev)
-            s_num = torch.empty(bs, dtype=torch.int32, device=dev)
-            runs["sglang_chain"] = lambda: sgl.chain_sampling(s_pred, s_acc, s_num, cand, ri, None, None, u, uf, p, q,
-                                                              1.0, 1.0, True)
+            runs["sglang_chain"] = sglang_chain_launch(sgl, cand, ri, u, uf, p, q)
         for name, fn in runs.items():
             out = fn()
             compiled = out if hasattr(out, "n_regs") else None

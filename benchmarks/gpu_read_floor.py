@@ -79,6 +79,16 @@ def kernel_facts(compiled) -> dict:
                 shared=getattr(md, "shared", None), warps=getattr(md, "num_warps", None))
 
 
+def sglang_chain_launch(sgl, cand, ri, u, uf, p, q):
+    """SGLang's chain kernel on these inputs, its outputs allocated once (a launch to time or replay).
+    Its offsets are int32: only for p with fewer than 2**31 elements."""
+    bs, n = cand.shape
+    pred = torch.zeros(bs * n, dtype=torch.int32, device=p.device)
+    acc = torch.full((bs, n), -1, dtype=torch.int32, device=p.device)
+    num = torch.empty(bs, dtype=torch.int32, device=p.device)
+    return lambda: sgl.chain_sampling(pred, acc, num, cand, ri, None, None, u, uf, p, q, 1.0, 1.0, True)
+
+
 def configs():
     return [(512, 32000), (4096, 32000), (512, 128256), (2048, 128256)]
 
@@ -135,11 +145,7 @@ def main():
         triton_verify.CHAIN_SPLIT_MIN_PROGRAMS = saved
         triton_verify.CHAIN_MAXNREG, triton_verify.TARGET_ONLY_MAXNREG = saved_regs
         if sgl is not None and p.numel() < 2**31:
-            s_pred = torch.zeros(bs * n, dtype=torch.int32, device=dev)
-            s_acc = torch.full((bs, n), -1, dtype=torch.int32, device=dev)
-            s_num = torch.empty(bs, dtype=torch.int32, device=dev)
-            runs["sglang_chain"] = lambda: sgl.chain_sampling(s_pred, s_acc, s_num, cand, ri, None, None, u, uf, p, q,
-                                                              1.0, 1.0, True)
+            runs["sglang_chain"] = sglang_chain_launch(sgl, cand, ri, u, uf, p, q)
         for name, fn in runs.items():
             compiled = fn()
             us = [timer.graph(fn) for _ in range(3)]
