@@ -16,7 +16,10 @@ drafts drawn from the draft rows. Measured variants no longer here (gains within
 benchmarks/README.md): the scan in a ``while`` loop from the first possible block; the block sums' carries
 folded into a vector once; ptxas caps of 80 registers.
 
-Usage on a CUDA GPU: ``python benchmarks/gpu_chain_variants.py [--out variants.json]``.
+Usage on a CUDA GPU: ``python benchmarks/gpu_chain_variants.py [--out variants.json] [--only NAME ...]
+[--configs BS:V ...] [--ballast-gb GB]``. Each variant's three graph timings are kept (sorted): a
+bandwidth-bound kernel's later timings can read ~4% slower than its first ones (the GPU's sustained
+state), so compare like with like, and read the largest for what a long run sees.
 """
 from __future__ import annotations
 
@@ -125,6 +128,9 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--n", type=int, default=8, help="chain slots N (rows of p per request)")
     ap.add_argument("--only", nargs="*", default=[], help="variant names to run (default: all)")
+    ap.add_argument("--ballast-gb", type=float, default=0.0,
+                    help="hold this many GB of GPU memory allocated before the inputs (does placement matter?)")
+    ap.add_argument("--configs", nargs="*", default=[], help="bs:V pairs to run (default: all)")
     args = ap.parse_args()
     dev = torch.device("cuda")
     timer = Timer(dev)
@@ -133,9 +139,11 @@ def main():
              triton_verify.CHAIN_SPLIT_MIN_PROGRAMS, triton_verify.CHAIN_MAXNREG)
     todo = {k: v for k, v in variants().items() if not args.only or k in args.only}
     rows, bits = [], []
+    ballast = torch.empty(int(args.ballast_gb * 2**30), dtype=torch.uint8, device=dev) if args.ballast_gb else None
     gen = torch.Generator(device=dev).manual_seed(0)
     n = args.n
-    for bs, V in configs():
+    chosen = [tuple(int(x) for x in c.split(":")) for c in args.configs] or configs()
+    for bs, V in chosen:
         p = torch.softmax(3 * torch.randn((bs, n, V), generator=gen, device=dev), -1)
         q = torch.softmax(0.8 * p[:, : n - 1].log() + 0.5 * torch.randn((bs, n - 1, V), generator=gen, device=dev), -1)
         cand = torch.cat([torch.zeros((bs, 1), dtype=torch.int64, device=dev),
@@ -162,8 +170,9 @@ def main():
         del p, q, runs
         torch.cuda.empty_cache()
         save(args.out, rows, bits)
+    del ballast
     for name, (mod, bpp, split, regs, ships) in todo.items():
-        if not ships:
+        if not ships or args.configs:
             continue
         use(mod, bpp, split, regs)
         for V, bs, N in ((32000, 4096, 8), (128256, 2048, 4)):
