@@ -69,17 +69,7 @@ def _update_request(**changes) -> bool:
 
 
 def _synced(wkey: str, current):
-    """Refill a widget key from the scenario whenever the scenario was replaced (preset, randomise, ...).
-
-    Not when the widget already shows the scenario's value (its own edit): a value written into a
-    widget's key is pushed to the browser, which sets the widget to it, and a slider moved on by
-    more arrow steps while this run ran would jump back and lose those steps (benchmarks/README.md,
-    "No lost click": 7 bursts of 10 under load lost a step)."""
-    if st.session_state.get(wkey + "::ver") != VER or wkey not in st.session_state:
-        if wkey not in st.session_state or st.session_state[wkey] != current:
-            st.session_state[wkey] = current
-        st.session_state[wkey + "::ver"] = VER
-    return wkey
+    return ui.synced_key(wkey, current, VER)
 
 
 def _store(build, err_key="sv_chain_err"):

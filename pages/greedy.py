@@ -96,11 +96,7 @@ with edit_box:
     def tp_key(i):
         """A stable key per cell (a key that changed with every edit dropped a change made to another
         cell during the rerun: its widget was gone), refilled from the scenario when it was replaced."""
-        key = f"w_tp::{b}::{i}"
-        if st.session_state.get(key + "::ver") != ver or key not in st.session_state:
-            st.session_state[key] = tp_labels[i]
-            st.session_state[key + "::ver"] = ver
-        return key
+        return ui.synced_key(f"w_tp::{b}::{i}", tp_labels[i], ver)
 
 
     q = st.columns(3)

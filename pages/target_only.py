@@ -64,10 +64,7 @@ def _update(top: dict | None = None, **changes) -> bool:
 
 
 def _synced(wkey: str, current):
-    if st.session_state.get(wkey + "::ver") != VER or wkey not in st.session_state:
-        st.session_state[wkey] = current
-        st.session_state[wkey + "::ver"] = VER
-    return wkey
+    return ui.synced_key(wkey, current, VER)
 
 
 def _store(build):

@@ -51,7 +51,7 @@ ensure_triton_env()  # before anything below imports torch / triton
 from specviz.ui.i18n import (  # noqa: E402,F401
     LANGS, TERMS, lang, tr, term)
 from specviz.ui.state import (  # noqa: E402,F401
-    persist_key, widget, set_value, widget_key)
+    persist_key, widget, set_value, synced_key, widget_key)
 from specviz.ui.scenarios import (  # noqa: E402,F401
     ROOT, SCENARIO_DIR, SLOTS, preset_names, load_preset, scenario, set_scenario, scenario_version, try_update, scenario_io)
 from specviz.ui.guard import (  # noqa: E402,F401

@@ -41,6 +41,22 @@ def widget(fn, label: str, key: str, default, **kwargs):
     return st.session_state[key]
 
 
+def synced_key(wkey: str, current, version, state=None) -> str:
+    """A widget key kept equal to the scenario's value ``current``: refilled whenever the scenario was
+    replaced (``version``, e.g. ``ui.scenario_version(slot)``, moved on) or Streamlit dropped the key.
+
+    Not when the widget already shows that value (its own edit): a value written into a widget's key is
+    pushed to the browser, which sets the widget to it, and a slider moved on by more arrow steps while
+    the run ran jumped back and lost them (benchmarks/README.md, "No lost click": 7 bursts of 10 under
+    load lost a step). Returns ``wkey``."""
+    state = st.session_state if state is None else state
+    if state.get(wkey + "::ver") != version or wkey not in state:
+        if wkey not in state or state[wkey] != current:
+            state[wkey] = current
+        state[wkey + "::ver"] = version
+    return wkey
+
+
 def widget_key(key: str, state=None) -> str:
     """The key of the widget showing ``key`` now: ``"w_" + key``, plus ``#n`` after n changes made by callbacks.
 
