@@ -25,19 +25,20 @@ def interpreting() -> bool:
 INTERPRETER_LOCK = threading.RLock()
 
 
+def _locked(fn, *args, **kwargs):
+    """fn(*args, **kwargs), holding INTERPRETER_LOCK under the interpreter."""
+    if not interpreting():
+        return fn(*args, **kwargs)
+    with INTERPRETER_LOCK:
+        return fn(*args, **kwargs)
+
+
 def one_launch_at_a_time(fn):
     """``fn`` holding INTERPRETER_LOCK while TRITON_INTERPRET=1 (compiled kernels run unlocked). A
     kernel (``fn[grid](...)``) stays subscriptable: its launchers are locked the same way."""
     if hasattr(type(fn), "__getitem__"):
         return _LockedKernel(fn)
-
-    @functools.wraps(fn)
-    def call(*args, **kwargs):
-        if not interpreting():
-            return fn(*args, **kwargs)
-        with INTERPRETER_LOCK:
-            return fn(*args, **kwargs)
-    return call
+    return functools.wraps(fn)(functools.partial(_locked, fn))
 
 
 class _LockedKernel:
@@ -51,7 +52,7 @@ class _LockedKernel:
         return one_launch_at_a_time(self.kernel[grid])
 
     def __call__(self, *args, **kwargs):
-        return one_launch_at_a_time(self.kernel)(*args, **kwargs)
+        return _locked(self.kernel, *args, **kwargs)
 
 
 def triton_device(*values) -> torch.device:
