@@ -17,10 +17,11 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from specviz.ui import click_queue, failover  # noqa: E402
+from specviz.ui import click_queue, failover, wakeups  # noqa: E402
 
 click_queue.install()  # a burst of presses of one button is applied press by press, never folded into one
 failover.install()  # behind `specviz serve`, the first edit on the worker a tab failed over to is applied
+wakeups.install()  # one event-loop wake-up per burst of a session's elements, not one per element
 
 # (file names, English title, Chinese title, icon), in teaching order; the first file that exists is used.
 PAGES = [
@@ -60,9 +61,7 @@ def _favicon():
     return _favicon.image
 
 
-def main() -> None:
-    st.set_page_config(page_title="specviz: the Accept stage", page_icon=_favicon(), layout="wide")
-    zh = st.session_state.get("sv_lang", "en") == "zh"
+def build_pages(zh: bool) -> list:
     pages, listed = [], set()
     for names, t_en, t_zh, icon in PAGES:
         f = page_file(names)
@@ -73,6 +72,16 @@ def main() -> None:
     for f in sorted((HERE / "pages").glob("[!_]*.py")):
         if f.name not in listed:
             pages.append(st.Page(str(f), title=f.stem.replace("_", " ").capitalize(), default=not pages))
+    return pages
+
+
+def main() -> None:
+    st.set_page_config(page_title="specviz: the Accept stage", page_icon=_favicon(), layout="wide")
+    from specviz.ui.theme import page_objects
+
+    zh = st.session_state.get("sv_lang", "en") == "zh"
+    # Built again only when pages/ changes (a file added or removed changes the folder's mtime).
+    pages = page_objects((zh, os.stat(HERE / "pages").st_mtime_ns), lambda: build_pages(zh))
     if not pages:
         st.error("No page files found in pages/.")
         return

@@ -237,7 +237,9 @@ GRAPHVIZ_HINT = "needs Graphviz's dot binary, which is not installed here: apt-g
 
 
 def has_dot() -> bool:
-    return shutil.which("dot") is not None
+    from .render.svg import have_dot
+
+    return have_dot()
 
 
 def _dot(dot: str, fmt: str) -> bytes:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import re
 import zlib
@@ -90,10 +91,17 @@ class ShareState:
         return d
 
 
+@functools.lru_cache(maxsize=4096)
+def _pack(raw: bytes) -> str:
+    """zlib level 9 + URL-safe base64: the same bytes every rerun for a view that did not change (a page
+    draws a link per step, so a class would compress the same few KB hundreds of times a second)."""
+    return base64.urlsafe_b64encode(zlib.compress(raw, 9)).decode("ascii").rstrip("=")
+
+
 def encode_state(state: ShareState) -> str:
     """The URL query value for ``state``. Raises SpecvizError when it would exceed the limit."""
     raw = json.dumps(state.to_dict(), separators=(",", ":"), ensure_ascii=False, sort_keys=True).encode("utf-8")
-    token = base64.urlsafe_b64encode(zlib.compress(raw, 9)).decode("ascii").rstrip("=")
+    token = _pack(raw)
     if len(token) > MAX_TOKEN_CHARS:
         raise SpecvizError("link", f"would be {len(token)} characters long; at most {MAX_TOKEN_CHARS} fit in a link: "
                                    "save the scenario as a JSON file and share that instead")

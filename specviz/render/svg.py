@@ -8,9 +8,11 @@ per distinct DOT text (cached), and a whole animation's frames go through ONE ``
 from __future__ import annotations
 
 import base64
+import os
 import re
 import shutil
 import subprocess
+import time
 from collections import OrderedDict
 
 _CACHE: OrderedDict[str, str] = OrderedDict()
@@ -18,9 +20,20 @@ _CACHE_MAX = 2048  # distinct DOT texts kept (a frame's SVG is ~2-30 KB)
 _TIMEOUT_S = 20.0
 
 
+_DOT_SEEN: dict = {}  # PATH -> (monotonic time of the look, found)
+_DOT_RECHECK_S = 5.0
+
+
 def have_dot() -> bool:
-    """True when Graphviz's ``dot`` binary is on PATH."""
-    return shutil.which("dot") is not None
+    """True when Graphviz's ``dot`` binary is on PATH. The answer is reused for a few seconds (each page
+    asks several times a rerun, and a PATH search was 8% of a class's server CPU); a ``dot`` installed
+    while the app runs is seen within ``_DOT_RECHECK_S``."""
+    path = os.environ.get("PATH")
+    now = time.monotonic()
+    seen = _DOT_SEEN.get(path)
+    if seen is None or now - seen[0] > _DOT_RECHECK_S:
+        seen = _DOT_SEEN[path] = (now, shutil.which("dot", path=path) is not None)
+    return seen[1]
 
 
 def _remember(dot: str, svg: str) -> None:

@@ -38,9 +38,18 @@ def _preset_json(name: str) -> str:
     return load_scenario(SCENARIO_DIR / f"{name}.json").to_json()
 
 
+_PRESETS_SEEN: dict = {}  # the folder's mtime -> the names
+
+
 def preset_names() -> list[str]:
-    """The presets in ``scenarios/`` (file stems)."""
-    return sorted(p.stem for p in SCENARIO_DIR.glob("*.json"))
+    """The presets in ``scenarios/`` (file stems), listed again only when the folder changes (every
+    page's sidebar asks each rerun, and a glob was 3% of a class's server CPU)."""
+    mtime = SCENARIO_DIR.stat().st_mtime_ns
+    names = _PRESETS_SEEN.get(mtime)
+    if names is None:
+        _PRESETS_SEEN.clear()
+        names = _PRESETS_SEEN[mtime] = tuple(sorted(p.stem for p in SCENARIO_DIR.glob("*.json")))
+    return list(names)
 
 
 def load_preset(name: str) -> Scenario:
@@ -88,8 +97,13 @@ def try_update(slot: str, build) -> bool:
 
 def scenario_io(slot: str = "tree", presets: list[str] | None = None) -> None:
     """Sidebar: pick a preset, load a JSON file, save the current scenario as JSON."""
+    from specviz.ui.theme import lazy_expander
+
+    box, is_open = lazy_expander(tr("Scenario: load / save", "场景：加载 / 保存"), f"w_io_open::{slot}", parent=st.sidebar)
+    if not is_open:
+        return
     s = scenario(slot)
-    with st.sidebar.expander(tr("Scenario: load / save", "场景：加载 / 保存"), expanded=False):
+    with box:
         names = presets if presets is not None else preset_names()
         edited = is_edited(s)  # derived: the preset's name beside other inputs would be false
         cur = s.name if s.name in names and not edited else None

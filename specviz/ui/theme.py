@@ -37,6 +37,10 @@ html, body, [data-testid="stAppViewContainer"] { font-size: 19px; }
 .sv-grey { color: #777; text-decoration: line-through; }
 .sv-big { font-size: 1.25rem; }
 [data-testid="stTable"] table { font-size: 1.0rem; }
+.sv-table-wrap { overflow-x: auto; margin-bottom: .6em; }
+.sv-table { border-collapse: collapse; font-size: 1.0rem; width: 100%; }
+.sv-table th, .sv-table td { border: 1px solid rgba(128, 128, 128, .35); padding: .25em .6em; text-align: left; }
+.sv-table th { font-weight: 600; }
 /* A label is never cut ("Add sibl…" at 1280x720): a long button, toggle, radio or page-link label wraps
    onto a second line instead of ending in an ellipsis, in either language. */
 .stMarkdownEllipsis, .stMarkdownEllipsis p { white-space: normal !important; overflow: visible !important;
@@ -65,6 +69,19 @@ def presenting() -> bool:
     return bool(st.session_state.get("sv_present", False))
 
 
+def lazy_expander(label: str, key: str, *, expanded: bool = False, icon: str | None = None, parent=None):
+    """``(expander, open)``: an expander whose content the page draws only while it is open (Streamlit's
+    ``on_change="rerun"``: opening it reruns the page, which then draws the content). The sidebar's
+    closed boxes (scenario I/O, share, export: some 20 elements) were a third of every edit's script
+    time (benchmarks/README.md, "A class of 50"). On a Streamlit without that option: always drawn."""
+    parent = st if parent is None else parent
+    try:
+        box = parent.expander(label, expanded=expanded, icon=icon, key=key, on_change="rerun")
+    except TypeError:
+        return parent.expander(label, expanded=expanded, icon=icon), True
+    return box, bool(getattr(box, "open", True))
+
+
 def editing_area(title: str):
     """A container for a page's editing controls: folded into a closed expander in presentation
     mode (the key picture stays on screen), a plain container otherwise."""
@@ -84,6 +101,23 @@ def route_through_app() -> None:
     if PagesManager.uses_pages_directory:
         PagesManager.uses_pages_directory = False
         st.rerun()
+
+
+_PAGE_LISTS: dict = {}  # (language, page files) -> st.Page list; app.py is re-executed every run, this module is not
+
+
+def page_objects(key, build) -> list:
+    """Fresh st.Page objects for this run (st.navigation marks the one it runs, so a run never shares
+    them), copied from the list ``build()`` made once per ``key``: making an st.Page resolves its file
+    on disk, and 13 of them a rerun were 10% of a class's server CPU (benchmarks/README.md)."""
+    import copy
+
+    built = _PAGE_LISTS.get(key)
+    if built is None:
+        if len(_PAGE_LISTS) > 8:
+            _PAGE_LISTS.clear()
+        built = _PAGE_LISTS[key] = build()
+    return [copy.copy(p) for p in built]
 
 
 def page_setup(page: str, slot: str | None = "tree") -> None:

@@ -12,7 +12,7 @@ import sys
 
 
 def main(argv: list[str]) -> None:
-    from specviz.ui import click_queue, failover
+    from specviz.ui import click_queue, failover, wakeups
     from specviz.ui.backend_cache import start_loading_backends
 
     start_loading_backends()
@@ -20,6 +20,7 @@ def main(argv: list[str]) -> None:
     # a tab that fails over to this worker straight after it (re)started keeps its first edit.
     click_queue.install()
     failover.install()
+    wakeups.install()
     from streamlit.web import cli
 
     sys.argv = ["streamlit", *argv]

@@ -1,0 +1,126 @@
+"""specviz.ui.wakeups: a session's script events reach the event loop in order, none is lost, and a
+burst costs one wake-up, not one per element."""
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from specviz.ui import wakeups
+
+
+@pytest.fixture
+def loop():
+    lp = asyncio.new_event_loop()
+    th = threading.Thread(target=lp.run_forever, daemon=True)
+    th.start()
+    yield lp
+    lp.call_soon_threadsafe(lp.stop)
+    th.join(5)
+    lp.close()
+
+
+def _counting(lp):
+    """Count the loop's thread-safe wake-ups."""
+    calls = []
+    real = lp.call_soon_threadsafe
+
+    def counted(cb, *args):
+        calls.append(cb)
+        return real(cb, *args)
+    lp.call_soon_threadsafe = counted
+    return calls
+
+
+def test_install_patches_the_pinned_streamlit():
+    from streamlit.runtime import app_session, runtime
+
+    assert wakeups.install() and wakeups.install()  # idempotent
+    assert app_session.AppSession._specviz_wakeups
+    assert app_session.AppSession._call_soon_on_event_loop.__module__ == wakeups.__name__
+    assert runtime.Runtime._enqueued_some_message.__module__ == wakeups.__name__
+
+
+def test_a_burst_is_one_wake_up_and_keeps_its_order(loop):
+    drain = wakeups._Drain(loop)
+    wakes = _counting(loop)
+    gate, seen, done = threading.Event(), [], threading.Event()
+    loop.call_soon_threadsafe(gate.wait)  # the loop is busy (a long callback) while the script sends 100 events
+    wakes.clear()
+    for i in range(100):
+        drain.push(lambda i=i: seen.append(i))
+    drain.push(done.set)
+    gate.set()
+    assert done.wait(5)
+    assert seen == list(range(100))
+    assert len(wakes) == 1
+
+
+def test_threads_pushing_at_once_lose_nothing(loop):
+    drain = wakeups._Drain(loop)
+    seen = {t: [] for t in range(4)}
+    lock = threading.Lock()
+
+    def sender(t):
+        for i in range(2000):
+            def cb(t=t, i=i):
+                with lock:
+                    seen[t].append(i)
+            drain.push(cb)
+    threads = [threading.Thread(target=sender, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    finished = threading.Event()
+    drain.push(finished.set)
+    assert finished.wait(10)
+    assert all(seen[t] == list(range(2000)) for t in seen)  # each thread's events, all of them, in order
+
+
+def test_a_failing_callback_does_not_stop_the_others(loop):
+    drain = wakeups._Drain(loop)
+    seen, done = [], threading.Event()
+    drain.push(lambda: 1 / 0)
+    drain.push(lambda: seen.append("after"))
+    drain.push(done.set)
+    assert done.wait(5) and seen == ["after"]
+
+
+def test_a_closed_loop_drops_events_quietly():
+    lp = asyncio.new_event_loop()
+    lp.close()
+    drain = wakeups._Drain(lp)
+    drain.push(lambda: None)  # no RuntimeError: ScriptRunner events may outlive the loop at shutdown
+    assert not drain.scheduled and not drain.pending
+
+
+def test_data_to_send_is_flagged_directly_on_the_loop_thread(loop):
+    from streamlit.runtime import runtime
+
+    wakeups.install()
+
+    class Objs:
+        eventloop = loop
+        need_send_data = asyncio.Event()
+
+    class FakeRuntime:
+        _get_async_objs = staticmethod(lambda: Objs)
+
+    wakes = _counting(loop)
+    done = threading.Event()
+
+    def on_loop():
+        runtime.Runtime._enqueued_some_message(FakeRuntime())
+        done.set()
+    loop.call_soon_threadsafe(on_loop)
+    assert done.wait(5) and Objs.need_send_data.is_set()
+    assert len(wakes) == 1  # only the test's own call: none for the flag
+    Objs.need_send_data.clear()
+    runtime.Runtime._enqueued_some_message(FakeRuntime())  # from another thread: through the loop, as before
+    for _ in range(100):
+        if Objs.need_send_data.is_set():
+            break
+        threading.Event().wait(0.02)
+    assert Objs.need_send_data.is_set() and len(wakes) == 2
