@@ -171,22 +171,24 @@ with t_col:
     st.caption(captions.shift_sentence(s, commit, ui.lang(), esc=md))
 with g_col2:
     ai_final = [int(x) for x in run.result["accept_index"].reshape(-1, W)[b]]
-    ui.chip_row("accept_index", [ui.chip(r, "accepted" if r >= 0 else "pending", title=f"slot {j}") for j, r in enumerate(ai_final)])
     outs = commit.output_tokens
-    ui.chip_row("predicts[accept_index] →",
-                [ui.chip(s.label(t), "bonus" if k == len(outs) - 1 else "accepted", title=f"predicts[{commit.accept_rows[k]}] = {t}")
-                 for k, t in enumerate(outs)])
-    ui.chip_row(ui.tr("rows[accept_index] →", "rows[accept_index] →"),
-                [ui.chip(s.label(t), "accepted", title=f"candidates row {commit.accept_rows[k]} = {t}")
-                 for k, t in enumerate(commit.committed_tokens)])
-    ui.chip_row(ui.tr("output tokens", "输出 token"), [ui.chip(s.label(t), "bonus" if k == len(outs) - 1 else "accepted")
-                                                     for k, t in enumerate(outs)])
-    ui.chip_row(ui.tr("KV kept for", "保留 KV 的"), [ui.chip(f"{s.label(t)}@{p}", "accepted", title=f"position {p}")
-                                                  for t, p in zip(commit.committed_tokens, commit.committed_positions)])
-    ui.chip_row(ui.term("next_root"), [ui.chip(s.label(commit.next_root), "bonus",
-                                               title=ui.tr("no KV yet: it is the next round's root", "还没有 KV：它是下一轮的根"))])
-    ui.chip_row(ui.tr("discarded", "被丢弃"), [ui.chip(f"{labels[i]} ({ui.term('row')} {b * n + i})", "discarded")
-                                             for i in commit.discarded_nodes] or ["—"])
+    ui.chip_rows([
+        ("accept_index", [ui.chip(r, "accepted" if r >= 0 else "pending", title=f"slot {j}") for j, r in enumerate(ai_final)]),
+        ("predicts[accept_index] →",
+         [ui.chip(s.label(t), "bonus" if k == len(outs) - 1 else "accepted", title=f"predicts[{commit.accept_rows[k]}] = {t}")
+          for k, t in enumerate(outs)]),
+        (ui.tr("rows[accept_index] →", "rows[accept_index] →"),
+         [ui.chip(s.label(t), "accepted", title=f"candidates row {commit.accept_rows[k]} = {t}")
+          for k, t in enumerate(commit.committed_tokens)]),
+        (ui.tr("output tokens", "输出 token"), [ui.chip(s.label(t), "bonus" if k == len(outs) - 1 else "accepted")
+                                              for k, t in enumerate(outs)]),
+        (ui.tr("KV kept for", "保留 KV 的"), [ui.chip(f"{s.label(t)}@{p}", "accepted", title=f"position {p}")
+                                           for t, p in zip(commit.committed_tokens, commit.committed_positions)]),
+        (ui.term("next_root"), [ui.chip(s.label(commit.next_root), "bonus",
+                                        title=ui.tr("no KV yet: it is the next round's root", "还没有 KV：它是下一轮的根"))]),
+        (ui.tr("discarded", "被丢弃"), [ui.chip(f"{labels[i]} ({ui.term('row')} {b * n + i})", "discarded")
+                                      for i in commit.discarded_nodes] or ["—"]),
+    ])
     if commit.pad_slots:
         st.warning(ui.tr("accept_index slots {slots} hold -1 (padding). A raw gather predicts[accept_index] would read "
                          "predicts[-1] there ({raw}): never a token. SGLang uses only the first accept_lens entries.",

@@ -184,3 +184,17 @@ except ImportError:
     @pytest.fixture
     def page():
         pytest.skip(_NO_PLAYWRIGHT)
+
+
+def open_sidebar_boxes(at, export_key: str | None = None):
+    """Open the sidebar's boxes (share, export, scenario load / save) for the next run, as a user's click
+    does: their content is drawn only while they are open (``specviz.ui.theme.lazy_expander``).
+    ``export_key``: the page's export key (``f"{page}_export"`` unless the page names another)."""
+    from specviz.ui.scenarios import SLOTS
+
+    at.session_state["w_share_open"] = True
+    if export_key:
+        at.session_state[f"w_{export_key}_open"] = True
+    for slot in list(SLOTS) + ["audit", "quiz", "pitfalls", "engines"]:
+        at.session_state[f"w_io_open::{slot}"] = True
+    return at

@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.conftest import open_sidebar_boxes
+
 from specviz.ui.state import widget_key
 from specviz.export import has_dot
 from specviz.pitfalls import PITFALLS
@@ -46,6 +48,7 @@ def big_tree_scenario() -> dict:
 
 def test_pitfalls_every_entry_renders_two_sides():
     at = page("pitfalls")
+    open_sidebar_boxes(at, "pitfall_export")
     seen = set()
     for p in PITFALLS:
         at.radio(key="w_pitfall::en").set_value(p.key).run()

@@ -16,6 +16,8 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
+from tests.conftest import open_sidebar_boxes
+
 from specviz import edits, naming
 from specviz.pitfalls import preset
 from specviz.share import QUERY_KEY, decode_state
@@ -51,6 +53,7 @@ def _greedy(scenario, lang="en", step=3):
     at.session_state["sv_scn::tree"] = scenario.to_json()
     at.session_state["sv_lang"] = lang
     at.session_state["sv_step::greedy"] = step
+    open_sidebar_boxes(at, "greedy_export")
     at.run()
     assert not at.exception, at.exception
     return at

@@ -22,6 +22,8 @@ from specviz.ui.state import widget_key
 from specviz.share import DEFAULT_PAGE
 from streamlit.testing.v1 import AppTest
 
+from tests.conftest import open_sidebar_boxes
+
 from specviz.export import has_dot, kaleido_problem
 from specviz.pitfalls import preset
 from specviz.scenario import scenario_from_json
@@ -59,6 +61,7 @@ def _start(page: str, slot: str | None = None, scenario=None, lang: str = "en") 
     if scenario is not None:
         at.session_state[f"sv_scn::{slot}"] = scenario.to_json()
     at.session_state["sv_lang"] = lang
+    open_sidebar_boxes(at, {"pitfalls": "pitfall_export", "quiz": "quiz_export"}.get(page, f"{page}_export"))
     return _ok(at.run())
 
 

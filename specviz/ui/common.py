@@ -64,6 +64,6 @@ from specviz.ui.backend_cache import (  # noqa: E402,F401
 from specviz.ui.stepping import (  # noqa: E402,F401
     SPEEDS, step, set_step, step_controls, end_page, mark_last)
 from specviz.ui.widgets import (  # noqa: E402,F401
-    chip, chip_row, STYLED_ROWS_LIMIT, state_table, text_table, legend, page_link, graph, chart)
+    chip, chip_row, chip_rows, STYLED_ROWS_LIMIT, state_table, text_table, legend, page_link, graph, chart)
 from specviz.ui.theme import (  # noqa: E402,F401
-    CSS, PRESENT_CSS, presenting, editing_area, route_through_app, page_setup)
+    CSS, PRESENT_CSS, presenting, editing_area, lazy_expander, route_through_app, page_setup)

@@ -185,10 +185,13 @@ def share_controls(page: str, slot: str | None = None, step_key: str | None = No
             st.query_params[QUERY_KEY] = token
         except Exception:  # noqa: BLE001  outside a browser session
             pass
-    with st.expander(ui.tr("Share this view", "分享此视图"), expanded=expanded, icon=":material/link:"):
-        # (no language name here: page texts such as "English" stay unique for the language toggle)
-        st.caption(share_summary(state))
-        st.code(url, language=None, wrap_lines=False)
+    box, is_open = ui.lazy_expander(ui.tr("Share this view", "分享此视图"), "w_share_open", expanded=expanded,
+                                 icon=":material/link:")
+    if is_open:
+        with box:
+            # (no language name here: page texts such as "English" stay unique for the language toggle)
+            st.caption(share_summary(state))
+            st.code(url, language=None, wrap_lines=False)
     return url
 
 
@@ -228,6 +231,13 @@ def _dot_file(dot: str, fmt: str):
     return build
 
 
+def _json_file(s):
+    """The scenario file, written when the button is clicked (not stored with every rerun)."""
+    def build():
+        return s.to_json()
+    return build
+
+
 def _figure_file(fig, fmt: str):
     def build():
         from specviz.export import figure_to_html, figure_to_png, figure_to_svg
@@ -251,11 +261,14 @@ def export_controls(s, dot: str | None = None, key: str = "export", expanded: bo
 
     from specviz.naming import file_stem
 
+    box, is_open = ui.lazy_expander(ui.tr("Export", "导出"), f"w_{key}_open", expanded=expanded, icon=":material/download:")
+    if not is_open:
+        return
     name = file_stem(s)  # "running_example_edited" once the inputs differ from the preset
     text = s.to_json(indent=None)
-    with st.expander(ui.tr("Export", "导出"), expanded=expanded, icon=":material/download:"):
+    with box:
         st.caption(ui.tr("**This example**", "**此示例**"))
-        st.download_button(ui.tr("Scenario JSON", "场景 JSON"), s.to_json(), file_name=f"{name}.json",
+        st.download_button(ui.tr("Scenario JSON", "场景 JSON"), _json_file(s), file_name=f"{name}.json",
                            mime="application/json", key=f"w_{key}_json", width="stretch", on_click="ignore",
                            icon=":material/data_object:")
         try:

@@ -28,17 +28,26 @@ def chip_row(label: str, chips: list[str]) -> None:
     markup.row(label, chips)
 
 
-STYLED_ROWS_LIMIT = 40  # beyond this a Styler costs more than a rerun may (~0.4 ms a cell); text marks carry the state
+def chip_rows(rows) -> None:
+    """Several labelled rows of chips, ``[(label, chips), ...]``, drawn as one element (each element a
+    rerun sends costs the server a message: a block of rows is one)."""
+    from specviz.ui import markup
+
+    markup.show([markup.row_html(label, chips) for label, chips in rows])
+
+
+STYLED_ROWS_LIMIT = 40  # beyond this a long static table pushes the page down; text marks carry the state
 
 
 def state_table(df, states: dict) -> None:
     """A table whose rows are coloured by state (``{row position: state}``); every cell also
-    carries its text mark. Up to STYLED_ROWS_LIMIT rows: a static coloured table; beyond: a plain
-    scrollable dataframe (the ✓ / ✗ marks in the cells still say the state)."""
-    from specviz.render.tables import highlight_rows
+    carries its text mark. Up to STYLED_ROWS_LIMIT rows: a static coloured table (HTML built by
+    ``markup.table_html``, every cell escaped); beyond: a plain scrollable dataframe (the ✓ / ✗
+    marks in the cells still say the state)."""
+    from specviz.ui import markup
 
     if len(df) <= STYLED_ROWS_LIMIT:
-        text_table(highlight_rows(df, states).hide(axis="index"))
+        markup.show([markup.table_html(list(df.columns), df.itertuples(index=False, name=None), states)])
     else:
         st.dataframe(df, hide_index=True, width="stretch", height=420)
 

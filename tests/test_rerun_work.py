@@ -1,0 +1,81 @@
+"""What an edit's rerun draws, after the cuts of issue 20 (benchmarks/README.md, "A class of 50"):
+the greedy shift table is one escaped HTML element coloured by the run, the sidebar's closed boxes
+draw no content until opened, and the result's chip rows are one element."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from specviz.engine import run_scenario
+from specviz.pitfalls import preset
+from specviz.render.palette import state_color
+from specviz.safety import html_text
+from specviz.ui.state import widget_key
+from tests.conftest import open_sidebar_boxes
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _greedy(**state) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "pages" / "greedy.py"), default_timeout=120)
+    for k, v in state.items():
+        at.session_state[k] = v
+    return at
+
+
+def _shift_table(at) -> str:
+    return next(m.value for m in at.markdown if 'class="sv-table"' in m.value)
+
+
+def _row_fills(table: str) -> list[str | None]:
+    rows = re.findall(r"<tr( style=\"[^\"]*\")?>", table.split("<tbody>", 1)[1])
+    return [re.search(r"background:(.*?);color:", r).group(1) if r else None for r in rows]
+
+
+def test_shift_table_rows_are_coloured_by_the_run_after_each_edit():
+    at = _greedy()
+    at.run()
+    assert not at.exception
+    s = preset("running_example")
+    for value in ("D", "C", "B", "D"):  # Target(A): B and C accept the walk's second draft differently
+        box = next(sb for sb in at.selectbox if sb.label.startswith("Target(A)"))
+        box.select(value).run()
+        assert not at.exception
+        from specviz import edits
+        tp = list(s.requests[0].target_predict)
+        tp[1] = value
+        s = edits.set_target_predict(s, tp, 0)
+        accepted = set(run_scenario(s, "numpy").commits[0].accept_nodes)
+        table = _shift_table(at)
+        fills = _row_fills(table)
+        assert fills == [html_text(state_color("accepted" if i in accepted else "discarded"))
+                         for i in range(s.tree(0).n)], value
+        heads = len(re.findall(r"<th>", table))
+        assert all(len(re.findall(r"<td>", r)) == heads for r in table.split("<tr")[2:])  # one cell per column
+
+
+def test_closed_sidebar_boxes_draw_nothing_until_opened():
+    at = _greedy()
+    at.run()
+    assert not at.exception
+    labels = [e.label for e in at.sidebar.get("expander")]
+    assert any(x.startswith("Share this view") for x in labels) and any(x.startswith("Export") for x in labels)
+    assert not at.sidebar.get("download_button") and not at.sidebar.code
+    assert not [sb for sb in at.sidebar.selectbox if sb.label == "Preset"]
+    assert at.query_params.get("s")  # the address bar's link is written while the share box is closed
+    open_sidebar_boxes(at, "greedy_export").run()
+    assert not at.exception
+    assert {"Scenario JSON", "pytest file", "Save scenario JSON"} <= {d.label for d in at.sidebar.get("download_button")}
+    assert [c.value for c in at.sidebar.code if "?s=" in c.value]
+    assert [sb for sb in at.sidebar.selectbox if sb.label == "Preset"]
+
+
+def test_result_chip_rows_are_one_element():
+    at = _greedy()
+    at.run()
+    rows = [m.value for m in at.markdown if 'class="sv-row"' in m.value and html_text("accept_index") in m.value]
+    assert len(rows) == 1
+    for label in ("accept_index", "predicts[accept_index] →", "output tokens", "KV kept for", "discarded"):
+        assert html_text(label) in rows[0], label
