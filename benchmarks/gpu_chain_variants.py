@@ -9,7 +9,8 @@ kernel (``sglang_oracle.chain_bits``, half the rows with boundary coins):
 * source variants, the kernel module patched into a temporary file:
   ``no_draw`` (the last program skips the terminal draw; attribution only, wrong tokens),
   ``draw_last`` (the last program's bookkeeping stores before the draw's loads, the order before
-  2026-12-02 08:40 UTC).
+  2026-12-02 08:40 UTC), ``scalar_sums`` (the draw reads the block sums as NB scalar loads, not one
+  vector load taken apart by one-hot sums).
 
 Data as in bench_kernels.py: target rows softmax(3 randn), draft rows softmax(0.8 log p + 0.5 randn),
 drafts drawn from the draft rows. Measured variants no longer here (gains within the spread, results in
@@ -69,6 +70,18 @@ _TAIL_DRAW_LAST = """    if is_last:
 
 
 """
+# The draw's reading of the block sums as NB scalar loads (an unrolled loop) instead of one vector load and
+# one-hot sums (no CTA-wide reduction per block): measured 2026-12-02 11:50 UTC, 0.5-1.5% slower where
+# it matters (bs 4096 / V 32000, V 128256 from bs 512) though it needs fewer registers; kept as a variant.
+_FROM_SUMS_SCALAR = '@triton.jit\ndef chain_inverse_cdf_row_from_sums(p_row_ptr, sub_row_ptr, use_sub, coin, sums_row_ptr, V: tl.constexpr,\n                                   CLEAN_SUB: tl.constexpr, BLOCK_V: tl.constexpr, NB: tl.constexpr,\n                                   NB_P2: tl.constexpr):\n    """``chain_inverse_cdf_row`` given the row\'s block sums (sums_row_ptr[j] = tl.sum of block j, computed\n    by other programs with the same block shape): the same token, bit for bit, reading one block.\n\n    The NB sums are NB scalar loads issued together (an unrolled loop: one round trip, and no CTA-wide\n    reduction to take a value out of a vector). total = the sums folded in block order (SGLang\'s\n    ``norm_sum += tl.sum(val)``, the same additions in the same order, so the same float32). thr = coin *\n    total. SGLang\'s scan adds carry + tl.cumsum(block) block by block and stops at the first running sum\n    > thr; a block j cannot hold it when carry_j + s_j * (1 + 2**-9) + 1e-37 <= thr: every running sum of a\n    block is at most s_j * (1 + 4.9e-4) (4096 non-negative float32 terms, any order of additions, relative\n    error <= 4095 * 2**-24 each way) and carry + x is monotone in x. The scan starts at the first block that\n    can, with carry_j folded from the sums: the earlier blocks\' comparisons are all false in SGLang\'s kernel too."""\n    total = tl.zeros([], dtype=tl.float32)\n    for j in tl.static_range(NB):\n        total += tl.load(sums_row_ptr + j, volatile=True)\n    thr = coin * total\n    carry = tl.zeros([], dtype=tl.float32)\n    first_blk = tl.full([], NB, dtype=tl.int32)\n    carry_at = tl.zeros([], dtype=tl.float32)\n    for j in tl.static_range(NB):\n        s = tl.load(sums_row_ptr + j, volatile=True)\n        can = (first_blk == NB) & (carry + (s * 1.001953125 + 1e-37) > thr)\n        carry_at = tl.where(can, carry, carry_at)\n        first_blk = tl.where(can, j, first_blk)\n        carry += s\n    offs = tl.arange(0, BLOCK_V)\n    carry = carry_at\n    result = tl.full([], -1, dtype=tl.int32)\n    for j in range(0, NB):\n        if (result < 0) & (j >= first_blk):\n            v = j * BLOCK_V + offs\n            m = v < V\n            x = _terminal_block(p_row_ptr, sub_row_ptr, use_sub, v, m, CLEAN_SUB)\n            running = carry + tl.cumsum(x, axis=0)\n            first = tl.min(tl.where((running > thr) & m, v, 2147483647), axis=0)\n            result = tl.where(first < 2147483647, first, result)\n            carry += tl.load(sums_row_ptr + j, volatile=True)\n    return tl.where(result >= 0, result, V - 1)\n\n\n'
+_FROM_SUMS_START, _FROM_SUMS_END = "@triton.jit\ndef chain_inverse_cdf_row_from_sums(", "@triton.jit\ndef _chain_accept_len("
+
+
+def _current_from_sums() -> str:
+    src = inspect.getsource(triton_verify_kernels)
+    return src[src.index(_FROM_SUMS_START):src.index(_FROM_SUMS_END)]
+
+
 _TAIL_START, _TAIL_END = "    if is_last:  # the draw's loads go out first", "@triton.jit\ndef _pick"
 
 
@@ -103,7 +116,8 @@ def variants():
         for split, tag in ((None, "one"), (0, "split")):
             out[f"bpp{bpp}_{tag}"] = (triton_verify_kernels, bpp, split, None, True)
     mods = {"no_draw": patched("no_draw", [(_DRAW, _NO_DRAW)]),
-            "draw_last": patched("draw_last", [(_current_tail(), _TAIL_DRAW_LAST)])}
+            "draw_last": patched("draw_last", [(_current_tail(), _TAIL_DRAW_LAST)]),
+            "scalar_sums": patched("scalar_sums", [(_current_from_sums(), _FROM_SUMS_SCALAR)])}
     for name, mod in mods.items():
         for bpp in (1, 2, 4):
             for split, tag in ((None, "one"), (0, "split")):
