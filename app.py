@@ -47,20 +47,6 @@ def page_file(names):
     return next((HERE / "pages" / f for f in names if (HERE / "pages" / f).exists()), None)
 
 
-def _favicon():
-    """The tab icon, drawn here: a ":material/..." icon makes every browser fetch it from
-    fonts.gstatic.com (a request to another host on every visit; the app must work offline)."""
-    if getattr(_favicon, "image", None) is None:
-        from PIL import Image, ImageDraw
-
-        img = Image.new("RGBA", (64, 64), (0, 0, 0, 0))
-        draw = ImageDraw.Draw(img)
-        draw.ellipse((2, 2, 62, 62), fill=(0, 158, 115, 255))  # the palette's "accepted" green
-        draw.line([(17, 33), (28, 44), (48, 22)], fill=(255, 255, 255, 255), width=7)
-        _favicon.image = img
-    return _favicon.image
-
-
 def build_pages(zh: bool) -> list:
     pages, listed = [], set()
     for names, t_en, t_zh, icon in PAGES:
@@ -76,9 +62,9 @@ def build_pages(zh: bool) -> list:
 
 
 def main() -> None:
-    st.set_page_config(page_title="specviz: the Accept stage", page_icon=_favicon(), layout="wide")
-    from specviz.ui.theme import page_objects
+    from specviz.ui.theme import favicon_url, page_objects
 
+    st.set_page_config(page_title="specviz: the Accept stage", page_icon=favicon_url(), layout="wide")
     zh = st.session_state.get("sv_lang", "en") == "zh"
     # Built again only when pages/ changes (a file added or removed changes the folder's mtime).
     pages = page_objects((zh, os.stat(HERE / "pages").st_mtime_ns), lambda: build_pages(zh))

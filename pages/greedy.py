@@ -7,7 +7,7 @@ import streamlit as st
 
 from specviz import captions, edits
 from specviz.frames import replay
-from specviz.render.tables import path_states, shift_table
+from specviz.render.tables import path_states, shift_records
 from specviz.ui import common as ui
 from specviz.ui import player
 from specviz.ui import share_ui
@@ -163,7 +163,7 @@ words = {"row": ui.tr("verify row", "验证行"), "input": ui.tr("input", "输�
          "output": ui.tr("prediction = output", "预测 = 输出"), "kv": ui.tr("KV this round", "本轮 KV"),
          "pos": ui.tr("position", "位置"), "discarded": ui.term("discarded")}
 positions = [commit.seq_len + d for d in tree.depths()]
-table = shift_table(n, labels, [b * n + i for i in range(n)], run.result["predicts"].reshape(-1), commit.accept_nodes, positions,
+table = shift_records(n, labels, [b * n + i for i in range(n)], run.result["predicts"].reshape(-1), commit.accept_nodes, positions,
                     words, label_of=s.label)
 t_col, g_col2 = st.columns([1.1, 1], gap="large")
 with t_col:

@@ -58,7 +58,12 @@ def selected_style(df: pd.DataFrame, selected):
 
 
 def shift_table(n: int, labels, rows, predicts, accept_nodes, positions, words: dict, label_of=str) -> pd.DataFrame:
-    """The one-position shift, one line per verify row of a request.
+    """``shift_records`` as a DataFrame."""
+    return pd.DataFrame(shift_records(n, labels, rows, predicts, accept_nodes, positions, words, label_of))
+
+
+def shift_records(n: int, labels, rows, predicts, accept_nodes, positions, words: dict, label_of=str) -> list[dict]:
+    """The one-position shift, one line (a dict: column -> value) per verify row of a request.
 
     labels [n] input tokens; rows [n] global rows; predicts [bs*n] (global); accept_nodes: nodes
     on the accepted path (root first); positions [n]. ``words`` names the columns and states.
@@ -75,7 +80,7 @@ def shift_table(n: int, labels, rows, predicts, accept_nodes, positions, words: 
             words["output"]: (label_of(int(predicts[r])) + (" ★" if kept and on_path[i] == len(accept_nodes) - 1 else "")) if kept else "—",
             words["kv"]: (f"✓ {words['pos']} {int(positions[i])}") if kept else f"✗ {words['discarded']}",
         })
-    return pd.DataFrame(recs)
+    return recs
 
 
 def path_states(n: int, accept_nodes) -> dict:

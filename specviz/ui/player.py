@@ -21,8 +21,11 @@ the player writes every text with ``textContent``, never as markup.
 """
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import json
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -170,6 +173,23 @@ def graphviz_url() -> str:
     return f"{base}/{comp.name}/{GRAPHVIZ_JS}"
 
 
+_DOCUMENTS: "OrderedDict[str, str]" = OrderedDict()  # digest of build_html's inputs -> the document
+_DOCUMENTS_MAX = 64  # a document is ~100-300 KB
+_DOCUMENTS_LOCK = threading.Lock()
+
+
+def _document_key(frames, mode: str, gv: str, kwargs: dict) -> str | None:
+    """A digest of everything ``build_html`` reads: a class asks for the same few documents again and again
+    (an edit back and forth), and building one is ~0.5 ms of JSON and base64 a rerun."""
+    import hashlib
+    import pickle
+
+    try:
+        return hashlib.sha256(pickle.dumps((frames, mode, gv, sorted(kwargs.items())), protocol=5)).hexdigest()
+    except Exception:  # noqa: BLE001  something unpicklable: build it every time
+        return None
+
+
 def show(frames: list[Frame], key: str, start: int = 0, links: list[str] | None = None) -> None:
     """Draw the player (st.iframe, sized to its content). Its figures are laid out by ``dot`` on the
     server, or by Graphviz in the browser (``layout_mode``): stepping works without ``dot``."""
@@ -180,9 +200,21 @@ def show(frames: list[Frame], key: str, start: int = 0, links: list[str] | None 
     kwargs = dict(start=start, labels=labels(ui.tr), present=ui.presenting(),
                   speed=float(st.session_state.get(f"sv_speed::{key}", 1.0)), links=links)
     mode = layout_mode()
-    try:
-        html = build_html(frames, layout=mode, graphviz_url=graphviz_url() if mode == "browser" else "", **kwargs)
-    except RuntimeError:  # dot is there but failed on these figures: the browser lays them out instead
-        html = build_html(frames, layout="browser", graphviz_url=graphviz_url(), **kwargs)
+    gv = graphviz_url() if mode == "browser" else ""
+    key_of = _document_key(frames, mode, gv, kwargs)
+    with _DOCUMENTS_LOCK:  # sessions run on their own threads
+        html = _DOCUMENTS.get(key_of) if key_of else None
+        if html is not None:
+            _DOCUMENTS.move_to_end(key_of)
+    if html is None:
+        try:
+            html = build_html(frames, layout=mode, graphviz_url=gv, **kwargs)
+        except RuntimeError:  # dot is there but failed on these figures: the browser lays them out instead
+            html = build_html(frames, layout="browser", graphviz_url=graphviz_url(), **kwargs)
+        if key_of:
+            with _DOCUMENTS_LOCK:
+                _DOCUMENTS[key_of] = html
+                while len(_DOCUMENTS) > _DOCUMENTS_MAX:
+                    _DOCUMENTS.popitem(last=False)
     # The document is our fixed template; the scenario's text sits in it only as escaped JSON data.
     st.iframe(html, height="content")
