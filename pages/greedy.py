@@ -148,7 +148,7 @@ views = ui.greedy_frames(s, ui.lang(), b)  # playframes.greedy_frames(s, run, ..
 
 with walk_box:
     st.subheader(ui.tr("The walk", "遍历过程"))
-    player.show(views, key=KEY, start=step,
+    player.show(views, key=KEY, start=step, content_key=ui.greedy_frames_key(s, ui.lang(), b),
                 links=player.step_links(KEY, SLOT, KEY, len(views), extra={"req": b} if b else None))
     ui.legend()
 dot = views[step].dot

@@ -308,7 +308,7 @@ def badge(diffs: dict | None, what: str = "") -> bool:
     return False
 
 
-@bounded_cache(share=0.1)
+@bounded_cache(share=0.1, copies=False)  # the page and the player only read the frames
 def _greedy_frames(key: str, backend_name: str, lang: str, b: int) -> list:
     from specviz.ui import playframes
 
@@ -324,3 +324,10 @@ def greedy_frames(s: Scenario, lang: str, b: int = 0, backend_name: str | None =
     from specviz.engine import scenario_key
 
     return _greedy_frames(scenario_key(s), backend_name or backend(), lang, b)
+
+
+def greedy_frames_key(s: Scenario, lang: str, b: int = 0, backend_name: str | None = None) -> tuple:
+    """What ``greedy_frames`` depends on, as a hashable key (the step player reuses its document by it)."""
+    from specviz.engine import scenario_key
+
+    return ("greedy", scenario_key(s), backend_name or backend(), lang, b)

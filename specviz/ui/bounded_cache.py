@@ -26,6 +26,7 @@ MAX_ENTRY_BYTES = 8 << 20
 
 _LOCK = threading.Lock()
 _STORE: OrderedDict = OrderedDict()  # (function name, key digest) -> pickled bytes, least recent first
+_SHARED: dict = {}  # the same keys -> the object itself, for caches with copies=False
 _USED: dict = {}  # function name -> bytes held
 _REGISTRY: dict = {}
 
@@ -42,15 +43,19 @@ def _evict(name: str, limit: int) -> None:
         if _USED.get(name, 0) <= limit:
             break
         _USED[name] -= len(_STORE.pop(key))
+        _SHARED.pop(key, None)
     while _STORE and sum(_USED.values()) > TOTAL_BYTES:
         key, blob = _STORE.popitem(last=False)
+        _SHARED.pop(key, None)
         _USED[key[0]] -= len(blob)
 
 
-def bounded_cache(share: float = 0.25):
+def bounded_cache(share: float = 0.25, copies: bool = True):
     """Decorator: cache a pure function's results (pickled) under a byte budget.
 
-    ``share``: the fraction of TOTAL_BYTES this function may hold. Arguments must be picklable
+    ``share``: the fraction of TOTAL_BYTES this function may hold. ``copies=False``: every caller gets the
+    one cached object, not its own unpickled copy (for values its callers only read; unpickling a step
+    player's frames was ~5% of a class's server CPU); it is still counted by its pickled size. Arguments must be picklable
     (strings, numbers, tuples, numpy arrays, frozen dataclasses); the key is a digest of them.
     The wrapper has ``.clear()`` (this function's entries) like st.cache_data's, and
     ``.contains(*args)``: whether a call would be a hit (pages charge the work budget for misses only).
@@ -75,6 +80,8 @@ def bounded_cache(share: float = 0.25):
                 blob = _STORE.get(key)
                 if blob is not None:
                     _STORE.move_to_end(key)
+                    if not copies and key in _SHARED:
+                        return _SHARED[key]
             if blob is not None:
                 return pickle.loads(blob)
             value = fn(*args, **kwargs)
@@ -85,17 +92,21 @@ def bounded_cache(share: float = 0.25):
             if len(blob) <= min(MAX_ENTRY_BYTES, limit):
                 with _LOCK:
                     old = _STORE.pop(key, None)
+                    _SHARED.pop(key, None)
                     if old is not None:
                         _USED[name] -= len(old)
                     _STORE[key] = blob
+                    if not copies:
+                        _SHARED[key] = value
                     _USED[name] = _USED.get(name, 0) + len(blob)
                     _evict(name, limit)
-            return pickle.loads(blob)  # the caller's own copy, as a later hit would get
+            return value if not copies else pickle.loads(blob)  # the caller's own copy, as a later hit would get
 
         def clear() -> None:
             with _LOCK:
                 for key in [k for k in _STORE if k[0] == name]:
                     _USED[name] -= len(_STORE.pop(key))
+                    _SHARED.pop(key, None)
 
         def contains(*args, **kwargs) -> bool:
             """True when a call with these arguments would be a cache hit (no work: no budget to charge)."""
@@ -114,4 +125,5 @@ def bounded_cache(share: float = 0.25):
 def clear_all() -> None:
     with _LOCK:
         _STORE.clear()
+        _SHARED.clear()
         _USED.clear()

@@ -178,21 +178,27 @@ _DOCUMENTS_MAX = 64  # a document is ~100-300 KB
 _DOCUMENTS_LOCK = threading.Lock()
 
 
-def _document_key(frames, mode: str, gv: str, kwargs: dict) -> str | None:
-    """A digest of everything ``build_html`` reads: a class asks for the same few documents again and again
-    (an edit back and forth), and building one is ~0.5 ms of JSON and base64 a rerun."""
+def _document_key(frames, content_key, mode: str, gv: str, kwargs: dict):
+    """Everything ``build_html`` reads, as a key: a class asks for the same few documents again and again
+    (an edit back and forth), and building one is ~0.5 ms of JSON and base64 a rerun. ``content_key``
+    (hashable) stands for ``frames`` when the caller knows what they were made from; else a digest of them."""
     import hashlib
     import pickle
 
+    rest = (mode, gv, kwargs["start"], kwargs["speed"], kwargs["present"], tuple(kwargs["links"] or ()),
+            tuple(sorted(kwargs["labels"].items())))
+    if content_key is not None:
+        return (content_key, *rest)
     try:
-        return hashlib.sha256(pickle.dumps((frames, mode, gv, sorted(kwargs.items())), protocol=5)).hexdigest()
+        return hashlib.sha256(pickle.dumps((frames, rest), protocol=5)).hexdigest()
     except Exception:  # noqa: BLE001  something unpicklable: build it every time
         return None
 
 
-def show(frames: list[Frame], key: str, start: int = 0, links: list[str] | None = None) -> None:
+def show(frames: list[Frame], key: str, start: int = 0, links: list[str] | None = None, content_key=None) -> None:
     """Draw the player (st.iframe, sized to its content). Its figures are laid out by ``dot`` on the
-    server, or by Graphviz in the browser (``layout_mode``): stepping works without ``dot``."""
+    server, or by Graphviz in the browser (``layout_mode``): stepping works without ``dot``.
+    ``content_key``: a hashable key of what ``frames`` were computed from (e.g. ``ui.greedy_frames_key``)."""
     import streamlit as st
 
     from specviz.ui import common as ui
@@ -201,7 +207,7 @@ def show(frames: list[Frame], key: str, start: int = 0, links: list[str] | None 
                   speed=float(st.session_state.get(f"sv_speed::{key}", 1.0)), links=links)
     mode = layout_mode()
     gv = graphviz_url() if mode == "browser" else ""
-    key_of = _document_key(frames, mode, gv, kwargs)
+    key_of = _document_key(frames, content_key, mode, gv, kwargs)
     with _DOCUMENTS_LOCK:  # sessions run on their own threads
         html = _DOCUMENTS.get(key_of) if key_of else None
         if html is not None:
