@@ -13,7 +13,11 @@ if "TRITON_INTERPRET" not in os.environ and "triton" not in sys.modules and not 
 
 import streamlit as st  # noqa: E402
 
-HERE = Path(__file__).resolve().parent
+# app.py runs again on every rerun: no Path.resolve() here (a realpath walk, 4% of a class's server CPU)
+# unless app.py was reached through a link and its pages are elsewhere.
+HERE = Path(os.path.abspath(__file__)).parent
+if not (HERE / "pages").is_dir():
+    HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
