@@ -42,6 +42,7 @@ from playwright.sync_api import sync_playwright  # noqa: E402
 from tests.conftest import CHROMIUM, CHROMIUM_ARGS, _free_port, _wait_health, wait_for_app  # noqa: E402
 
 APP_DIR = ROOT  # --app-dir: another checkout (e.g. `git archive` of an older commit) for a before/after
+SERVER = "streamlit"  # --server: "streamlit" (a bare `streamlit run app.py`) or "app" (`specviz app`, the README's)
 
 
 @contextlib.contextmanager
@@ -50,10 +51,14 @@ def start_app_server(log: Path):
     port = _free_port()
     env = dict(os.environ, TRITON_INTERPRET=os.environ.get("TRITON_INTERPRET", "1"))
     with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-                                 "--server.address", "127.0.0.1", "--server.port", str(port),
-                                 "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-                                cwd=APP_DIR, env=env, stdout=out, stderr=subprocess.STDOUT)
+        if SERVER == "app":  # the README's command (warmed up before it answers: specviz.ui.worker)
+            env["PYTHONPATH"] = str(APP_DIR) + os.pathsep + env.get("PYTHONPATH", "")
+            cmd = [sys.executable, "-m", "specviz", "app", "--server.port", str(port)]
+        else:
+            cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+                   "--server.address", "127.0.0.1", "--server.port", str(port),
+                   "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+        proc = subprocess.Popen(cmd, cwd=APP_DIR, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_health(url, proc)
@@ -471,9 +476,11 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", default=None, help=f"subset of {list(BENCHES)} + first_visit")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--app-dir", type=Path, default=ROOT)
+    ap.add_argument("--server", choices=("streamlit", "app"), default="streamlit",
+                    help="start each server as a bare `streamlit run app.py` or as `specviz app` (warmed up first)")
     args = ap.parse_args()
-    global APP_DIR
-    APP_DIR = args.app_dir
+    global APP_DIR, SERVER
+    APP_DIR, SERVER = args.app_dir, args.server
     names = args.only or [*BENCHES, "first_visit"]
     load0 = os.getloadavg()
     results = {}

@@ -149,11 +149,14 @@ APP_DEFAULTS = {"--server.headless": "true", "--server.address": "127.0.0.1", "-
                 "--runner.postScriptGC": "false",
                 # Every element sent whole, never as a reference to the browser's cache (whose two views
                 # drifted apart under bursts of clicks: "Cached ForwardMsg MISS"; .streamlit/config.toml).
-                "--global.minCachedMessageSize": "1e18"}
+                "--global.minCachedMessageSize": "1e18",
+                # No source-file watcher (it walks the app's folder and follows every module: .streamlit/config.toml).
+                "--server.fileWatcherType": "none"}
 
 
 def app_command(extra: list[str]) -> list[str]:
-    """The ``streamlit run`` command line that ``specviz app`` executes (``extra``: Streamlit flags)."""
+    """The command line that ``specviz app`` executes: ``streamlit run`` through ``specviz.ui.worker``
+    (``extra``: Streamlit flags)."""
     from .paths import app_script
 
     script = app_script()
@@ -161,7 +164,9 @@ def app_command(extra: list[str]) -> list[str]:
         raise SpecvizError("app", f"{script} is missing: reinstall specviz (pip install .) or run from a checkout")
     extra = [a for a in extra if a != "--"]
     given = {a.split("=", 1)[0] for a in extra if a.startswith("--")}
-    cmd = [sys.executable, "-m", "streamlit", "run", str(script)]
+    # Streamlit through specviz.ui.worker: it warms the process up (imports, backends, the default scenarios)
+    # before the server answers, so no student's first visit waits for that.
+    cmd = [sys.executable, "-m", "specviz.ui.worker", "run", str(script)]
     for flag, value in APP_DEFAULTS.items():
         if flag not in given:
             cmd += [flag, value]

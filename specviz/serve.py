@@ -156,10 +156,8 @@ class Serve:
     def _start_worker(self, w: Worker) -> None:
         from .cli import app_command
 
-        cmd = app_command(["--server.address", "127.0.0.1", "--server.port", str(w.port),
-                           "--server.fileWatcherType", "none", *self.extra])
-        assert cmd[1:3] == ["-m", "streamlit"]
-        cmd[1:3] = ["-m", "specviz.ui.worker"]  # Streamlit, with the backends importing from the start
+        cmd = app_command(["--server.address", "127.0.0.1", "--server.port", str(w.port), *self.extra])
+        assert cmd[1:3] == ["-m", "specviz.ui.worker"]  # Streamlit, warmed up before it answers
         # (Streamlit takes the cookie secret only from its config or the environment, never a flag.)
         env = dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false", STREAMLIT_SERVER_COOKIE_SECRET=self.secret)
         with open(w.log, "a") as log:
