@@ -8,12 +8,16 @@ then clicks "Delete subtree" as often and checks the tree is back to its size.
 the first edit's rerun runs) to new values and checks both in the scenario.
 ``--kind coin``: each cycle presses the chain page's u[0] slider ``--clicks`` arrow steps one way, 60 ms
 apart, checks the coin moved by exactly that many steps, then as many back.
+``--kind pq``: each cycle types two cells of the chain page's p table back to back (row 0: token A, then
+token B, the second while the first edit's rerun runs): A up by d, B down by d, so the
+row sums to 1 only with both edits; checks both values in the scenario.
 ``--load N`` runs N busy-loop processes meanwhile (the 2-core CI machine with two pytest workers is
 what lost clicks at stop 23).
 
     python benchmarks/bench_click_bursts.py --cycles 8 --clicks 4 --load 2
     python benchmarks/bench_click_bursts.py --kind target --cycles 100
     python benchmarks/bench_click_bursts.py --kind coin --cycles 10 --clicks 10
+    python benchmarks/bench_click_bursts.py --kind pq --cycles 100
 
 Prints one line per bad cycle and a summary: kind, cycles, clicks, bad cycles.
 """
@@ -85,16 +89,47 @@ def coin_cycle(page, clicks: int, c: int) -> str | None:
     return None
 
 
+SEQUENTIAL = False  # --sequential: B's double-click waits for A's rerun (the control for the burst)
+
+
+def pq_cycle(page, clicks: int, c: int) -> str | None:
+    s0 = _wait_scenario(page, lambda s: True)
+    row = [float(x) for x in s0.requests[0].target_probs[0]]
+    d = round(0.01 * (1 + c % 5), 2) * (1 if row[1] > 0.2 else -1)  # B (0.4 at start) goes down while it can
+    a, b = round(row[0] + d, 2), round(row[1] - d, 2)
+    grid = page.locator('[data-testid="stDataFrame"]').first
+    grid.scroll_into_view_if_needed()
+    box = grid.bounding_box()
+    # Row 0 (below the ~35 px header), tokens A and B: the columns right of the row labels, at 42% and 59%
+    # of the table's width (the chain preset's 4-token table; bench_browser.bench_pq_cell uses the first).
+    for x, value in ((0.42, a), (0.59, b)):
+        page.mouse.dblclick(box["x"] + box["width"] * x, box["y"] + 35 * 1.5)
+        editor = page.locator(".gdg-input").first
+        editor.wait_for(timeout=10_000)  # (a double-click the grid ignored: no editor, a "click could not be made")
+        editor.fill(f"{value}", timeout=5000)
+        editor.press("Enter")  # A alone: the row sums to 1 + d, held; B follows while that rerun runs
+        if SEQUENTIAL:
+            wait_for_app(page)
+    want = [a, b]
+    got = _wait_scenario(page, lambda s: [round(float(x), 6) for x in s.requests[0].target_probs[0][:2]] == want,
+                         timeout=30).requests[0].target_probs[0][:2]
+    got = [round(float(x), 6) for x in got]
+    return None if got == want else f"p[0][A, B] {row[:2]} -> typed {want}, got {got}"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--kind", choices=("tree", "target", "coin"), default="tree")
+    ap.add_argument("--kind", choices=("tree", "target", "coin", "pq"), default="tree")
     ap.add_argument("--cycles", type=int, default=8)
     ap.add_argument("--clicks", type=int, default=4)
     ap.add_argument("--load", type=int, default=0, help="busy-loop processes running meanwhile")
+    ap.add_argument("--sequential", action="store_true", help="pq: the second cell after the first edit's rerun")
     ap.add_argument("--settle", type=float, default=0.0,
                     help="seconds to wait after the backends' loading note is gone (0: the first burst meets the "
                          "poll's last timer, where a click can still be lost)")
     args = ap.parse_args(argv)
+    global SEQUENTIAL
+    SEQUENTIAL = args.sequential
     from playwright.sync_api import TimeoutError as PlaywrightTimeout, sync_playwright
 
     spinners = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(args.load)]
@@ -103,7 +138,7 @@ def main(argv=None) -> int:
             sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         page = browser.new_page(viewport={"width": 1280, "height": 900})
-        path = {"tree": "tree_builder", "target": "greedy", "coin": "chain_sampling"}[args.kind]
+        path = {"tree": "tree_builder", "target": "greedy", "coin": "chain_sampling", "pq": "chain_sampling"}[args.kind]
         page.goto(f"{url}/{path}", wait_until="domcontentloaded")
         page.wait_for_function("() => !/loading them|正在加载/.test(document.body.innerText)", timeout=180_000)
         wait_for_app(page)
@@ -116,7 +151,7 @@ def main(argv=None) -> int:
             page.goto(f"{url}/{path}", wait_until="domcontentloaded")
             wait_for_app(page)
 
-        cycle = {"tree": tree_cycle, "target": target_cycle, "coin": coin_cycle}[args.kind]
+        cycle = {"tree": tree_cycle, "target": target_cycle, "coin": coin_cycle, "pq": pq_cycle}[args.kind]
         try:
             for c in range(args.cycles):
                 try:
@@ -131,7 +166,7 @@ def main(argv=None) -> int:
                 sp.terminate()
     for line in bad:
         print(line)
-    clicks = {"tree": 2 * args.clicks, "target": 2, "coin": 2 * args.clicks}[args.kind] * args.cycles
+    clicks = {"tree": 2 * args.clicks, "target": 2, "coin": 2 * args.clicks, "pq": 2}[args.kind] * args.cycles
     print(f"kind {args.kind}, cycles {args.cycles}, clicks {clicks}, load {args.load}, bad cycles {len(bad)}")
     return 0
 
