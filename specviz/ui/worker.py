@@ -70,7 +70,24 @@ def warm_up(pages_dir=None, wait_s: float = 300.0) -> float:
     return time.monotonic() - t0
 
 
+class _DropMessage:
+    """A logging filter that drops records whose message starts with ``prefix``."""
+
+    def __init__(self, prefix: str):
+        self.prefix = prefix
+
+    def filter(self, record) -> bool:
+        return not record.getMessage().startswith(self.prefix)
+
+
 def main(argv: list[str]) -> None:
+    import logging
+
+    # Streamlit warns "No runtime found" for each st.cache_data a module declares before the server runs:
+    # true, and harmless here (the caches are looked up again when called), so not in a lecturer's log.
+    quiet = logging.getLogger("streamlit.runtime.caching.cache_data_api")
+    no_runtime = _DropMessage("No runtime found")
+    quiet.addFilter(no_runtime)
     from specviz.ui import click_queue, failover, wakeups
     from specviz.ui.backend_cache import start_loading_backends
 
@@ -81,6 +98,7 @@ def main(argv: list[str]) -> None:
     failover.install()
     wakeups.install()
     print(f"specviz: warmed up in {warm_up():.1f} s (imports, backends, the default scenarios)", file=sys.stderr, flush=True)
+    quiet.removeFilter(no_runtime)
     # app.py routes every page (st.navigation): a deep link as the server's first request runs through it at
     # once, not first as an old-style pages/ script that then reruns (theme.route_through_app).
     from streamlit.runtime.pages_manager import PagesManager

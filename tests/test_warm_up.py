@@ -1,0 +1,28 @@
+"""specviz.ui.worker.warm_up: what a server computes before it answers, so no first visit waits for it."""
+from __future__ import annotations
+
+from specviz.ui import worker
+from specviz.ui.scenarios import ROOT, SCENARIO_DIR, SLOTS
+
+
+def test_page_modules_are_what_the_pages_import():
+    names = worker.page_modules(ROOT / "pages")
+    assert {"specviz.ui.common", "specviz.render.tables", "pandas", "streamlit"} <= set(names)
+    assert "specviz.render.tables.shift_records" in names  # `from x import y`: y may be a submodule, tried too
+
+
+def test_warm_up_fills_the_caches_a_first_visit_reads():
+    from specviz.engine import scenario_key
+    from specviz.scenario import load_scenario
+    from specviz.ui import backend_cache as bc
+
+    seconds = worker.warm_up()
+    assert seconds > 0 and bc.backends_loaded()
+    names = tuple(bc.usable_backends())
+    assert "numpy" in names
+    tree = scenario_key(load_scenario(SCENARIO_DIR / f"{SLOTS['tree']}.json"))
+    assert bc._run.contains(tree, "numpy") and bc._compare.contains(tree, names)
+    assert bc._greedy_frames.contains(tree, "numpy", "en", 0) and bc._greedy_frames.contains(tree, "numpy", "zh", 0)
+    for preset in SLOTS.values():
+        key = scenario_key(load_scenario(SCENARIO_DIR / f"{preset}.json"))
+        assert bc._run.contains(key, "numpy"), preset
