@@ -41,9 +41,8 @@ html, body, [data-testid="stAppViewContainer"] { font-size: 19px; }
 [data-testid="stTable"] table { font-size: 1.0rem; }
 .sv-table-wrap { overflow-x: auto; margin-bottom: .6em; }
 .sv-table { border-collapse: collapse; font-size: 1.0rem; width: 100%; }
-.sv-table th, .sv-table td { border: 1px solid rgba(128, 128, 128, .35); padding: .25em .6em; text-align: left; }
+.sv-table th, .sv-table td { border: 1px solid rgba(128, 128, 128, .35); padding: .25em .5em; text-align: left; }
 .sv-table th { font-weight: 600; }
-.sv-table td { white-space: nowrap; }
 /* A label is never cut ("Add sibl…" at 1280x720): a long button, toggle, radio or page-link label wraps
    onto a second line instead of ending in an ellipsis, in either language. */
 .stMarkdownEllipsis, .stMarkdownEllipsis p { white-space: normal !important; overflow: visible !important;
