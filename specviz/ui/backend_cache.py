@@ -321,13 +321,12 @@ def greedy_frames(s: Scenario, lang: str, b: int = 0, backend_name: str | None =
     JSON, the backend, the language and the request): every frame is a pure function of those, and a
     class editing back and forth between a few scenarios asks for the same frames again and again.
     Call after ``run(s)`` has succeeded."""
-    from specviz.engine import scenario_key
-
-    return _greedy_frames(scenario_key(s), backend_name or backend(), lang, b)
+    return _greedy_frames(*greedy_frames_key(s, lang, b, backend_name)[1:])
 
 
 def greedy_frames_key(s: Scenario, lang: str, b: int = 0, backend_name: str | None = None) -> tuple:
-    """What ``greedy_frames`` depends on, as a hashable key (the step player reuses its document by it)."""
+    """What ``greedy_frames`` depends on, as a hashable key (the step player reuses its document by it):
+    ("greedy", then the arguments of the cached ``_greedy_frames``)."""
     from specviz.engine import scenario_key
 
     return ("greedy", scenario_key(s), backend_name or backend(), lang, b)

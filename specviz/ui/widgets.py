@@ -39,24 +39,21 @@ def chip_rows(rows) -> None:
 STYLED_ROWS_LIMIT = 40  # beyond this a long static table pushes the page down; text marks carry the state
 
 
-def state_table(df, states: dict) -> None:
-    """A table (a DataFrame, or a list of records) whose rows are coloured by state (``{row position: state}``); every cell also
-    carries its text mark. Up to STYLED_ROWS_LIMIT rows: a static coloured table (HTML built by
-    ``markup.table_html``, every cell escaped); beyond: a plain scrollable dataframe (the ✓ / ✗
-    marks in the cells still say the state)."""
+def state_table(table, states: dict) -> None:
+    """A table (a DataFrame, or a list of records: dicts with the same keys) whose rows are coloured by
+    state (``{row position: state}``); every cell also carries its text mark. Up to STYLED_ROWS_LIMIT rows:
+    a static coloured table (HTML built by ``markup.table_html``, every cell escaped); beyond: a plain
+    scrollable dataframe (the ✓ / ✗ marks in the cells still say the state)."""
     from specviz.ui import markup
 
-    if isinstance(df, list):  # records (dicts with the same keys): no DataFrame unless it is long
-        if len(df) <= STYLED_ROWS_LIMIT:
-            markup.show([markup.table_html(list(df[0]) if df else [], [list(r.values()) for r in df], states)])
-            return
+    if len(table) > STYLED_ROWS_LIMIT:
         import pandas as pd
 
-        df = pd.DataFrame(df)
-    if len(df) <= STYLED_ROWS_LIMIT:
-        markup.show([markup.table_html(list(df.columns), df.itertuples(index=False, name=None), states)])
+        st.dataframe(pd.DataFrame(table), hide_index=True, width="stretch", height=420)
+    elif isinstance(table, list):  # records: no DataFrame built at all
+        markup.show([markup.table_html(list(table[0]) if table else [], [list(r.values()) for r in table], states)])
     else:
-        st.dataframe(df, hide_index=True, width="stretch", height=420)
+        markup.show([markup.table_html(list(table.columns), table.itertuples(index=False, name=None), states)])
 
 
 @functools.cache
