@@ -104,15 +104,18 @@ class Student:
         self.url, self.k, self.proxied, self.worker = url, k, proxied, None
         self.widgets: dict = {}  # id -> WidgetState fields we send back (like a browser does)
         self.target_a_id = None
+        self.fragment_id = ""  # the fragment Target(A) is drawn in: a browser's edit reruns only that
         self.times, self.errors, self.leaks, self.lost = [], 0, 0, 0
         self.cache: dict = {}  # ForwardMsg hash -> message (the server may send only a reference)
 
-    async def _run_once(self, ws, widget_states) -> dict:
-        """Send one rerun; read until script_finished. Returns what the answer showed."""
+    async def _run_once(self, ws, widget_states, fragment_id: str = "") -> dict:
+        """Send one rerun (of the fragment ``fragment_id``, as a browser does for a widget drawn in
+        one); read until script_finished. Returns what the answer showed."""
         bm = BackMsg()
         cs = bm.rerun_script
         cs.query_string = ""
         cs.page_name = "greedy"
+        cs.fragment_id = fragment_id
         for wid, (kind, value) in widget_states.items():
             w = cs.widget_states.widgets.add()
             w.id = wid
@@ -137,6 +140,7 @@ class Student:
                     ERROR_TEXTS.append(el.exception.message if which == "exception" else el.alert.body)
                 if which == "selectbox" and el.selectbox.label.startswith("Target(A)"):
                     self.target_a_id = el.selectbox.id
+                    self.fragment_id = fm.delta.fragment_id
                 for s in _strings(el):
                     m = NCD_RE.search(s)
                     if m and "new_seq_len" in s:
@@ -166,7 +170,7 @@ class Student:
                 self.widgets[self.target_a_id] = ("string_value", value)
                 t0 = time.perf_counter()
                 try:
-                    seen = await self._run_once(ws, self.widgets)
+                    seen = await self._run_once(ws, self.widgets, self.fragment_id)
                 except (asyncio.TimeoutError, websockets.ConnectionClosed):
                     self.lost += 1
                     continue

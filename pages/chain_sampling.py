@@ -34,307 +34,6 @@ s = sampling_page.start(KEY, SLOT, PRESETS, step_version_key="sv_chain_step_ver"
 
 st.title(tr("Chain rejection sampling: u·q < p", "链式拒绝采样（Classic Rejection Sampling）：u·q < p"))
 
-sampling_page.require_algorithm(s, KEY, SLOT, STEP, ("chain_rejection",), "pq_example",
-                               ("Load the p/q example", "加载 p/q 示例"), "w_chain_reset")
-
-req = s.requests[0]
-vocab = list(s.vocab)
-N = len(req.chain)
-VER = ui.scenario_version(SLOT)
-walk_box = st.container()  # the key picture first (filled once the run is known); editing below it
-# The page's explanation under the key picture (a projector has 720 px: the picture comes first).
-st.caption(tr(
-    "The Draft proposed each token from **q**; the Target gives **p**. Slot *s* is accepted when "
-    "**u·q < p** (probability min(1, p/q)); SGLang 0.5.23 also requires **0 < q ≤ 1**, so a proposal with q = 0 is "
-    "always rejected. The first rejection stops the chain: the correction token is "
-    "drawn from **max(p − q, 0)**, normalised. If every draft is accepted, the **bonus** is drawn from plain p.",
-    "Draft 按 **q** 提出每个 token，Target 给出 **p**。当 **u·q < p**（概率 min(1, p/q)）时接受该位置；"
-    "SGLang 0.5.23 还要求 **0 < q ≤ 1**，所以 q = 0 的候选总被拒绝。"
-    "第一次拒绝即停止：从归一化的 **max(p − q, 0)**（residual）采样修正 token。若全部 Draft 被接受，"
-    "**bonus** 直接从 Target 分布 p 采样。"))
-
-
-def _p_rows(sc_) -> list[list[float]]:
-    """p as given, or derived from target_logits (temperature, top-k, top-p) when the scenario gives logits."""
-    r = sc_.requests[0]
-    return [list(map(float, row)) for row in (r.target_probs if r.target_probs is not None else sc_.target_probs(0).tolist())]
-
-
-p_rows = _p_rows(s)
-
-
-def _update_request(**changes) -> bool:
-    """Replace fields of request 0; a bad value shows st.error naming the field, the scenario is kept."""
-    return ui.try_update(SLOT, lambda: edits.set_fields(s, 0, **changes))
-
-
-def _synced(wkey: str, current):
-    return ui.synced_key(wkey, current, VER)
-
-
-def _store(build, err_key="sv_chain_err"):
-    """Callback body: store the edited scenario, or the error to show on the next run."""
-    try:
-        ui.set_scenario(SLOT, build(ui.scenario(SLOT)))
-    except SpecvizError as exc:
-        ui.defer_error(err_key, exc)
-
-
-def _on_coin(i: int):
-    def cb():
-        value = st.session_state["w_chain_coin_final"] if i < 0 else st.session_state[f"w_chain_coin{i}"]
-        _store(lambda cur: edits.set_coin(cur, i, float(value)))
-    return cb
-
-
-def _randomise():
-    def build(cur):
-        coins, final = dist.random_coins(int(st.session_state.get("w_chain_seed", 0)), len(cur.requests[0].coins))
-        return edits.set_coins(cur, coins, final)
-    _store(build)
-
-
-TEXT_ERR = "sv_chain_text_err"  # the "Apply the text" button's own error, drawn right under the button
-TEXT_OK = "sv_chain_text_ok"
-
-
-def _apply_text(ver: int):
-    """on_click (a callback, so the click is never lost to a rerun): the typed p and q rows.
-
-    Both rows are applied together or not at all; a refusal is kept for the next run and shown
-    under the button that caused it (the typed text stays in the boxes to be fixed)."""
-    def build(cur):
-        V = len(cur.vocab)
-        rows_p = dist.rows_from_text("requests[0].target_probs", st.session_state.get(f"w_chain_ptext::{ver}", ""), V)
-        rows_q = dist.rows_from_text("requests[0].draft_probs", st.session_state.get(f"w_chain_qtext::{ver}", ""), V)
-        return edits.set_fields(cur, 0, target_probs=rows_p, draft_probs=rows_q)
-    before = ui.scenario_version(SLOT)
-    _store(build, err_key=TEXT_ERR)
-    st.session_state[TEXT_OK] = ui.scenario_version(SLOT) != before
-
-
-def _set_coin0(value: float):
-    def cb():
-        _store(lambda cur: edits.set_coin(cur, 0, value))
-    return cb
-
-
-# ---------------------------------------------------------------------------------------------
-# Inputs
-# ---------------------------------------------------------------------------------------------
-edit_box = ui.editing_area(tr("1. Inputs", "1. 输入"))
-with edit_box:
-    st.header(tr("1. Inputs", "1. 输入"))
-    col_chain, col_coins = st.columns([3, 2], gap="large")
-    with col_chain:
-        st.markdown(tr("**Draft chain** (root R first; slot *s* holds draft *s*)", "**Draft 链**（首位是 root R；位置 *s* 是第 *s* 个 Draft）"))
-        PER_ROW = 4  # a select box narrower than this cannot show its token
-        new_chain = list(req.chain)
-        for start in range(0, N, PER_ROW):
-            ccols = st.columns(PER_ROW)
-            for j, sl in enumerate(range(start, min(N, start + PER_ROW))):
-                if sl == 0:
-                    with ccols[0]:
-                        markup.big_cell(tr("root", "根节点"), req.chain[0])
-                    continue
-                k = _synced(f"w_chain_tok{sl}", req.chain[sl])
-                new_chain[sl] = ccols[j].selectbox(tr("slot {s}", "位置 {s}", s=sl), vocab, key=k)
-        if new_chain != list(req.chain):
-            if _update_request(chain=new_chain):
-                st.rerun()
-        b1, b2, _ = st.columns([1, 1, 2])
-        if b1.button(tr("+ slot", "+ 位置"), key="w_chain_add", disabled=N >= 8):
-            uni = [round(1.0 / len(vocab), 6)] * len(vocab)
-            ok = _update_request(chain=list(req.chain) + [vocab[0]], target_probs=[list(r) for r in p_rows] + [uni],
-                                 draft_probs=[list(r) for r in req.draft_probs] + [list(p_rows[-1])],
-                                 coins=list(req.coins) + [0.5])
-            if ok:
-                st.rerun()
-        if b2.button(tr("− slot", "− 位置"), key="w_chain_del", disabled=N <= 2):
-            if _update_request(chain=list(req.chain)[:-1], target_probs=[list(r) for r in p_rows][:-1],
-                               draft_probs=[list(r) for r in req.draft_probs][:-1], coins=list(req.coins)[:-1]):
-                st.rerun()
-
-    with col_coins:
-        st.markdown(tr("**Coins** u ∈ [0, {m}] — one per draft slot, plus u_final for the terminal draw",
-                       "**随机数** u ∈ [0, {m}]：每个 Draft 位置一个，另有终止采样用的 u_final", m=MAX_COIN))
-        for i in range(N - 1):
-            k = _synced(f"w_chain_coin{i}", float(req.coins[i]))
-            st.slider(tr("u[{i}]  (slot {s})", "u[{i}]  （位置 {s}）", i=i, s=i + 1), 0.0, MAX_COIN, step=COIN_STEP, key=k, on_change=_on_coin(i), format=COIN_FORMAT)
-        k = _synced("w_chain_coin_final", float(req.coin_final))
-        st.slider("u_final", 0.0, MAX_COIN, step=COIN_STEP, key=k, on_change=_on_coin(-1), format=COIN_FORMAT)
-        r1, r2 = st.columns([1, 1])
-        r1.number_input(tr("seed", "种子"), 0, 10**6, 0, key="w_chain_seed")
-        r2.button(tr("randomise coins", "随机生成"), key="w_chain_rand", on_click=_randomise, width="stretch", icon=":material/casino:")
-        st.caption(tr("Try u[0]:", "试试 u[0]："))
-        qc = st.columns(3)
-        qc[0].button(tr(".4 accept", ".4 接受"), key="w_chain_q1", on_click=_set_coin0(0.4), width="stretch",
-                     help=tr(".4 × .6 = .24 < .3", ".4 × .6 = .24 < .3"))
-        qc[1].button(tr(".5 edge", ".5 边界"), key="w_chain_q2", on_click=_set_coin0(0.5), width="stretch",
-                     help=tr(".5 × .6 = .3 is not < .3: the test is strict", ".5 × .6 = .3 不小于 .3：严格不等式"))
-        qc[2].button(tr(".7 reject", ".7 拒绝"), key="w_chain_q3", on_click=_set_coin0(0.7), width="stretch",
-                     help=tr(".7 × .6 = .42 ≥ .3", ".7 × .6 = .42 ≥ .3"))
-        ui.show_deferred_error("sv_chain_err")
-
-    # p / q tables
-    def _table(name: str, rows, row_labels):
-        df = pd.DataFrame([list(r) for r in rows], columns=vocab, index=row_labels)
-        edited = st.data_editor(df, key=f"w_chain_{name}::{VER}", width="stretch",
-                                column_config={c: st.column_config.NumberColumn(c, min_value=None, step=0.01, format="%.3f") for c in vocab})
-        return [[float(v) if v == v else float("nan") for v in row] for row in edited.to_numpy().tolist()]
-
-
-    p_labels = [tr("row {i}: after {t}", "第 {i} 行：{t} 之后", i=i, t=req.chain[i]) for i in range(N)]
-    q_labels = [tr("slot {i}: proposed {t}", "位置 {i}：提出 {t}", i=i + 1, t=req.chain[i + 1]) for i in range(N - 1)]
-    tp, tq = st.columns(2, gap="large")
-    with tp:
-        st.markdown(tr("**p = target_probs** `[bs, N, V]` (Target distribution after each row)",
-                       "**p = target_probs** `[bs, N, V]`（每行之后的 Target 分布）"))
-        new_p = _table("p", p_rows, p_labels)
-    with tq:
-        st.markdown(tr("**q = draft_probs** `[bs, N−1, V]` (the distribution the Draft sampled slot s from)",
-                       "**q = draft_probs** `[bs, N−1, V]`（Draft 提出位置 s 时所用的分布）"))
-        new_q = _table("q", req.draft_probs, q_labels)
-
-
-    def _normalise():
-        p = st.session_state.pop("sv_chain_pending_p", None)
-        q = st.session_state.pop("sv_chain_pending_q", None)
-        _store(lambda cur: edits.normalised(cur, p, q))
-
-
-    if new_p != [list(map(float, r)) for r in p_rows] or new_q != [list(map(float, r)) for r in req.draft_probs]:
-        st.session_state["sv_chain_pending_p"] = new_p
-        st.session_state["sv_chain_pending_q"] = new_q
-        if _update_request(target_probs=new_p, draft_probs=new_q):
-            st.session_state.pop("sv_chain_pending_p", None)
-            st.session_state.pop("sv_chain_pending_q", None)
-            st.rerun()
-    def _on_semantics():
-        cur = ui.scenario(SLOT)
-        ui.set_scenario(SLOT, cur.replace(semantics=st.session_state["w_chain_sem"]))
-
-
-    nb, sb = st.columns([1, 1])
-    nb.button(tr("Normalise rows (divide each row by its sum)", "归一化（每行除以其和）"), key="w_chain_norm", on_click=_normalise)
-    sb.radio(tr("semantics", "语义版本"), ["0.5.23", "earlier"], key=_synced("w_chain_sem", s.semantics), horizontal=True,
-             on_change=_on_semantics,
-             help=tr("0.5.23 accepts only when 0 < q ≤ 1 and u·q < p, and zeroes q outside [0, 1] in the residual; earlier releases "
-                     "test u·q < p alone, so a proposal with q = 0 and p > 0 is accepted.",
-                     "0.5.23 仅在 0 < q ≤ 1 且 u·q < p 时接受，并在 residual 中把 [0, 1] 之外的 q 置 0；更早版本只检验 u·q < p，"
-                     "因此 q = 0 且 p > 0 的候选会被接受。"))
-    with st.expander(tr("Edit p and q as text (paste rows: one row per line)", "以文本编辑 p 与 q（每行一个分布）")):
-        tx1, tx2 = st.columns(2)
-        p_text = tx1.text_area("target_probs (p)", dist.rows_to_text(p_rows), key=f"w_chain_ptext::{VER}", height=130)
-        q_text = tx2.text_area("draft_probs (q)", dist.rows_to_text(req.draft_probs), key=f"w_chain_qtext::{VER}", height=130)
-        st.button(tr("Apply the text", "应用文本"), key="w_chain_apply", on_click=_apply_text, args=(VER,))
-        if TEXT_ERR in st.session_state:  # this click's answer, next to the button (never in another column)
-            ui.show_deferred_error(TEXT_ERR)
-            st.caption(tr("Nothing was applied: p and q are unchanged, and your text is kept above to fix.",
-                          "未应用任何修改：p 与 q 保持不变，你输入的文本仍保留在上方，可修改后再试。"))
-        elif st.session_state.pop(TEXT_OK, False):
-            st.success(tr("Applied: p and q now come from the text.", "已应用：p 与 q 现在来自上面的文本。"),
-                       icon=":material/check:")
-
-# ---------------------------------------------------------------------------------------------
-# The run, step by step
-# ---------------------------------------------------------------------------------------------
-s = ui.scenario(SLOT)
-req = s.requests[0]
-p_rows = _p_rows(s)
-run = ui.run(s)
-if run is None:
-    share_ui.sidebar_controls(KEY, s, slot=SLOT, step_key=STEP)
-    st.stop()
-for w in wording.run_warnings(run, ui.lang(), esc=md):  # worded from the trace: labels, the page's language
-    st.warning(w)
-ui.backend_badge(s)
-
-# Every frame and caption of the player is a pure function of the one replay (specviz.ui.playframes).
-views = playframes.chain_frames(s, run, ui.lang())
-events = run.trace.events
-last = len(views) - 1
-if st.session_state.get("sv_chain_step_ver") != ui.scenario_version(SLOT):  # new inputs: show their outcome first
-    st.session_state["sv_chain_step_ver"] = ui.scenario_version(SLOT)
-    ui.set_step(STEP, last)
-cur = min(ui.step(STEP), last)
-ui.mark_last(STEP, len(views))
-test_of = {e.node: e.data for e in events if e.kind == "accept_test"}
-res_ev = next((e for e in events if e.kind == "residual"), None)
-term_ev = next((e for e in events if e.kind == "terminal"), None)
-
-with walk_box:
-    st.subheader(tr("The Accept, step by step", "逐步执行 Accept"))
-    player.show(views, key=STEP, start=cur, links=player.step_links(KEY, SLOT, STEP, len(views)))
-    ui.legend()
-chain_dot = views[cur].dot
-
-st.header(tr("2. The end state: every slot at once", "2. 最终结果：所有位置一览"))
-sampling_page.end_state_note()
-step_fig = step_fig_what = None  # the terminal draw, for the export box
-if res_ev is not None and term_ev is not None:
-    k = res_ev.node
-    full = res_ev.data.get("q") is None
-    src = wording.residual_source(res_ev.data.get("source_code"), ui.lang(), fallback=md(res_ev.data["source"]))
-    st.markdown(tr("**Terminal draw at row {k}** ({src})", "**第 {k} 行的终止采样**：{src}", k=k, src=src))
-    res_args = (vocab, p_rows[k], None if full else req.draft_probs[k])
-    res_kw = dict(coin_final=req.coin_final, chosen=term_ev.data["token"], bonus_from_p=full,
-                  text={"norm": tr("normalised", "归一化"), "cdf": tr("terminal draw", "终止采样"),
-                        "p": tr("p (target)", "p（Target）"), "q": tr("q (draft)", "q（Draft）")})
-    step_fig = lambda: sc.residual_figure(*res_args, **res_kw)  # noqa: E731  (built only for a chart export)
-    step_fig_what = tr("The terminal draw at row {k}", "第 {k} 行的终止采样", k=k)
-    ui.chart(_fig("residual_svg", *res_args, **res_kw))
-
-# Summary of every slot at once.
-rows = []
-for j in range(1, N):
-    d = test_of.get(j)
-    if d is None:
-        rows.append({tr("slot", "位置"): j, "draft": req.chain[j], "p(x)": None, "q(x)": None, tr("accept probability", "接受概率"): None,
-                     "u": req.coins[j - 1], "u·q": None, tr("verdict", "结果"): tr("not reached", "未到达")})
-    else:
-        rows.append({tr("slot", "位置"): j, "draft": req.chain[j], "p(x)": d["p"], "q(x)": d["q"], tr("accept probability", "接受概率"): d["accept_prob"],
-                     "u": d["coin"], "u·q": d["u_times_q"],
-                     tr("verdict", "结果"): ("✔ " + ui.term("accepted")) if d["accepted"] else ("✘ " + ui.term("rejected"))})
-st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
-c = run.commit
-st.success(tr("Output this round: **{o}** — accept_index {ai}, accept_lens = {al}; next root **{nr}**.",
-              "本轮输出：**{o}** — accept_index {ai}，accept_lens = {al}；下一轮 root 为 **{nr}**。",
-              o=md(" ".join(vocab[t] for t in c.output_tokens)), ai=run.result["accept_index"][0].tolist(), al=c.accept_len,
-              nr=md(vocab[c.next_root])))
-
-# ---------------------------------------------------------------------------------------------
-# The mass check
-# ---------------------------------------------------------------------------------------------
-st.header(tr("3. Why the output is distributed as p", "3. 为什么输出分布恰好是 p"))
-slot = 1
-if N > 2:
-    slot = st.selectbox(tr("position", "位置"), list(range(1, N)), key="w_chain_decomp_slot", format_func=lambda j: f"slot {j}")
-with ui.guard():
-    accepted, redistributed, total = dist.decomposition(p_rows[slot - 1], req.draft_probs[slot - 1])
-    dcol, tcol = st.columns([3, 2], gap="large")
-    with dcol:
-        ui.chart(_fig("decomposition_svg", vocab, accepted, redistributed, p_rows[slot - 1],
-                      text={"acc": tr("accepted: min(p, q)", "接受分支：min(p, q)"),
-                            "red": tr("rejected mass, redistributed", "拒绝质量再分配"), "p": "p (Target)"},
-                      width=540))  # a narrow column: a narrower drawing keeps the text large
-    with tcol:
-        fmt = lambda xs: "(" + " ".join(f"{x:.3g}" for x in xs) + ")"  # noqa: E731
-        st.markdown(tr(
-            "If the Draft draws x ~ q and keeps it with min(1, p/q), token x is emitted by the accept branch with "
-            "probability q(x)·min(1, p(x)/q(x)) = **min(p, q)** = {a}. The rejected mass {r:.3g} is re-drawn from the "
-            "residual: {d}. Sum: {t} = **p**.",
-            "若 Draft 按 q 抽出 x 并以 min(1, p/q) 保留，接受分支给出 x 的概率为 q(x)·min(1, p(x)/q(x)) = **min(p, q)** = {a}。"
-            "拒绝质量 {r:.3g} 按 residual 重新分配：{d}。合计：{t} = **p**。",
-            a=fmt(accepted), r=1 - float(sum(accepted)), d=fmt(redistributed), t=fmt(total)))
-        st.caption(tr("This needs q to be the distribution the Draft really sampled from, over the same vocabulary and context.",
-                      "前提：q 必须真是 Draft 提出候选时使用的分布，并与 p 对齐到同一上下文、同一词表。"))
-
-# ---------------------------------------------------------------------------------------------
-# Monte Carlo
-# ---------------------------------------------------------------------------------------------
-st.header(tr("4. Monte Carlo: many rounds on the chosen backend", "4. Monte Carlo：在所选后端上重复多轮"))
-
 
 @bounded_cache()
 def _monte_carlo(text: str, backend: str, trials: int, seed: int, from_q: bool):
@@ -347,49 +46,353 @@ def _monte_carlo(text: str, backend: str, trials: int, seed: int, from_q: bool):
                                   draft_from_q=from_q, semantics=sc_.semantics)
 
 
-m1, m2, m3 = st.columns([1, 1, 2])
-# Triton under the CPU interpreter draws ~30 trials a second: offer small N and run only on request.
-slow = ui.interpreted(ui.backend())
-choices = [50, 100, 200, 500] if slow else [1000, 4000, 10000, 40000]
-trials = m1.select_slider(tr("trials N", "试验次数 N"), choices, value=choices[1], key=f"w_chain_mc_n::{slow}")
-trials = heavy.cap_trials(trials, s.n, s.vocab_size)  # at most MAX_TRIAL_CELLS cells per click
-mc_seed = m2.number_input(tr("seed", "种子"), 0, 10**6, 1, key="w_chain_mc_seed")
-from_q = m3.toggle(tr("the Draft samples its first token from q (as a real Draft does)", "Draft 按 q 抽取第一个 token（真实 Draft 的做法）"),
-                   value=True, key="w_chain_mc_fromq")
-# Keyed without the coins (Monte Carlo draws its own): moving a coin slider keeps the result.
-mc_args = (scenario_key(s, zero_coins=True), ui.backend(), int(trials), int(mc_seed), bool(from_q))
-if slow and st.session_state.get("sv_chain_mc_ran") != mc_args:
-    st.info(tr("{b} runs the kernels one program at a time (about 30 trials per second here): press the button to run.",
-               "{b} 逐个程序解释执行内核（此处约每秒 30 次试验）：请按按钮运行。", b=ui.backend_label(ui.backend())))
-    if st.button(tr("Run {n} trials", "运行 {n} 次试验", n=trials), key="w_chain_mc_go"):
-        st.session_state["sv_chain_mc_ran"] = mc_args
-        st.rerun()
-    mc_args = None
-if mc_args is not None:
-    with ui.guard():
-        with heavy.heavy("Monte Carlo"):  # per-tab budget + server-wide slots
-            mc = _monte_carlo(*mc_args)
-        hc, mcol = st.columns([3, 1], gap="large")
-        with hc:
-            ui.chart(_fig("monte_carlo_svg", vocab, mc.empirical, mc.target, expected=None if from_q else mc.expected, counts=mc.counts,
-                          text={"emp": tr("Monte Carlo (first emitted token)", "Monte Carlo（首个输出 token）"),
-                                "trials": tr("trials", "次试验"),
-                                "p": tr("p (Target, row 0)", "p（Target，第 0 行）"),
-                                "exp": tr("exact for a fixed draft token", "固定 Draft token 时的精确分布")}, width=660))
-        with mcol:
-            st.metric(tr("TV distance to p", "与 p 的 TV 距离"), f"{mc.tv_to_target:.4f}")
-            if not from_q:
-                st.metric(tr("TV to the exact conditional", "与精确条件分布的 TV 距离"), f"{mc.tv_to_expected:.4f}")
-            st.caption(tr("{n} trials on {b}. An exact sampler still shows TV ≈ {e:.3f} from sampling noise alone.",
-                          "{b} 上 {n} 次试验。即使采样精确，仅采样噪声也会带来约 {e:.3f} 的 TV 距离。",
-                          n=mc.num_trials, b=ui.backend_label(ui.backend()), e=dist.expected_tv_noise(mc.expected, mc.num_trials)))
-        if not from_q:
-            st.info(tr("With the draft token fixed to **{t}**, the output is *not* p: rejection sampling is exact only when the "
-                       "proposed token itself was drawn from q.",
-                       "若 Draft token 固定为 **{t}**，输出分布*不是* p：只有当候选 token 本身按 q 抽取时，拒绝采样才精确。",
-                       t=req.chain[1]))
+# Everything that depends on the scenario is one fragment: an edit made in it reruns this function,
+# not the page (router, sidebar widgets, CSS). Its sidebar boxes (share, export) are drawn from here
+# too (Streamlit redraws a fragment's writes to the sidebar in place), so they follow each edit.
+@st.fragment
+def scenario_view():
+    s = ui.scenario(SLOT)
+    sampling_page.require_algorithm(s, KEY, SLOT, STEP, ("chain_rejection",), "pq_example",
+                                   ("Load the p/q example", "加载 p/q 示例"), "w_chain_reset")
 
-ui.raw_tensors(ui.shaped({k: v for k, v in run.inputs.items()} | {k: v for k, v in run.result.items()}))
-share_ui.sidebar_controls(KEY, s, slot=SLOT, step_key=STEP, dot=chain_dot, fig=step_fig,
-                          dot_what=tr("The chain at step {c}", "第 {c} 步的链", c=cur), fig_what=step_fig_what)
+    req = s.requests[0]
+    vocab = list(s.vocab)
+    N = len(req.chain)
+    VER = ui.scenario_version(SLOT)
+    walk_box = st.container()  # the key picture first (filled once the run is known); editing below it
+    # The page's explanation under the key picture (a projector has 720 px: the picture comes first).
+    st.caption(tr(
+        "The Draft proposed each token from **q**; the Target gives **p**. Slot *s* is accepted when "
+        "**u·q < p** (probability min(1, p/q)); SGLang 0.5.23 also requires **0 < q ≤ 1**, so a proposal with q = 0 is "
+        "always rejected. The first rejection stops the chain: the correction token is "
+        "drawn from **max(p − q, 0)**, normalised. If every draft is accepted, the **bonus** is drawn from plain p.",
+        "Draft 按 **q** 提出每个 token，Target 给出 **p**。当 **u·q < p**（概率 min(1, p/q)）时接受该位置；"
+        "SGLang 0.5.23 还要求 **0 < q ≤ 1**，所以 q = 0 的候选总被拒绝。"
+        "第一次拒绝即停止：从归一化的 **max(p − q, 0)**（residual）采样修正 token。若全部 Draft 被接受，"
+        "**bonus** 直接从 Target 分布 p 采样。"))
+
+    def _p_rows(sc_) -> list[list[float]]:
+        """p as given, or derived from target_logits (temperature, top-k, top-p) when the scenario gives logits."""
+        r = sc_.requests[0]
+        return [list(map(float, row)) for row in (r.target_probs if r.target_probs is not None else sc_.target_probs(0).tolist())]
+
+
+    p_rows = _p_rows(s)
+
+    def _update_request(**changes) -> bool:
+        """Replace fields of request 0; a bad value shows st.error naming the field, the scenario is kept."""
+        return ui.try_update(SLOT, lambda: edits.set_fields(s, 0, **changes))
+
+    def _synced(wkey: str, current):
+        return ui.synced_key(wkey, current, VER)
+
+    def _store(build, err_key="sv_chain_err"):
+        """Callback body: store the edited scenario, or the error to show on the next run."""
+        try:
+            ui.set_scenario(SLOT, build(ui.scenario(SLOT)))
+        except SpecvizError as exc:
+            ui.defer_error(err_key, exc)
+
+    def _on_coin(i: int):
+        def cb():
+            value = st.session_state["w_chain_coin_final"] if i < 0 else st.session_state[f"w_chain_coin{i}"]
+            _store(lambda cur: edits.set_coin(cur, i, float(value)))
+        return cb
+
+    def _randomise():
+        def build(cur):
+            coins, final = dist.random_coins(int(st.session_state.get("w_chain_seed", 0)), len(cur.requests[0].coins))
+            return edits.set_coins(cur, coins, final)
+        _store(build)
+
+
+    TEXT_ERR = "sv_chain_text_err"  # the "Apply the text" button's own error, drawn right under the button
+    TEXT_OK = "sv_chain_text_ok"
+
+    def _apply_text(ver: int):
+        """on_click (a callback, so the click is never lost to a rerun): the typed p and q rows.
+
+        Both rows are applied together or not at all; a refusal is kept for the next run and shown
+        under the button that caused it (the typed text stays in the boxes to be fixed)."""
+        def build(cur):
+            V = len(cur.vocab)
+            rows_p = dist.rows_from_text("requests[0].target_probs", st.session_state.get(f"w_chain_ptext::{ver}", ""), V)
+            rows_q = dist.rows_from_text("requests[0].draft_probs", st.session_state.get(f"w_chain_qtext::{ver}", ""), V)
+            return edits.set_fields(cur, 0, target_probs=rows_p, draft_probs=rows_q)
+        before = ui.scenario_version(SLOT)
+        _store(build, err_key=TEXT_ERR)
+        st.session_state[TEXT_OK] = ui.scenario_version(SLOT) != before
+
+    def _set_coin0(value: float):
+        def cb():
+            _store(lambda cur: edits.set_coin(cur, 0, value))
+        return cb
+
+    # ---------------------------------------------------------------------------------------------
+    # Inputs
+    # ---------------------------------------------------------------------------------------------
+    edit_box = ui.editing_area(tr("1. Inputs", "1. 输入"))
+    with edit_box:
+        st.header(tr("1. Inputs", "1. 输入"))
+        col_chain, col_coins = st.columns([3, 2], gap="large")
+        with col_chain:
+            st.markdown(tr("**Draft chain** (root R first; slot *s* holds draft *s*)", "**Draft 链**（首位是 root R；位置 *s* 是第 *s* 个 Draft）"))
+            PER_ROW = 4  # a select box narrower than this cannot show its token
+            new_chain = list(req.chain)
+            for start in range(0, N, PER_ROW):
+                ccols = st.columns(PER_ROW)
+                for j, sl in enumerate(range(start, min(N, start + PER_ROW))):
+                    if sl == 0:
+                        with ccols[0]:
+                            markup.big_cell(tr("root", "根节点"), req.chain[0])
+                        continue
+                    k = _synced(f"w_chain_tok{sl}", req.chain[sl])
+                    new_chain[sl] = ccols[j].selectbox(tr("slot {s}", "位置 {s}", s=sl), vocab, key=k)
+            if new_chain != list(req.chain):
+                if _update_request(chain=new_chain):
+                    st.rerun()
+            b1, b2, _ = st.columns([1, 1, 2])
+            if b1.button(tr("+ slot", "+ 位置"), key="w_chain_add", disabled=N >= 8):
+                uni = [round(1.0 / len(vocab), 6)] * len(vocab)
+                ok = _update_request(chain=list(req.chain) + [vocab[0]], target_probs=[list(r) for r in p_rows] + [uni],
+                                     draft_probs=[list(r) for r in req.draft_probs] + [list(p_rows[-1])],
+                                     coins=list(req.coins) + [0.5])
+                if ok:
+                    st.rerun()
+            if b2.button(tr("− slot", "− 位置"), key="w_chain_del", disabled=N <= 2):
+                if _update_request(chain=list(req.chain)[:-1], target_probs=[list(r) for r in p_rows][:-1],
+                                   draft_probs=[list(r) for r in req.draft_probs][:-1], coins=list(req.coins)[:-1]):
+                    st.rerun()
+
+        with col_coins:
+            st.markdown(tr("**Coins** u ∈ [0, {m}] — one per draft slot, plus u_final for the terminal draw",
+                           "**随机数** u ∈ [0, {m}]：每个 Draft 位置一个，另有终止采样用的 u_final", m=MAX_COIN))
+            for i in range(N - 1):
+                k = _synced(f"w_chain_coin{i}", float(req.coins[i]))
+                st.slider(tr("u[{i}]  (slot {s})", "u[{i}]  （位置 {s}）", i=i, s=i + 1), 0.0, MAX_COIN, step=COIN_STEP, key=k, on_change=_on_coin(i), format=COIN_FORMAT)
+            k = _synced("w_chain_coin_final", float(req.coin_final))
+            st.slider("u_final", 0.0, MAX_COIN, step=COIN_STEP, key=k, on_change=_on_coin(-1), format=COIN_FORMAT)
+            r1, r2 = st.columns([1, 1])
+            r1.number_input(tr("seed", "种子"), 0, 10**6, 0, key="w_chain_seed")
+            r2.button(tr("randomise coins", "随机生成"), key="w_chain_rand", on_click=_randomise, width="stretch", icon=":material/casino:")
+            st.caption(tr("Try u[0]:", "试试 u[0]："))
+            qc = st.columns(3)
+            qc[0].button(tr(".4 accept", ".4 接受"), key="w_chain_q1", on_click=_set_coin0(0.4), width="stretch",
+                         help=tr(".4 × .6 = .24 < .3", ".4 × .6 = .24 < .3"))
+            qc[1].button(tr(".5 edge", ".5 边界"), key="w_chain_q2", on_click=_set_coin0(0.5), width="stretch",
+                         help=tr(".5 × .6 = .3 is not < .3: the test is strict", ".5 × .6 = .3 不小于 .3：严格不等式"))
+            qc[2].button(tr(".7 reject", ".7 拒绝"), key="w_chain_q3", on_click=_set_coin0(0.7), width="stretch",
+                         help=tr(".7 × .6 = .42 ≥ .3", ".7 × .6 = .42 ≥ .3"))
+            ui.show_deferred_error("sv_chain_err")
+
+        # p / q tables
+        def _table(name: str, rows, row_labels):
+            df = pd.DataFrame([list(r) for r in rows], columns=vocab, index=row_labels)
+            edited = st.data_editor(df, key=f"w_chain_{name}::{VER}", width="stretch",
+                                    column_config={c: st.column_config.NumberColumn(c, min_value=None, step=0.01, format="%.3f") for c in vocab})
+            return [[float(v) if v == v else float("nan") for v in row] for row in edited.to_numpy().tolist()]
+
+
+        p_labels = [tr("row {i}: after {t}", "第 {i} 行：{t} 之后", i=i, t=req.chain[i]) for i in range(N)]
+        q_labels = [tr("slot {i}: proposed {t}", "位置 {i}：提出 {t}", i=i + 1, t=req.chain[i + 1]) for i in range(N - 1)]
+        tp, tq = st.columns(2, gap="large")
+        with tp:
+            st.markdown(tr("**p = target_probs** `[bs, N, V]` (Target distribution after each row)",
+                           "**p = target_probs** `[bs, N, V]`（每行之后的 Target 分布）"))
+            new_p = _table("p", p_rows, p_labels)
+        with tq:
+            st.markdown(tr("**q = draft_probs** `[bs, N−1, V]` (the distribution the Draft sampled slot s from)",
+                           "**q = draft_probs** `[bs, N−1, V]`（Draft 提出位置 s 时所用的分布）"))
+            new_q = _table("q", req.draft_probs, q_labels)
+
+
+        def _normalise():
+            p = st.session_state.pop("sv_chain_pending_p", None)
+            q = st.session_state.pop("sv_chain_pending_q", None)
+            _store(lambda cur: edits.normalised(cur, p, q))
+
+
+        if new_p != [list(map(float, r)) for r in p_rows] or new_q != [list(map(float, r)) for r in req.draft_probs]:
+            st.session_state["sv_chain_pending_p"] = new_p
+            st.session_state["sv_chain_pending_q"] = new_q
+            if _update_request(target_probs=new_p, draft_probs=new_q):
+                st.session_state.pop("sv_chain_pending_p", None)
+                st.session_state.pop("sv_chain_pending_q", None)
+                st.rerun()
+        def _on_semantics():
+            cur = ui.scenario(SLOT)
+            ui.set_scenario(SLOT, cur.replace(semantics=st.session_state["w_chain_sem"]))
+
+
+        nb, sb = st.columns([1, 1])
+        nb.button(tr("Normalise rows (divide each row by its sum)", "归一化（每行除以其和）"), key="w_chain_norm", on_click=_normalise)
+        sb.radio(tr("semantics", "语义版本"), ["0.5.23", "earlier"], key=_synced("w_chain_sem", s.semantics), horizontal=True,
+                 on_change=_on_semantics,
+                 help=tr("0.5.23 accepts only when 0 < q ≤ 1 and u·q < p, and zeroes q outside [0, 1] in the residual; earlier releases "
+                         "test u·q < p alone, so a proposal with q = 0 and p > 0 is accepted.",
+                         "0.5.23 仅在 0 < q ≤ 1 且 u·q < p 时接受，并在 residual 中把 [0, 1] 之外的 q 置 0；更早版本只检验 u·q < p，"
+                         "因此 q = 0 且 p > 0 的候选会被接受。"))
+        with st.expander(tr("Edit p and q as text (paste rows: one row per line)", "以文本编辑 p 与 q（每行一个分布）")):
+            tx1, tx2 = st.columns(2)
+            tx1.text_area("target_probs (p)", dist.rows_to_text(p_rows), key=f"w_chain_ptext::{VER}", height=130)
+            tx2.text_area("draft_probs (q)", dist.rows_to_text(req.draft_probs), key=f"w_chain_qtext::{VER}", height=130)
+            st.button(tr("Apply the text", "应用文本"), key="w_chain_apply", on_click=_apply_text, args=(VER,))
+            if TEXT_ERR in st.session_state:  # this click's answer, next to the button (never in another column)
+                ui.show_deferred_error(TEXT_ERR)
+                st.caption(tr("Nothing was applied: p and q are unchanged, and your text is kept above to fix.",
+                              "未应用任何修改：p 与 q 保持不变，你输入的文本仍保留在上方，可修改后再试。"))
+            elif st.session_state.pop(TEXT_OK, False):
+                st.success(tr("Applied: p and q now come from the text.", "已应用：p 与 q 现在来自上面的文本。"),
+                           icon=":material/check:")
+
+    # ---------------------------------------------------------------------------------------------
+    # The run, step by step
+    # ---------------------------------------------------------------------------------------------
+    s = ui.scenario(SLOT)
+    req = s.requests[0]
+    p_rows = _p_rows(s)
+    run = ui.run(s)
+    if run is None:
+        share_ui.sidebar_controls(KEY, s, slot=SLOT, step_key=STEP)
+        return
+    for w in wording.run_warnings(run, ui.lang(), esc=md):  # worded from the trace: labels, the page's language
+        st.warning(w)
+    ui.backend_badge(s)
+
+    # Every frame and caption of the player is a pure function of the one replay (specviz.ui.playframes).
+    views = playframes.chain_frames(s, run, ui.lang())
+    events = run.trace.events
+    last = len(views) - 1
+    if st.session_state.get("sv_chain_step_ver") != ui.scenario_version(SLOT):  # new inputs: show their outcome first
+        st.session_state["sv_chain_step_ver"] = ui.scenario_version(SLOT)
+        ui.set_step(STEP, last)
+    cur = min(ui.step(STEP), last)
+    ui.mark_last(STEP, len(views))
+    test_of = {e.node: e.data for e in events if e.kind == "accept_test"}
+    res_ev = next((e for e in events if e.kind == "residual"), None)
+    term_ev = next((e for e in events if e.kind == "terminal"), None)
+
+    with walk_box:
+        st.subheader(tr("The Accept, step by step", "逐步执行 Accept"))
+        player.show(views, key=STEP, start=cur, links=player.step_links(KEY, SLOT, STEP, len(views)))
+        ui.legend()
+    chain_dot = views[cur].dot
+
+    st.header(tr("2. The end state: every slot at once", "2. 最终结果：所有位置一览"))
+    sampling_page.end_state_note()
+    step_fig = step_fig_what = None  # the terminal draw, for the export box
+    if res_ev is not None and term_ev is not None:
+        k = res_ev.node
+        full = res_ev.data.get("q") is None
+        src = wording.residual_source(res_ev.data.get("source_code"), ui.lang(), fallback=md(res_ev.data["source"]))
+        st.markdown(tr("**Terminal draw at row {k}** ({src})", "**第 {k} 行的终止采样**：{src}", k=k, src=src))
+        res_args = (vocab, p_rows[k], None if full else req.draft_probs[k])
+        res_kw = dict(coin_final=req.coin_final, chosen=term_ev.data["token"], bonus_from_p=full,
+                      text={"norm": tr("normalised", "归一化"), "cdf": tr("terminal draw", "终止采样"),
+                            "p": tr("p (target)", "p（Target）"), "q": tr("q (draft)", "q（Draft）")})
+        step_fig = lambda: sc.residual_figure(*res_args, **res_kw)  # noqa: E731  (built only for a chart export)
+        step_fig_what = tr("The terminal draw at row {k}", "第 {k} 行的终止采样", k=k)
+        ui.chart(_fig("residual_svg", *res_args, **res_kw))
+
+    # Summary of every slot at once.
+    rows = []
+    for j in range(1, N):
+        d = test_of.get(j)
+        if d is None:
+            rows.append({tr("slot", "位置"): j, "draft": req.chain[j], "p(x)": None, "q(x)": None, tr("accept probability", "接受概率"): None,
+                         "u": req.coins[j - 1], "u·q": None, tr("verdict", "结果"): tr("not reached", "未到达")})
+        else:
+            rows.append({tr("slot", "位置"): j, "draft": req.chain[j], "p(x)": d["p"], "q(x)": d["q"], tr("accept probability", "接受概率"): d["accept_prob"],
+                         "u": d["coin"], "u·q": d["u_times_q"],
+                         tr("verdict", "结果"): ("✔ " + ui.term("accepted")) if d["accepted"] else ("✘ " + ui.term("rejected"))})
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    c = run.commit
+    st.success(tr("Output this round: **{o}** — accept_index {ai}, accept_lens = {al}; next root **{nr}**.",
+                  "本轮输出：**{o}** — accept_index {ai}，accept_lens = {al}；下一轮 root 为 **{nr}**。",
+                  o=md(" ".join(vocab[t] for t in c.output_tokens)), ai=run.result["accept_index"][0].tolist(), al=c.accept_len,
+                  nr=md(vocab[c.next_root])))
+
+    # ---------------------------------------------------------------------------------------------
+    # The mass check
+    # ---------------------------------------------------------------------------------------------
+    st.header(tr("3. Why the output is distributed as p", "3. 为什么输出分布恰好是 p"))
+    slot = 1
+    if N > 2:
+        slot = st.selectbox(tr("position", "位置"), list(range(1, N)), key="w_chain_decomp_slot", format_func=lambda j: f"slot {j}")
+    with ui.guard():
+        accepted, redistributed, total = dist.decomposition(p_rows[slot - 1], req.draft_probs[slot - 1])
+        dcol, tcol = st.columns([3, 2], gap="large")
+        with dcol:
+            ui.chart(_fig("decomposition_svg", vocab, accepted, redistributed, p_rows[slot - 1],
+                          text={"acc": tr("accepted: min(p, q)", "接受分支：min(p, q)"),
+                                "red": tr("rejected mass, redistributed", "拒绝质量再分配"), "p": "p (Target)"},
+                          width=540))  # a narrow column: a narrower drawing keeps the text large
+        with tcol:
+            fmt = lambda xs: "(" + " ".join(f"{x:.3g}" for x in xs) + ")"  # noqa: E731
+            st.markdown(tr(
+                "If the Draft draws x ~ q and keeps it with min(1, p/q), token x is emitted by the accept branch with "
+                "probability q(x)·min(1, p(x)/q(x)) = **min(p, q)** = {a}. The rejected mass {r:.3g} is re-drawn from the "
+                "residual: {d}. Sum: {t} = **p**.",
+                "若 Draft 按 q 抽出 x 并以 min(1, p/q) 保留，接受分支给出 x 的概率为 q(x)·min(1, p(x)/q(x)) = **min(p, q)** = {a}。"
+                "拒绝质量 {r:.3g} 按 residual 重新分配：{d}。合计：{t} = **p**。",
+                a=fmt(accepted), r=1 - float(sum(accepted)), d=fmt(redistributed), t=fmt(total)))
+            st.caption(tr("This needs q to be the distribution the Draft really sampled from, over the same vocabulary and context.",
+                          "前提：q 必须真是 Draft 提出候选时使用的分布，并与 p 对齐到同一上下文、同一词表。"))
+
+    # ---------------------------------------------------------------------------------------------
+    # Monte Carlo
+    # ---------------------------------------------------------------------------------------------
+    st.header(tr("4. Monte Carlo: many rounds on the chosen backend", "4. Monte Carlo：在所选后端上重复多轮"))
+
+
+
+
+    m1, m2, m3 = st.columns([1, 1, 2])
+    # Triton under the CPU interpreter draws ~30 trials a second: offer small N and run only on request.
+    slow = ui.interpreted(ui.backend())
+    choices = [50, 100, 200, 500] if slow else [1000, 4000, 10000, 40000]
+    trials = m1.select_slider(tr("trials N", "试验次数 N"), choices, value=choices[1], key=f"w_chain_mc_n::{slow}")
+    trials = heavy.cap_trials(trials, s.n, s.vocab_size)  # at most MAX_TRIAL_CELLS cells per click
+    mc_seed = m2.number_input(tr("seed", "种子"), 0, 10**6, 1, key="w_chain_mc_seed")
+    from_q = m3.toggle(tr("the Draft samples its first token from q (as a real Draft does)", "Draft 按 q 抽取第一个 token（真实 Draft 的做法）"),
+                       value=True, key="w_chain_mc_fromq")
+    # Keyed without the coins (Monte Carlo draws its own): moving a coin slider keeps the result.
+    mc_args = (scenario_key(s, zero_coins=True), ui.backend(), int(trials), int(mc_seed), bool(from_q))
+    if slow and st.session_state.get("sv_chain_mc_ran") != mc_args:
+        st.info(tr("{b} runs the kernels one program at a time (about 30 trials per second here): press the button to run.",
+                   "{b} 逐个程序解释执行内核（此处约每秒 30 次试验）：请按按钮运行。", b=ui.backend_label(ui.backend())))
+        if st.button(tr("Run {n} trials", "运行 {n} 次试验", n=trials), key="w_chain_mc_go"):
+            st.session_state["sv_chain_mc_ran"] = mc_args
+            st.rerun()
+        mc_args = None
+    if mc_args is not None:
+        with ui.guard():
+            with heavy.heavy("Monte Carlo"):  # per-tab budget + server-wide slots
+                mc = _monte_carlo(*mc_args)
+            hc, mcol = st.columns([3, 1], gap="large")
+            with hc:
+                ui.chart(_fig("monte_carlo_svg", vocab, mc.empirical, mc.target, expected=None if from_q else mc.expected, counts=mc.counts,
+                              text={"emp": tr("Monte Carlo (first emitted token)", "Monte Carlo（首个输出 token）"),
+                                    "trials": tr("trials", "次试验"),
+                                    "p": tr("p (Target, row 0)", "p（Target，第 0 行）"),
+                                    "exp": tr("exact for a fixed draft token", "固定 Draft token 时的精确分布")}, width=660))
+            with mcol:
+                st.metric(tr("TV distance to p", "与 p 的 TV 距离"), f"{mc.tv_to_target:.4f}")
+                if not from_q:
+                    st.metric(tr("TV to the exact conditional", "与精确条件分布的 TV 距离"), f"{mc.tv_to_expected:.4f}")
+                st.caption(tr("{n} trials on {b}. An exact sampler still shows TV ≈ {e:.3f} from sampling noise alone.",
+                              "{b} 上 {n} 次试验。即使采样精确，仅采样噪声也会带来约 {e:.3f} 的 TV 距离。",
+                              n=mc.num_trials, b=ui.backend_label(ui.backend()), e=dist.expected_tv_noise(mc.expected, mc.num_trials)))
+            if not from_q:
+                st.info(tr("With the draft token fixed to **{t}**, the output is *not* p: rejection sampling is exact only when the "
+                           "proposed token itself was drawn from q.",
+                           "若 Draft token 固定为 **{t}**，输出分布*不是* p：只有当候选 token 本身按 q 抽取时，拒绝采样才精确。",
+                           t=req.chain[1]))
+
+    ui.raw_tensors(ui.shaped({k: v for k, v in run.inputs.items()} | {k: v for k, v in run.result.items()}))
+    share_ui.sidebar_controls(KEY, s, slot=SLOT, step_key=STEP, dot=chain_dot, fig=step_fig,
+                              dot_what=tr("The chain at step {c}", "第 {c} 步的链", c=cur), fig_what=step_fig_what)
+
+
+scenario_view()
 ui.end_page()
