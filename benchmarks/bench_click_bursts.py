@@ -12,19 +12,25 @@ apart, checks the coin moved by exactly that many steps, then as many back.
 token B, the second as soon as the first edit's rerun has started): A up by d, B down by d, so the
 row sums to 1 only with both edits; checks both values in the scenario.
 ``--load N`` runs N busy-loop processes meanwhile (the 2-core CI machine with two pytest workers is
-what lost clicks at stop 23).
+what lost clicks at stop 23). ``--class-students N`` puts a class on the same server meanwhile: N
+websocket students of ``bench_class.py`` editing the greedy page without pause, each checking its own
+answers; their edits, errors, leaks, lost edits and p50 are printed after the bursts.
 
     python benchmarks/bench_click_bursts.py --cycles 8 --clicks 4 --load 2
     python benchmarks/bench_click_bursts.py --kind target --cycles 100
     python benchmarks/bench_click_bursts.py --kind coin --cycles 10 --clicks 10
     python benchmarks/bench_click_bursts.py --kind pq --cycles 100
+    python benchmarks/bench_click_bursts.py --kind tree --cycles 25 --class-students 50
 
 Prints one line per bad cycle and a summary: kind, cycles, clicks, bad cycles.
 """
 from __future__ import annotations
 
 import argparse
+import asyncio
 import multiprocessing
+import statistics
+import threading
 import re
 import sys
 import tempfile
@@ -133,6 +139,27 @@ def pq_cycle(page, clicks: int, c: int) -> str | None:
     return None if got == want else f"p[0][A, B] {row[:2]} -> typed {want}, got {got}"
 
 
+def class_load(url: str, students: int, stop: threading.Event, out: dict) -> None:
+    """``students`` bench_class students on ``url`` editing the greedy page without pause until ``stop``."""
+    from benchmarks.bench_class import Student
+
+    async def run():
+        start = asyncio.Event()
+        start.set()
+        class_ = [Student(url, k) for k in range(students)]
+        tasks = [asyncio.create_task(s.run(10**9, start)) for s in class_]
+        while not stop.is_set():
+            out["editing"] = sum(len(s.times) for s in class_)
+            await asyncio.sleep(0.2)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        times = [x for s in class_ for x in s.times]
+        out.update(edits=len(times), errors=sum(s.errors for s in class_), leaks=sum(s.leaks for s in class_),
+                   lost=sum(s.lost for s in class_), p50=statistics.median(times) if times else float("nan"))
+    asyncio.run(run())
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kind", choices=("tree", "target", "coin", "pq"), default="tree")
@@ -143,6 +170,8 @@ def main(argv=None) -> int:
     ap.add_argument("--settle", type=float, default=0.0,
                     help="seconds to wait after the backends' loading note is gone (0: the first burst meets the "
                          "poll's last timer, where a click can still be lost)")
+    ap.add_argument("--class-students", type=int, default=0, metavar="N",
+                    help="N websocket students editing the greedy page on the same server meanwhile")
     args = ap.parse_args(argv)
     global SEQUENTIAL
     SEQUENTIAL = args.sequential
@@ -161,6 +190,13 @@ def main(argv=None) -> int:
         page.wait_for_timeout(int(args.settle * 1000))  # the loading poll can fire once more: see --settle
         for sp in spinners:
             sp.start()
+        stop, class_out = threading.Event(), {}
+        class_thread = None
+        if args.class_students:
+            class_thread = threading.Thread(target=class_load, args=(url, args.class_students, stop, class_out), daemon=True)
+            class_thread.start()
+            while class_out.get("editing", 0) < args.class_students and class_thread.is_alive():
+                page.wait_for_timeout(200)  # the class is at work before the first burst
 
         def fresh():
             """A new session on the default scenario (after a bad cycle, the state is anything)."""
@@ -180,10 +216,17 @@ def main(argv=None) -> int:
         finally:
             for sp in spinners:
                 sp.terminate()
+            stop.set()
+            if class_thread is not None:
+                class_thread.join(timeout=120)
     for line in bad:
         print(line)
     clicks = {"tree": 2 * args.clicks, "target": 2, "coin": 2 * args.clicks, "pq": 2}[args.kind] * args.cycles
     extra = f", B entered while A's rerun ran: {sum(RUNNING_DURING)} of {len(RUNNING_DURING)}" if RUNNING_DURING else ""
+    if args.class_students:
+        c = class_out
+        extra += (f"; class of {args.class_students} on the same server meanwhile: {c.get('edits')} edits, "
+                  f"{c.get('errors')} errors, {c.get('leaks')} leaks, {c.get('lost')} lost, p50 {c.get('p50', float('nan')):.2f} s")
     print(f"kind {args.kind}, cycles {args.cycles}, clicks {clicks}, load {args.load}, bad cycles {len(bad)}{extra}")
     return 0
 

@@ -59,6 +59,7 @@ def main():
     ap.add_argument("--page", default="pages/greedy.py")
     ap.add_argument("--edits", type=int, default=20)
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--callers", nargs="*", default=[], help="also print who calls these functions (names)")
     args = ap.parse_args()
 
     from streamlit.runtime.scriptrunner import exec_code, script_runner
@@ -101,6 +102,10 @@ def main():
     out = io.StringIO()
     pstats.Stats(state["profile"], stream=out).sort_stats("cumulative").print_stats(args.top)
     print(out.getvalue())
+    for name in args.callers:
+        out = io.StringIO()
+        pstats.Stats(state["profile"], stream=out).sort_stats("cumulative").print_callers(name)
+        print(out.getvalue())
 
 
 if __name__ == "__main__":
