@@ -147,6 +147,9 @@ APP_DEFAULTS = {"--server.headless": "true", "--server.address": "127.0.0.1", "-
                 "--server.maxUploadSize": "2", "--client.showErrorDetails": "type",
                 # No full gc.collect(2) after every rerun (0.25-0.3 s of GIL per click with torch loaded).
                 "--runner.postScriptGC": "false",
+                # A rerun waits for the running script's next yield point instead of stopping it at once
+                # (in a callback, too, which lost the edit it was applying: .streamlit/config.toml).
+                "--runner.fastReruns": "false",
                 # Every element sent whole, never as a reference to the browser's cache (whose two views
                 # drifted apart under bursts of clicks: "Cached ForwardMsg MISS"; .streamlit/config.toml).
                 "--global.minCachedMessageSize": "1e18",

@@ -79,17 +79,18 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 @contextlib.contextmanager
-def start_app_server(log: Path, attempts: int = 3):
-    """A headless ``streamlit run app.py`` on a free port of 127.0.0.1; yields its base URL.
+def start_app_server(log: Path, attempts: int = 3, script: str = "app.py", extra_env: dict | None = None):
+    """A headless ``streamlit run app.py`` (or ``script``, with ``extra_env`` added) on a free port of 127.0.0.1;
+    yields its base URL.
 
     A free port is free only until someone binds it: under pytest-xdist another worker may take it
     between ``_free_port`` and Streamlit's bind. A server that exits before it is healthy is tried
     again on a new port (``attempts`` times in all)."""
     env = dict(os.environ, TRITON_INTERPRET=os.environ.get("TRITON_INTERPRET", "1"),
-               STREAMLIT_BROWSER_GATHER_USAGE_STATS="false")
+               STREAMLIT_BROWSER_GATHER_USAGE_STATS="false", **(extra_env or {}))
     for attempt in range(1, attempts + 1):
         port = _free_port()
-        cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+        cmd = [sys.executable, "-m", "streamlit", "run", script, "--server.headless", "true",
                "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false",
                "--server.fileWatcherType", "none"]
         with open(log, "w") as out:

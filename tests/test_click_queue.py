@@ -1,8 +1,11 @@
-"""specviz.ui.click_queue against Streamlit's own ScriptRequests: a second press of a button is never folded away.
+"""specviz.ui.click_queue against Streamlit's own ScriptRequests: no press is folded away, no callback preempted.
 
 Without the queue, Streamlit folds two presses of one button that arrive before the script's next yield
-point into one rerun with one trigger (one callback, one lost click: CI of stop 23). These tests drive
-the pinned Streamlit's private class directly, so a change of its shape fails here, not in a classroom.
+point into one rerun with one trigger (one callback, one lost click: CI of stop 23), and a request that
+arrives while a taken request's callbacks run interrupts them at their first session-state access (the
+edit is lost: 23 of 25 bursts under a class's load). These tests drive the pinned Streamlit's private
+classes directly, so a change of their shape fails here, not in a classroom. ``click_queue.release`` is
+what the runner's ``SafeSessionState.on_script_will_rerun`` calls once a taken request's callbacks ran.
 """
 from __future__ import annotations
 
@@ -32,13 +35,15 @@ def _press(**values) -> RerunData:
 
 
 def _taken(reqs: ScriptRequests, how: str = "yield") -> list:
-    """Every rerun the runner takes until nothing is pending, as {widget id: value}."""
+    """Every rerun the runner takes until nothing is pending, as {widget id: value}; each one's
+    callbacks run (``release``) before the next yield, as in the runner."""
     out = []
     while True:
         r = reqs.on_scriptrunner_yield() if how == "yield" else reqs.on_scriptrunner_ready()
         if r is None or r.type != ScriptRequestType.RERUN:
             return out
         out.append({w.id: getattr(w, w.WhichOneof("value")) for w in r.rerun_data.widget_states.widgets})
+        click_queue.release(reqs)
 
 
 def _running() -> ScriptRequests:
@@ -79,10 +84,59 @@ def test_a_press_arriving_between_take_and_next_run_waits_its_turn():
     reqs = _running()
     reqs.request_rerun(_press(add=True))
     reqs.request_rerun(_press(add=True))
-    first = reqs.on_scriptrunner_yield()  # run 1 starts; press 2 is now the pending one
+    first = reqs.on_scriptrunner_yield()  # run 1 starts
     assert first.type == ScriptRequestType.RERUN
-    reqs.request_rerun(_press(add=True))  # press 3 arrives while press 2 waits
+    reqs.request_rerun(_press(add=True))  # press 3 arrives while press 1's callbacks have not run yet
+    click_queue.release(reqs)  # they have run: press 2 is now the pending one
     assert [r.get("add") for r in _taken(reqs)] == [True, True]
+
+
+def test_nothing_preempts_a_taken_request_until_its_callbacks_have_run():
+    """The yield points inside the callbacks (every session-state access) must find nothing to take: a
+    request taken there would interrupt the callback, half done, and its edit would be lost."""
+    reqs = _running()
+    reqs.request_rerun(_press(tok=1))
+    taken = reqs.on_scriptrunner_yield()
+    assert taken.type == ScriptRequestType.RERUN
+    reqs.request_rerun(_press(tok=2))  # a value edit ...
+    reqs.request_rerun(_press(tok=2, add=True))  # ... and a press (the browser sends every widget) arrive meanwhile
+    assert reqs.on_scriptrunner_yield() is None
+    assert reqs.on_scriptrunner_yield() is None
+    click_queue.release(reqs)
+    assert _taken(reqs) == [{"tok": 2, "add": True}]  # then both, folded as Streamlit folds them
+
+
+def test_a_request_without_widget_input_does_not_hold_the_next_one():
+    reqs = _running()
+    reqs.request_rerun(RerunData(query_string=""))  # e.g. a page load: no callbacks to wait for
+    assert reqs.on_scriptrunner_yield().type == ScriptRequestType.RERUN
+    reqs.request_rerun(_press(add=True))
+    assert [r.get("add") for r in _taken(reqs)] == [True]
+
+
+def test_the_end_of_a_run_releases_the_hold_and_hands_out_the_next_request():
+    """A run that never reached its callbacks (an error before them) must not strand the queue."""
+    reqs = _running()
+    reqs.request_rerun(_press(add=True))
+    assert reqs.on_scriptrunner_yield().type == ScriptRequestType.RERUN
+    reqs.request_rerun(_press(add=True))
+    nxt = reqs.on_scriptrunner_ready()  # the run ended: the queued press is taken
+    assert nxt.type == ScriptRequestType.RERUN and _active(nxt) == {"add"}
+
+
+def test_a_queued_fragment_request_is_still_a_fragment_run():
+    """A request queued behind others keeps its fragment: it reruns the fragment, not the whole page."""
+    reqs = _running()
+    reqs.request_rerun(_press(add=True))
+    assert reqs.on_scriptrunner_yield().type == ScriptRequestType.RERUN
+    reqs.request_rerun(RerunData(query_string="", widget_states=_states(add=True), fragment_id="frag"))
+    click_queue.release(reqs)
+    r = reqs.on_scriptrunner_ready()
+    assert r.rerun_data.fragment_id_queue == ["frag"] and not r.rerun_data.fragment_id
+
+
+def _active(request) -> set:
+    return {w.id for w in request.rerun_data.widget_states.widgets if w.WhichOneof("value") == "trigger_value" and w.trigger_value}
 
 
 def test_stop_drops_the_queue_and_refuses_later_presses():

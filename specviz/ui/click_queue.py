@@ -1,27 +1,45 @@
-"""No press of a button is swallowed: a second press that arrives while the first one's rerun waits is queued.
+"""No click is lost: every edit's callback runs, once, in order, however fast they come and however busy the server.
 
-Streamlit folds every rerun request that arrives before the script reaches its next yield point into the
-one pending request. For value widgets that is right (the newest value wins), but a button's trigger is a
-single boolean: two presses of "Add child" in one window became one press, one child, and a lecturer's
-burst of four clicks added three (CI, stop 23; issue 20, "no lost click, ever").
+Two ways Streamlit loses an edit, both seen in chromium (benchmarks/README.md, "No lost click"):
 
-``install()`` changes that one case only. When a request would fold a button trigger into a pending
-request that already carries the same button's trigger, the request waits in a queue instead; when the
-script runner takes the pending request, the next queued one becomes pending, so the run it starts is
-preempted at its first yield point and every press runs its callback once, in order. Everything else
-(values, different buttons, fragments, stops) folds exactly as Streamlit does: requests that arrive while
-the queue is non-empty fold into its last entry with Streamlit's own rule.
+1. **Folding.** Every rerun request that arrives before the script reaches its next yield point is folded
+   into the one pending request. For value widgets the newest value wins, which is right, but a button's
+   trigger is a single boolean: two presses of "Add child" in one window became one press, one child
+   (CI, stop 23).
+2. **Preempted callbacks.** A request taken by the script runner runs its widgets' callbacks first. Any
+   read or write of session state inside a callback is a yield point, and a request pending there
+   interrupts the callback with a RerunException: the callback dies half done, and the edit it was
+   applying is gone (the newer request carries the new widget values, which now equal the old ones, so
+   no callback runs for them). Under a class's load on one server, where a callback waits for the
+   interpreter lock, 23 of 25 bursts of 4 "Add child" clicks lost one or more
+   (``bench_click_bursts.py --class-students 50``).
 
-This reaches into ``ScriptRequests``, a private class of the pinned Streamlit (constraints.txt);
-``tests/test_click_queue.py`` drives it directly and fails if its shape changes.
+``install()`` changes both:
+
+* A request that would fold a button's trigger into a pending request carrying the same button's trigger
+  waits in a queue instead.
+* From the moment the runner takes a request with widget input until that request's callbacks have run,
+  the runner is *held*: every new request waits in the queue, so nothing can preempt the callbacks.
+  After them (``SafeSessionState.on_script_will_rerun`` returns), the first queued request becomes the
+  pending one and preempts the run at its next yield point, before the page is drawn; so each request
+  runs its callbacks once, in order.
+
+Requests that arrive while the queue is non-empty fold into its last entry with Streamlit's own rule
+(values, different buttons, fragments), unless both carry the same button's trigger. A run that ends
+without reaching its callbacks (the runner asks for the next request) releases the hold too.
+
+This reaches into ``ScriptRequests`` and ``SafeSessionState``, private classes of the pinned Streamlit
+(constraints.txt); ``tests/test_click_queue.py`` drives them directly and fails if their shape changes.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 
 _log = logging.getLogger(__name__)
 _QUEUE = "_specviz_click_queue"
+_HOLD = "_specviz_hold"  # the request the runner took has widget input whose callbacks have not run yet
 _TRIGGERS = ("trigger_value", "string_trigger_value", "json_trigger_value", "chat_input_value")
 
 
@@ -38,77 +56,129 @@ def _active_triggers(rerun_data) -> set[str]:
     return out
 
 
+def _has_input(rerun_data) -> bool:
+    """Whether the runner calls on_script_will_rerun (widget callbacks) for this request: its own test."""
+    return (rerun_data.widget_states is not None or rerun_data.replay_trigger_states is not None
+            or rerun_data.replay_trigger_values is not None)
+
+
+_FOLD = None  # Streamlit's own ScriptRequests._request_rerun_locked (set by install)
+
+
+def release(requests) -> None:
+    """The callbacks of the request ``requests`` handed to the runner have run: let the next queued one in."""
+    with requests._lock:
+        requests.__dict__[_HOLD] = False
+        _promote_locked(requests)
+
+
+def _promote_locked(requests) -> None:
+    """With the lock held and nothing pending: the first queued request becomes the pending one."""
+    from streamlit.runtime.scriptrunner_utils.script_requests import ScriptRequestType
+
+    queue = requests.__dict__.get(_QUEUE)
+    if queue and requests._state == ScriptRequestType.CONTINUE:
+        _FOLD(requests, queue.pop(0))  # Streamlit's own fold from CONTINUE (fragment id, replay states)
+
+
 def install() -> bool:
-    """Patch Streamlit's ScriptRequests once per process; False (and a log line) if its shape is not the known one."""
+    """Patch Streamlit once per process; False (and a log line) if its shape is not the known one."""
     try:
         from streamlit.runtime.scriptrunner_utils import script_requests as sr
-    except ImportError:  # pragma: no cover - Streamlit moved the module
-        _log.warning("click queue not installed: streamlit's script_requests module is gone")
+        from streamlit.runtime.state.safe_session_state import SafeSessionState
+    except ImportError:  # pragma: no cover - Streamlit moved the modules
+        _log.warning("click queue not installed: streamlit's script_requests / safe_session_state modules are gone")
         return False
     cls = sr.ScriptRequests
     if getattr(cls, "_specviz_click_queue", False):
         return True
     needed = ("_request_rerun_locked", "on_scriptrunner_yield", "on_scriptrunner_ready", "request_stop")
-    if not all(hasattr(cls, n) for n in needed) or not hasattr(sr, "ScriptRequestType"):
-        _log.warning("click queue not installed: ScriptRequests lacks %s", needed)
+    fields = {f.name for f in dataclasses.fields(sr.RerunData)} if dataclasses.is_dataclass(sr.RerunData) else set()
+    if (not all(hasattr(cls, n) for n in needed) or not hasattr(sr, "ScriptRequestType")
+            or not hasattr(SafeSessionState, "on_script_will_rerun")
+            or not {"widget_states", "replay_trigger_states", "replay_trigger_values"} <= fields):
+        _log.warning("click queue not installed: ScriptRequests / SafeSessionState / RerunData lack %s", needed)
         return False
+    global _FOLD
     RERUN, STOP = sr.ScriptRequestType.RERUN, sr.ScriptRequestType.STOP
-    fold = cls._request_rerun_locked
+    fold = _FOLD = cls._request_rerun_locked
 
     def _fold_into(data, new_data):
-        """Streamlit's own folding of ``new_data`` into ``data`` (a pending request), on a scratch instance."""
+        """Streamlit's own folding of ``new_data`` into ``data`` (a queued request), on a scratch instance."""
         scratch = cls()
         scratch._state, scratch._rerun_data = RERUN, data
         fold(scratch, new_data)
         return scratch._rerun_data
+
+    def _enqueue(queue, new_data):
+        if queue and not (_active_triggers(queue[-1]) & _active_triggers(new_data)):
+            queue[-1] = _fold_into(queue[-1], new_data)
+        else:
+            queue.append(new_data)
 
     @functools.wraps(fold)
     def request_rerun_locked(self, new_data):
         queue = self.__dict__.setdefault(_QUEUE, [])
         if self._state == STOP:
             return fold(self, new_data)
-        if queue:  # older presses wait: the new request goes behind them
-            if _active_triggers(queue[-1]) & _active_triggers(new_data):
-                queue.append(new_data)
-            else:
-                queue[-1] = _fold_into(queue[-1], new_data)
+        if queue or self.__dict__.get(_HOLD):  # older requests, or callbacks still to run: wait behind them
+            _enqueue(queue, new_data)
             return True
         if self._state == RERUN and _active_triggers(self._rerun_data) & _active_triggers(new_data):
             queue.append(new_data)  # folding would swallow the pending press of the same button
             return True
         return fold(self, new_data)
 
-    def _promote(self, request):
-        """After the runner took a RERUN, the next queued request becomes the pending one."""
+    def _taken(self, request):
+        """The runner took ``request``: hold until its callbacks have run, or let the next one in now."""
         if request is None or request.type != RERUN:
             return request
         with self._lock:
-            queue = self.__dict__.get(_QUEUE)
-            if queue and self._state != STOP:
-                nxt = queue.pop(0)
-                if self._state == RERUN:  # cannot happen while the queue is non-empty; fold to be safe
-                    nxt = _fold_into(nxt, self._rerun_data)
-                self._state, self._rerun_data = RERUN, nxt
+            if self._state == RERUN:  # a request slipped in between the take and this lock: it waits in line
+                self.__dict__.setdefault(_QUEUE, []).insert(0, self._rerun_data)
+                self._state = sr.ScriptRequestType.CONTINUE
+            self.__dict__[_HOLD] = _has_input(request.rerun_data)
+            if not self.__dict__[_HOLD]:
+                _promote_locked(self)
         return request
 
     on_yield, on_ready, stop = cls.on_scriptrunner_yield, cls.on_scriptrunner_ready, cls.request_stop
 
     @functools.wraps(on_yield)
     def on_scriptrunner_yield(self):
-        return _promote(self, on_yield(self))
+        if self.__dict__.get(_HOLD):  # callbacks running: nothing may preempt them (and nothing is pending)
+            return None if self._state != STOP else on_yield(self)
+        return _taken(self, on_yield(self))
 
     @functools.wraps(on_ready)
     def on_scriptrunner_ready(self):
-        return _promote(self, on_ready(self))
+        release(self)  # the run is over, its callbacks with it
+        return _taken(self, on_ready(self))
 
     @functools.wraps(stop)
     def request_stop(self):
         stop(self)  # takes the (non-reentrant) lock itself; requests after it are refused
         self.__dict__.pop(_QUEUE, None)
+        self.__dict__[_HOLD] = False
+
+    will_rerun = SafeSessionState.on_script_will_rerun
+
+    @functools.wraps(will_rerun)
+    def on_script_will_rerun(self, *args, **kwargs):
+        try:
+            return will_rerun(self, *args, **kwargs)
+        finally:
+            from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+            ctx = get_script_run_ctx(suppress_warning=True)
+            requests = getattr(ctx, "script_requests", None)
+            if isinstance(requests, cls):
+                release(requests)
 
     cls._request_rerun_locked = request_rerun_locked
     cls.on_scriptrunner_yield = on_scriptrunner_yield
     cls.on_scriptrunner_ready = on_scriptrunner_ready
     cls.request_stop = request_stop
+    SafeSessionState.on_script_will_rerun = on_script_will_rerun
     cls._specviz_click_queue = True
     return True
