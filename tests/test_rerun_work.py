@@ -79,3 +79,26 @@ def test_result_chip_rows_are_one_element():
     assert len(rows) == 1
     for label in ("accept_index", "predicts[accept_index] →", "output tokens", "KV kept for", "discarded"):
         assert html_text(label) in rows[0], label
+
+
+def test_raw_tensors_are_written_out_only_while_their_box_is_open():
+    """Closed, the raw tensors box draws nothing (its text was ~7% of an edit's script time); opened, it
+    holds the run's arrays, and after an edit the new ones (never an earlier run's)."""
+    at = _greedy().run()
+    box = next(e for e in at.main.expander if e.label.startswith("Raw tensors"))
+    assert box is not None and not at.main.code
+    at.session_state["w_raw_open::greedy"] = True
+    at.run()
+    text = "\n".join(c.value for c in at.main.code)
+    ai = run_scenario(preset("running_example")).result["accept_index"].reshape(-1).tolist()
+    assert "accept_index (result" in text and str(ai).replace(" ", "") in text.replace(" ", "")
+    cell = next(sb for sb in at.selectbox if sb.label.startswith("Target(A)"))
+    cell.select("B").run()
+    text = "\n".join(c.value for c in at.main.code)
+    s = preset("running_example")
+    tp = list(s.requests[0].target_predict)
+    tp[1] = "B"
+    from specviz import edits
+
+    ai2 = run_scenario(edits.set_target_predict(s, tp, 0)).result["accept_index"].reshape(-1).tolist()
+    assert ai2 != ai and str(ai2).replace(" ", "") in text.replace(" ", "")
