@@ -26,3 +26,28 @@ def test_warm_up_fills_the_caches_a_first_visit_reads():
     for preset in SLOTS.values():
         key = scenario_key(load_scenario(SCENARIO_DIR / f"{preset}.json"))
         assert bc._run.contains(key, "numpy"), preset
+
+
+def test_warm_up_lays_out_every_step_players_default_figures():
+    """Where the server lays out figures (Graphviz's dot there), each slot's default walk is laid out before
+    the first visit: the page's player then finds every figure in the SVG cache."""
+    import pytest
+
+    from specviz.engine import scenario_key
+    from specviz.render import svg
+    from specviz.scenario import load_scenario, scenario_from_json
+    from specviz.ui import backend_cache as bc
+    from specviz.ui import player, playframes
+
+    if player.layout_mode() != "server":
+        pytest.skip("no Graphviz dot here: the browser lays the figures out (nothing to warm)")
+    svg._CACHE.clear()
+    worker.warm_up()
+    for slot, frames_of in (("chain", playframes.chain_frames), ("target_only", playframes.target_only_frames),
+                            ("dspark", playframes.dspark_frames)):
+        key = scenario_key(load_scenario(SCENARIO_DIR / f"{SLOTS[slot]}.json"))
+        run = bc._run(key, "numpy")
+        frames = frames_of(scenario_from_json(key), run, "en")
+        assert all(f.dot in svg._CACHE for f in frames), slot
+    tree = scenario_key(load_scenario(SCENARIO_DIR / f"{SLOTS['tree']}.json"))
+    assert all(f.dot in svg._CACHE for f in bc._greedy_frames(tree, "numpy", "zh", 0))
