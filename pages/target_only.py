@@ -226,25 +226,11 @@ def scenario_view():
     # ---------------------------------------------------------------------------------------------
     st.header(tr("3. Monte Carlo: exact at thresholds 1, biased below", "3. Monte Carlo：阈值为 1 时精确，低于 1 时有偏"))
 
-
-
-
     m1, m2, _ = st.columns([1, 1, 2])
-    # Triton under the CPU interpreter draws ~30 trials a second: offer small N and run only on request.
-    slow = ui.interpreted(ui.backend())
-    choices = [50, 100, 200, 500] if slow else [1000, 4000, 10000, 40000]
-    trials = m1.select_slider(tr("trials N", "试验次数 N"), choices, value=choices[1], key=f"w_to_mc_n::{slow}")
-    trials = heavy.cap_trials(trials, s.n, s.vocab_size)  # at most MAX_TRIAL_CELLS cells per click
-    mc_seed = m2.number_input(tr("seed", "种子"), 0, 10**6, 1, key="w_to_mc_seed")
+    trials, mc_seed = sampling_page.monte_carlo_size(m1, m2, s, "to")
     # Keyed without the coins (Monte Carlo draws its own): moving a coin slider keeps the result.
-    mc_args = (scenario_key(s, zero_coins=True), ui.backend(), int(trials), int(mc_seed))
-    if slow and st.session_state.get("sv_to_mc_ran") != mc_args:
-        st.info(tr("{b} runs the kernels one program at a time (about 30 trials per second here): press the button to run.",
-                   "{b} 逐个程序解释执行内核（此处约每秒 30 次试验）：请按按钮运行。", b=ui.backend_label(ui.backend())))
-        if st.button(tr("Run {n} trials", "运行 {n} 次试验", n=trials), key="w_to_mc_go"):
-            st.session_state["sv_to_mc_ran"] = mc_args
-            st.rerun()
-        mc_args = None
+    mc_args = sampling_page.monte_carlo_gate((scenario_key(s, zero_coins=True), ui.backend(), int(trials), int(mc_seed)),
+                                             trials, "to")
     if mc_args is not None:
         with ui.guard():
             with heavy.heavy("Monte Carlo"):  # per-tab budget + server-wide slots

@@ -87,3 +87,32 @@ def end_state_note() -> None:
     st.caption(ui.tr("Below: the end state, after the walk's last step (the player above steps in your browser; "
                      "the panels below do not follow it).",
                      "下面是最终结果，即最后一步之后的状态（上面的播放器在浏览器中单步；下面的面板不随之变化）。"))
+
+
+# -- the Monte Carlo section's controls (chain and target-only) ------------------------------------
+
+def monte_carlo_size(col_n, col_seed, s, prefix: str) -> tuple[int, int]:
+    """The trials-N and seed widgets (keys ``w_{prefix}_mc_n::<slow>``, ``w_{prefix}_mc_seed``). Triton
+    under the CPU interpreter draws ~30 trials a second: it is offered small N."""
+    from specviz.ui import heavy
+
+    slow = ui.interpreted(ui.backend())
+    choices = [50, 100, 200, 500] if slow else [1000, 4000, 10000, 40000]
+    trials = col_n.select_slider(ui.tr("trials N", "试验次数 N"), choices, value=choices[1], key=f"w_{prefix}_mc_n::{slow}")
+    trials = heavy.cap_trials(trials, s.n, s.vocab_size)  # at most MAX_TRIAL_CELLS cells per click
+    seed = col_seed.number_input(ui.tr("seed", "种子"), 0, 10**6, 1, key=f"w_{prefix}_mc_seed")
+    return trials, seed
+
+
+def monte_carlo_gate(mc_args: tuple, trials: int, prefix: str) -> tuple | None:
+    """``mc_args``, or None (with a "Run N trials" button) while an interpreted backend has not been
+    asked to run these arguments: there the run waits for the click."""
+    ran = f"sv_{prefix}_mc_ran"
+    if not ui.interpreted(ui.backend()) or st.session_state.get(ran) == mc_args:
+        return mc_args
+    st.info(ui.tr("{b} runs the kernels one program at a time (about 30 trials per second here): press the button to run.",
+                  "{b} 逐个程序解释执行内核（此处约每秒 30 次试验）：请按按钮运行。", b=ui.backend_label(ui.backend())))
+    if st.button(ui.tr("Run {n} trials", "运行 {n} 次试验", n=trials), key=f"w_{prefix}_mc_go"):
+        st.session_state[ran] = mc_args
+        st.rerun()
+    return None
