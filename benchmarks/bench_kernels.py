@@ -7,8 +7,13 @@ Usage (on a CUDA GPU; see benchmarks/README.md for the command and the results):
 Each kernel is timed two ways:
 * ``python``: the Python call as a user makes it (allocation, pre-fills, launch), CUDA events
   around back-to-back calls after a warm-up, averaged per call (median of 5 rounds);
-* ``graph``: the kernel alone (outputs pre-allocated) captured REPS times in one CUDA graph and
-  replayed, averaged per launch. For the torch backend "the kernel" is the whole function.
+* ``graph``: the kernel alone (outputs pre-allocated) captured GRAPH_REPS times in one CUDA graph and
+  replayed, averaged per launch; the median of GRAPH_ROUNDS timings of an op's implementations
+  alternated (``Timer.alternated``), each after an idle rest of 20x its own burst, so that every
+  implementation is timed from the same GPU state. ``graph_us_back_to_back`` is the timing taken right
+  after the implementation's own Python rounds (the tables' only figure before 2026-12-02 17:00 UTC):
+  a kernel reading 4+ TB/s holds the H200 at its 700 W cap, and whatever runs next starts throttled.
+  For the torch backend "the kernel" is the whole function.
 
 Every figure is also given as a ratio to SGLang's Triton kernel on the same inputs (where SGLang
 has one: tree build, greedy verify, chain sampler; loaded by path, see kernels/sglang_oracle.py)
@@ -41,6 +46,9 @@ VOCABS = [32000, 128256]
 MAX_PROB_BYTES = 17e9  # skip sampler configs whose target_probs tensor is larger (bs 4096 x n 64 x V)
 MAX_TORCH_PROB_BYTES = 4.3e9  # the torch backend's sampler keeps several [bs, n, V] temporaries
 GRAPH_REPS = 20
+GRAPH_ROUNDS = 5  # --rounds: alternated graph timings of each implementation (the table gives their median)
+REST_FACTOR = 20.0  # idle before a graph burst, in multiples of the burst's own time (a <= 5% duty cycle)
+MAX_REST_S = 0.5
 ONLY_OPS: set = set()  # --ops: time only these ops (empty: all)
 ONLY_IMPLS: set = set()  # --impls: time only these implementations (empty: all)
 
@@ -75,30 +83,69 @@ class Timer:
             rounds.append(start.elapsed_time(end) / iters * 1e3)
         return float(np.median(rounds))
 
-    def graph(self, fn, replays=5):
+    def capture(self, fn):
+        """fn warmed up on a side stream, then GRAPH_REPS launches of it captured in one CUDA graph."""
         if not self.cuda:
             return None
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            for _ in range(3):
-                fn()
-        torch.cuda.current_stream().wait_stream(stream)
-        torch.cuda.synchronize()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for _ in range(GRAPH_REPS):
-                fn()
-        graph.replay()
-        torch.cuda.synchronize()
+        return capture_graph(fn)
+
+    @staticmethod
+    def replay_us(graph, replays=5) -> float:
+        """us per launch over ``replays`` back-to-back replays of a captured graph."""
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         for _ in range(replays):
             graph.replay()
         end.record()
         end.synchronize()
-        del graph
         return start.elapsed_time(end) / (replays * GRAPH_REPS) * 1e3
+
+    def graph(self, fn, replays=5):
+        if not self.cuda:
+            return None
+        graph = self.capture(fn)
+        us = self.replay_us(graph, replays)
+        del graph
+        return us
+
+    def alternated(self, graphs: dict, rounds: int, replays=5, burst_us=None) -> dict:
+        """{name: [us per launch, one a round]}: every round times each graph once (``replays`` replays), the
+        names in order in even rounds and reversed in odd ones, each burst after an idle rest of
+        REST_FACTOR x its own burst time (at most MAX_REST_S): each implementation is timed from the same
+        rested state as the others. (Run back to back, a kernel that reads 4+ TB/s holds the H200 at its
+        700 W cap and is timed slowed, while the next one starts half-throttled: benchmarks/README.md.)"""
+        out = {name: [] for name in graphs}
+        burst_us = dict(burst_us or {})
+        for r in range(rounds):
+            names = list(graphs) if r % 2 == 0 else list(reversed(graphs))
+            for name in names:
+                rest = min(MAX_REST_S, REST_FACTOR * burst_us.get(name, 1e5) * replays * GRAPH_REPS * 1e-6)
+                torch.cuda.synchronize()
+                time.sleep(rest)
+                us = self.replay_us(graphs[name], replays)
+                burst_us[name] = us
+                out[name].append(round(us, 2))
+        return out
+
+
+def capture_graph(fn, reps=None):
+    """fn warmed up (3 calls on a side stream, as CUDA graphs need), then ``reps`` (GRAPH_REPS) calls captured
+    in one graph, replayed once; returns the graph."""
+    reps = reps or GRAPH_REPS
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(reps):
+            fn()
+    graph.replay()
+    torch.cuda.synchronize()
+    return graph
 
 
 def iters_for(bytes_touched: float) -> int:
@@ -153,21 +200,37 @@ def record(results, **row):
 
 
 def bench_impls(results, timer, op, meta, impls, bytes_touched=0.0):
-    """impls: {name: (python_fn, kernel_fn)}; returns {name: (python_us, graph_us)}."""
+    """impls: {name: (python_fn, kernel_fn)}; returns {name: (python_us, graph_us)}.
+
+    Per implementation: the Python call (``Timer.python``), then its graph captured and timed at once
+    (``graph_us_back_to_back``: right after its own Python rounds, the protocol of the tables before
+    2026-12-02 17:00 UTC). Then every implementation's graph is timed GRAPH_ROUNDS times, alternated,
+    each from a rest (``Timer.alternated``); ``graph_us`` is the median of those rounds."""
     out = {}
     if ONLY_OPS and op not in ONLY_OPS:
         return out
+    timed, graphs, back_to_back = {}, {}, {}
     for name, (py_fn, kernel_fn) in impls.items():
         if ONLY_IMPLS and name not in ONLY_IMPLS:
             continue
         try:
-            py = timer.python(py_fn, iters_for(bytes_touched))
-            gr = timer.graph(kernel_fn)
+            timed[name] = timer.python(py_fn, iters_for(bytes_touched))
+            if timer.cuda:
+                graphs[name] = timer.capture(kernel_fn)
+                back_to_back[name] = timer.replay_us(graphs[name])
         except Exception as exc:  # report, keep going
             record(results, op=op, impl=name, error=f"{type(exc).__name__}: {exc}"[:300], **meta)
-            continue
+            timed.pop(name, None)
+            graphs.pop(name, None)
+    rounds = timer.alternated(graphs, GRAPH_ROUNDS, burst_us=back_to_back) if graphs else {}
+    graphs.clear()
+    for name, py in timed.items():
+        gr = float(np.median(rounds[name])) if name in rounds else None
         out[name] = (py, gr)
         row = dict(op=op, impl=name, python_us=round(py, 2), graph_us=None if gr is None else round(gr, 2), **meta)
+        if gr is not None:
+            row["graph_us_rounds"] = rounds[name]
+            row["graph_us_back_to_back"] = round(back_to_back[name], 2)
         if bytes_touched and gr:
             row["graph_TBps"] = round(bytes_touched / (gr * 1e-6) / 1e12, 3)
             row["python_TBps"] = round(bytes_touched / (py * 1e-6) / 1e12, 3)
@@ -386,28 +449,38 @@ def run(args):
 
 
 def markdown(results) -> str:
-    """The README table: every figure with its ratio to SGLang's Triton kernel and to an empty kernel."""
+    """The README table: every figure with its ratio to SGLang's Triton kernel and to an empty kernel; the graph
+    figure is the median of the alternated rested rounds, and the back-to-back figure is given beside it."""
     empty = next(r for r in results if r["op"] == "empty_triton_kernel")
     key = lambda r: (r["op"], r.get("topk"), r.get("depth"), r.get("n"), r.get("bs"), r.get("V"))  # noqa: E731
     sgl = {key(r): r for r in results if r.get("impl") == "sglang" and "python_us" in r}
-    lines = ["| op | topk,depth,n | bs | V | impl | python us | x SGLang | x empty | graph us | x SGLang | x empty | TB/s (graph) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| op | topk,depth,n | bs | V | impl | python us | x SGLang | x empty | graph us | x SGLang | x empty "
+             "| TB/s (graph) | graph us, back to back | x SGLang |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def ratio(a, b):
         return f"{a / b:.2f}" if a is not None and b else "-"
+
+    def fixed(x):
+        return "-" if x is None else f"{x:.2f}"
     for r in results:
         if "python_us" not in r or r["op"] == "empty_triton_kernel":
             continue
         s = sgl.get(key(r), {})
-        lines.append("| {op} | {shape} | {bs} | {V} | {impl} | {py:.1f} | {rps} | {rpe} | {gr} | {rgs} | {rge} | {bw} |".format(
-            op=r["op"], shape=f'{r["topk"]},{r["depth"]},{r["n"]}', bs=r["bs"], V=r.get("V", "-"), impl=r["impl"],
-            py=r["python_us"], rps=ratio(r["python_us"], s.get("python_us")), rpe=ratio(r["python_us"], empty["python_us"]),
-            gr="-" if r["graph_us"] is None else f'{r["graph_us"]:.2f}', rgs=ratio(r["graph_us"], s.get("graph_us")),
-            rge=ratio(r["graph_us"], empty["graph_us"]), bw=r.get("graph_TBps", "-")))
+        b2b = r.get("graph_us_back_to_back")
+        lines.append("| {op} | {shape} | {bs} | {V} | {impl} | {py:.1f} | {rps} | {rpe} | {gr} | {rgs} | {rge} | {bw} "
+                     "| {b2b} | {rb2b} |".format(
+                         op=r["op"], shape=f'{r["topk"]},{r["depth"]},{r["n"]}', bs=r["bs"], V=r.get("V", "-"),
+                         impl=r["impl"], py=r["python_us"], rps=ratio(r["python_us"], s.get("python_us")),
+                         rpe=ratio(r["python_us"], empty["python_us"]), gr=fixed(r["graph_us"]),
+                         rgs=ratio(r["graph_us"], s.get("graph_us")), rge=ratio(r["graph_us"], empty["graph_us"]),
+                         bw=r.get("graph_TBps", "-"), b2b=fixed(b2b),
+                         rb2b=ratio(b2b, s.get("graph_us_back_to_back"))))
     return "\n".join(lines)
 
 
 def main():
+    global GRAPH_ROUNDS
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", help="write every measurement as JSON here")
     ap.add_argument("--markdown", help="write the README table here")
@@ -416,11 +489,14 @@ def main():
     ap.add_argument("--bits", action="store_true",
                     help="also count chain-sampler draws bit-identical to SGLang's kernel (kernels.sglang_oracle.chain_bits)")
     ap.add_argument("--impls", nargs="*", default=[], help="time only these implementations (triton, torch, sglang)")
+    ap.add_argument("--rounds", type=int, default=GRAPH_ROUNDS,
+                    help="alternated, rested graph timings of each implementation (the table gives their median)")
     ap.add_argument("--chain-bpp", type=int, choices=(1, 2, 4, 8), default=None,
                     help="blocks per program of the chain sampler (triton_verify.CHAIN_BLOCKS_PER_PROGRAM)")
     args = ap.parse_args()
     ONLY_OPS.update(args.ops)
     ONLY_IMPLS.update(args.impls)
+    GRAPH_ROUNDS = args.rounds
     if args.chain_bpp:
         triton_verify.CHAIN_BLOCKS_PER_PROGRAM = args.chain_bpp
     results = run(args)

@@ -41,7 +41,7 @@ from kernels import sglang_oracle, triton_verify, triton_verify_kernels  # noqa:
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_kernels import Timer, gumbel_sample  # noqa: E402
-from gpu_read_floor import sglang_chain_launch  # noqa: E402
+from gpu_read_floor import floor_kernel, sglang_chain_launch  # noqa: E402
 
 # The last program's part as it was before 2026-12-02 08:40 UTC (bookkeeping first).
 _TAIL_DRAW_LAST = """    if is_last:
@@ -89,6 +89,10 @@ def _current_tail() -> str:
     """The last program's part of today's kernel, as its source has it (what ``draw_last`` replaces)."""
     src = inspect.getsource(triton_verify_kernels)
     return src[src.index(_TAIL_START):src.index(_TAIL_END)]
+# 0.5.23's clean of q (values outside [0, 1], NaN included, count as 0) in one compare fewer: max(s, 0) where
+# s <= 1, else 0; the same terminal values (p - (+-0) is p) and so the same block sums and tokens.
+_CLEAN = "        s = tl.where((s >= 0.0) & (s <= 1.0), s, 0.0)\n"
+_CLEAN_CHEAP = "        s = tl.where(s <= 1.0, tl.maximum(s, 0.0), 0.0)\n"
 _DRAW = "        if NB > 1:\n            final = chain_inverse_cdf_row_from_sums("
 _NO_DRAW = "        if NB > 1:\n            final = k + 0 * chain_inverse_cdf_row_from_sums("
 
@@ -117,7 +121,8 @@ def variants():
             out[f"bpp{bpp}_{tag}"] = (triton_verify_kernels, bpp, split, None, True)
     mods = {"no_draw": patched("no_draw", [(_DRAW, _NO_DRAW)]),
             "draw_last": patched("draw_last", [(_current_tail(), _TAIL_DRAW_LAST)]),
-            "scalar_sums": patched("scalar_sums", [(_current_from_sums(), _FROM_SUMS_SCALAR)])}
+            "scalar_sums": patched("scalar_sums", [(_current_from_sums(), _FROM_SUMS_SCALAR)]),
+            "cheap_clean": patched("cheap_clean", [(_CLEAN, _CLEAN_CHEAP)])}
     for name, mod in mods.items():
         for bpp in (1, 2, 4):
             for split, tag in ((None, "one"), (0, "split")):
@@ -145,6 +150,10 @@ def main():
     ap.add_argument("--ballast-gb", type=float, default=0.0,
                     help="hold this many GB of GPU memory allocated before the inputs (does placement matter?)")
     ap.add_argument("--configs", nargs="*", default=[], help="bs:V pairs to run (default: all)")
+    ap.add_argument("--alternate", type=int, default=0,
+                    help="time the variants (and the read floor) in this many alternated rounds, each burst from "
+                         "a rest (bench_kernels.Timer.alternated), instead of three back-to-back timings each")
+    ap.add_argument("--bits", action="store_true", help="count the draws against SGLang's even with --configs")
     args = ap.parse_args()
     dev = torch.device("cuda")
     timer = Timer(dev)
@@ -173,6 +182,12 @@ def main():
         use(*saved)
         if p.numel() < 2**31:
             runs["sglang_chain"] = sglang_chain_launch(sgl, cand, ri, u, uf, p, q)
+        if args.alternate:
+            alternate(timer, runs, args.alternate, bs, V, n, p, q, cand, u, gbytes, rows)
+            del p, q, runs
+            torch.cuda.empty_cache()
+            save(args.out, rows, bits)
+            continue
         for name, fn in runs.items():
             out = fn()
             compiled = out if hasattr(out, "n_regs") else None
@@ -186,7 +201,7 @@ def main():
         save(args.out, rows, bits)
     del ballast
     for name, (mod, bpp, split, regs, ships) in todo.items():
-        if not ships or args.configs:
+        if not ships or (args.configs and not args.bits):
             continue
         use(mod, bpp, split, regs)
         for V, bs, N in ((32000, 4096, 8), (128256, 2048, 4)):
@@ -196,6 +211,32 @@ def main():
             torch.cuda.empty_cache()
         save(args.out, rows, bits)
     use(*saved)
+
+
+def alternate(timer, runs, rounds, bs, V, n, p, q, cand, u, gbytes, rows):
+    """The runs and the read floor (one block of relu(p_k - q_k) a program, with the sampler's prefix and
+    counter: ``gpu_read_floor.floor_kernel``) timed back to back once, then alternated from rests."""
+    nb = -(-V // 4096)
+    out = torch.empty(bs * nb, dtype=torch.float32, device=p.device)
+    counter = torch.zeros(bs, dtype=torch.int32, device=p.device)
+    for name, prefix, atomic in (("floor_read", False, False), ("floor_prefix_counter", True, True)):
+        runs[name] = lambda prefix=prefix, atomic=atomic: floor_kernel[(bs * nb,)](
+            p, q, out, counter, cand, u, V, p.stride(0), p.stride(1), q.stride(0), q.stride(1), N=n, NB=nb, BLOCK=4096,
+            EVICT_FIRST=False, PREFIX=prefix, ATOMIC=atomic, BLOCK_S=max(2, 1 << (n - 1).bit_length()), num_warps=4)
+    facts, graphs, back = {}, {}, {}
+    for name, fn in runs.items():
+        compiled = fn()
+        facts[name] = dict(regs=getattr(compiled, "n_regs", None), spills=getattr(compiled, "n_spills", None))
+        graphs[name] = timer.capture(fn)
+        back[name] = round(timer.replay_us(graphs[name]), 2)
+    timed = timer.alternated(graphs, rounds, burst_us=back)
+    for name, us in timed.items():
+        med = sorted(us)[len(us) // 2]
+        row = dict(bs=bs, V=V, kernel=name, alternated_us=us, median_us=med, back_to_back_us=back[name],
+                   tb_s=round(gbytes / (med * 1e-6) / 1e12, 3), **facts[name])
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    graphs.clear()
 
 
 def save(out, rows, bits):

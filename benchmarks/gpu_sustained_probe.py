@@ -2,7 +2,8 @@
 second by second (issue 21; benchmarks/README.md, "The shape chosen").
 
 For bs 4096, V 32000 (the benchmark's inputs: ``bench_kernels.probs`` / ``gumbel_sample``), each kernel
-(ours, then SGLang's, then ours again) is replayed in a CUDA graph for ``--seconds`` while
+(ours, then SGLang's, then ours again, then the read floor: the same bytes read with nothing else,
+``gpu_read_floor.floor_kernel``) is replayed in a CUDA graph for ``--seconds`` while
 ``nvidia-smi`` samples power draw, SM and memory clocks, temperature and the active clock-event
 reasons every 100 ms. Prints, per kernel, the time per call over each 0.5 s window and the samples.
 
@@ -22,25 +23,11 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from benchmarks.bench_kernels import gumbel_sample, probs  # noqa: E402
+from benchmarks.bench_kernels import GRAPH_REPS, capture_graph, gumbel_sample, probs  # noqa: E402
+from benchmarks.gpu_read_floor import floor_kernel  # noqa: E402
 from kernels import sglang_oracle, triton_verify  # noqa: E402
 
 QUERY = "timestamp,power.draw,clocks.sm,clocks.mem,temperature.gpu,clocks_event_reasons.active"
-
-
-def graph_of(fn, reps: int = 20):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(reps):
-            fn()
-    return g, reps
 
 
 def replay_for(graph, reps: int, seconds: float) -> list:
@@ -84,8 +71,13 @@ def main() -> None:
     num = torch.empty(bs, dtype=torch.int32, device=dev)
     theirs = lambda: sgl.chain_sampling(pred, acc, num, cand, ri, None, None, u, uf, p, q, 1.0, 1.0, True)  # noqa: E731
     report = {"bs": bs, "V": V, "n": n, "device": torch.cuda.get_device_name(), "runs": []}
-    for name, fn in (("ours", ours), ("sglang", theirs), ("ours", ours)):
-        graph, reps = graph_of(fn)
+    nb = -(-V // 4096)
+    sums, counter = torch.empty(bs * nb, device=dev), torch.zeros(bs, dtype=torch.int32, device=dev)
+    floor = lambda: floor_kernel[(bs * nb,)](  # noqa: E731  the bare read of the same bytes, SGLang's block shape
+        p, q, sums, counter, cand, u, V, p.stride(0), p.stride(1), q.stride(0), q.stride(1), N=n, NB=nb, BLOCK=4096,
+        EVICT_FIRST=False, PREFIX=False, ATOMIC=False, BLOCK_S=8, num_warps=4)
+    for name, fn in (("ours", ours), ("sglang", theirs), ("ours", ours), ("floor", floor)):
+        graph, reps = capture_graph(fn), GRAPH_REPS
         time.sleep(2.0)  # idle between kernels: each starts from a rested GPU
         smi = subprocess.Popen(["nvidia-smi", f"--query-gpu={QUERY}", "--format=csv,noheader,nounits", "-lms", "100"],
                                stdout=subprocess.PIPE, text=True)
