@@ -11,7 +11,7 @@ Each kernel is timed two ways:
   replayed, averaged per launch; the median of GRAPH_ROUNDS timings of an op's implementations
   alternated (``Timer.alternated``), each after an idle rest of 20x its own burst, so that every
   implementation is timed from the same GPU state. ``graph_us_back_to_back`` is the timing taken right
-  after the implementation's own Python rounds (the tables' only figure before 2026-12-02 17:00 UTC):
+  after the implementation's own Python rounds (the tables' only figure until 2026-12-02 16:15 UTC):
   a kernel reading 4+ TB/s holds the H200 at its 700 W cap, and whatever runs next starts throttled.
   For the torch backend "the kernel" is the whole function.
 
@@ -203,8 +203,8 @@ def bench_impls(results, timer, op, meta, impls, bytes_touched=0.0):
     """impls: {name: (python_fn, kernel_fn)}; returns {name: (python_us, graph_us)}.
 
     Per implementation: the Python call (``Timer.python``), then its graph captured and timed at once
-    (``graph_us_back_to_back``: right after its own Python rounds, the protocol of the tables before
-    2026-12-02 17:00 UTC). Then every implementation's graph is timed GRAPH_ROUNDS times, alternated,
+    (``graph_us_back_to_back``: right after its own Python rounds, the tables' only protocol until
+    2026-12-02 16:15 UTC). Then every implementation's graph is timed GRAPH_ROUNDS times, alternated,
     each from a rest (``Timer.alternated``); ``graph_us`` is the median of those rounds."""
     out = {}
     if ONLY_OPS and op not in ONLY_OPS:

@@ -10,7 +10,12 @@ kernel (``sglang_oracle.chain_bits``, half the rows with boundary coins):
   ``no_draw`` (the last program skips the terminal draw; attribution only, wrong tokens),
   ``draw_last`` (the last program's bookkeeping stores before the draw's loads, the order before
   2026-12-02 08:40 UTC), ``scalar_sums`` (the draw reads the block sums as NB scalar loads, not one
-  vector load taken apart by one-hot sums).
+  vector load taken apart by one-hot sums), ``cheap_clean`` (0.5.23's clean of q in one comparison fewer;
+  measured 2% slower at bs 4096, V 32000, 2026-12-02 16:11 UTC).
+
+``--alternate R`` times every variant, SGLang's kernel and the read floor (bare, and with the accept tests
+and the counter) in R rounds alternated from rests (``bench_kernels.Timer.alternated``), the protocol
+of bench_kernels.py's table, and keeps one back-to-back timing beside them.
 
 Data as in bench_kernels.py: target rows softmax(3 randn), draft rows softmax(0.8 log p + 0.5 randn),
 drafts drawn from the draft rows. Measured variants no longer here (gains within the spread, results in
