@@ -35,6 +35,7 @@ import inspect
 import json
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,7 +46,7 @@ import torch  # noqa: E402
 from kernels import sglang_oracle, triton_verify, triton_verify_kernels  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from bench_kernels import Timer, gumbel_sample  # noqa: E402
+from bench_kernels import GRAPH_REPS, Timer, gumbel_sample  # noqa: E402
 from gpu_read_floor import floor_kernel, sglang_chain_launch  # noqa: E402
 
 # The last program's part as it was before 2026-12-02 08:40 UTC (bookkeeping first).
@@ -128,6 +129,8 @@ def variants():
             "draw_last": patched("draw_last", [(_current_tail(), _TAIL_DRAW_LAST)]),
             "scalar_sums": patched("scalar_sums", [(_current_from_sums(), _FROM_SUMS_SCALAR)]),
             "cheap_clean": patched("cheap_clean", [(_CLEAN, _CLEAN_CHEAP)])}
+    for regs in (72, 80):  # ptxas caps: 6 (80) or 7 (72) programs an SM instead of 5 at 96 registers
+        out[f"bpp2_one_r{regs}"] = (triton_verify_kernels, 2, None, regs, True)
     for name, mod in mods.items():
         for bpp in (1, 2, 4):
             for split, tag in ((None, "one"), (0, "split")):
@@ -159,6 +162,9 @@ def main():
                     help="time the variants (and the read floor) in this many alternated rounds, each burst from "
                          "a rest (bench_kernels.Timer.alternated), instead of three back-to-back timings each")
     ap.add_argument("--bits", action="store_true", help="count the draws against SGLang's even with --configs")
+    ap.add_argument("--sustain", type=float, default=0.0,
+                    help="with --alternate: also replay each kernel for this many seconds after a 2 s rest and "
+                         "report its mean time over the second half (the GPU at its power cap)")
     args = ap.parse_args()
     dev = torch.device("cuda")
     timer = Timer(dev)
@@ -188,7 +194,7 @@ def main():
         if p.numel() < 2**31:
             runs["sglang_chain"] = sglang_chain_launch(sgl, cand, ri, u, uf, p, q)
         if args.alternate:
-            alternate(timer, runs, args.alternate, bs, V, n, p, q, cand, u, gbytes, rows)
+            alternate(timer, runs, args.alternate, bs, V, n, p, q, cand, u, gbytes, rows, args.sustain)
             del p, q, runs
             torch.cuda.empty_cache()
             save(args.out, rows, bits)
@@ -218,7 +224,29 @@ def main():
     use(*saved)
 
 
-def alternate(timer, runs, rounds, bs, V, n, p, q, cand, u, gbytes, rows):
+def sustained_us(graph, seconds: float) -> float:
+    """Mean us per launch over the second half of ``seconds`` of back-to-back replays after a 2 s rest."""
+    torch.cuda.synchronize()
+    time.sleep(2.0)
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < seconds / 2:
+        graph.replay()
+        torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    count = 0
+    t1 = time.monotonic()
+    while time.monotonic() - t1 < seconds / 2:
+        graph.replay()
+        count += 1
+        if count % 8 == 0:
+            torch.cuda.synchronize()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / (count * GRAPH_REPS) * 1e3
+
+
+def alternate(timer, runs, rounds, bs, V, n, p, q, cand, u, gbytes, rows, sustain=0.0):
     """The runs and the read floor (one block of relu(p_k - q_k) a program, with the sampler's prefix and
     counter: ``gpu_read_floor.floor_kernel``) timed back to back once, then alternated from rests."""
     nb = -(-V // 4096)
@@ -235,10 +263,13 @@ def alternate(timer, runs, rounds, bs, V, n, p, q, cand, u, gbytes, rows):
         graphs[name] = timer.capture(fn)
         back[name] = round(timer.replay_us(graphs[name]), 2)
     timed = timer.alternated(graphs, rounds, burst_us=back)
+    held = {name: round(sustained_us(g, sustain), 2) for name, g in graphs.items()} if sustain else {}
     for name, us in timed.items():
         med = sorted(us)[len(us) // 2]
         row = dict(bs=bs, V=V, kernel=name, alternated_us=us, median_us=med, back_to_back_us=back[name],
                    tb_s=round(gbytes / (med * 1e-6) / 1e12, 3), **facts[name])
+        if name in held:
+            row["sustained_us"] = held[name]
         rows.append(row)
         print(json.dumps(row), flush=True)
     graphs.clear()
