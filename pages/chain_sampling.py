@@ -15,7 +15,7 @@ from specviz.limits import COIN_FORMAT, COIN_STEP, MAX_COIN
 from specviz.render import sampling_charts as sc
 from specviz.scenario import scenario_from_json
 from specviz.ui import common as ui
-from specviz.ui import heavy, markup, player, playframes, sampling_page, share_ui
+from specviz.ui import heavy, markup, playframes, sampling_page, share_ui
 from specviz.safety import md_text as md
 
 SLOT = "chain"
@@ -251,31 +251,18 @@ def scenario_view():
     s = ui.scenario(SLOT)
     req = s.requests[0]
     p_rows = _p_rows(s)
-    run = ui.run(s)
+    run = sampling_page.replay(s, KEY, SLOT, STEP)
     if run is None:
-        share_ui.sidebar_controls(KEY, s, slot=SLOT, step_key=STEP)
         return
-    for w in wording.run_warnings(run, ui.lang(), esc=md):  # worded from the trace: labels, the page's language
-        st.warning(w)
-    ui.backend_badge(s)
 
     # Every frame and caption of the player is a pure function of the one replay (specviz.ui.playframes).
     views = playframes.chain_frames(s, run, ui.lang())
+    cur = sampling_page.step_player(views, walk_box, ("The Accept, step by step", "逐步执行 Accept"), key=KEY,
+                                    slot=SLOT, step_key=STEP, version_key="sv_chain_step_ver")
     events = run.trace.events
-    last = len(views) - 1
-    if st.session_state.get("sv_chain_step_ver") != ui.scenario_version(SLOT):  # new inputs: show their outcome first
-        st.session_state["sv_chain_step_ver"] = ui.scenario_version(SLOT)
-        ui.set_step(STEP, last)
-    cur = min(ui.step(STEP), last)
-    ui.mark_last(STEP, len(views))
     test_of = {e.node: e.data for e in events if e.kind == "accept_test"}
     res_ev = next((e for e in events if e.kind == "residual"), None)
     term_ev = next((e for e in events if e.kind == "terminal"), None)
-
-    with walk_box:
-        st.subheader(tr("The Accept, step by step", "逐步执行 Accept"))
-        player.show(views, key=STEP, start=cur, links=player.step_links(KEY, SLOT, STEP, len(views)))
-        ui.legend()
     chain_dot = views[cur].dot
 
     st.header(tr("2. The end state: every slot at once", "2. 最终结果：所有位置一览"))

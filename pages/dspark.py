@@ -7,13 +7,13 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from specviz import edits, steps, wording
+from specviz import edits, steps
 from specviz import distributions as dist
 from specviz.errors import SpecvizError
 from specviz.limits import COIN_FORMAT, COIN_STEP, MAX_COIN, MAX_SEQ_LEN
 from specviz.render import dspark_charts as dc
 from specviz.ui import common as ui
-from specviz.ui import markup, player, playframes, sampling_page, share_ui
+from specviz.ui import markup, playframes, sampling_page, share_ui
 from specviz.safety import md_text as md
 
 SLOT = "dspark"
@@ -173,13 +173,9 @@ def scenario_view():
     s = ui.scenario(SLOT)
     req = s.requests[0]
     T = len(req.chain)
-    run = ui.run(s)
+    run = sampling_page.replay(s, KEY, SLOT, STEP)
     if run is None:
-        share_ui.sidebar_controls(KEY, s, slot=SLOT, step_key=STEP)
         return
-    for w in wording.run_warnings(run, ui.lang(), esc=md):  # worded from the trace: labels, the page's language
-        st.warning(w)
-    ui.backend_badge(s)
     res = run.result
     correct_len = int(res["correct_len"][0])
     raw_len = int(res["raw_correct_len"][0])
@@ -189,20 +185,11 @@ def scenario_view():
 
     # Every frame and caption of the player is a pure function of the one replay (specviz.ui.playframes).
     views = playframes.dspark_frames(s, run, ui.lang())
+    cur = sampling_page.step_player(views, walk_box, ("The Accept, step by step", "逐步执行 Accept"), key=KEY,
+                                    slot=SLOT, step_key=STEP, version_key="sv_dspark_step_ver")
     events = run.trace.events
-    last = len(views) - 1
-    if st.session_state.get("sv_dspark_step_ver") != ui.scenario_version(SLOT):  # new inputs: show their outcome first
-        st.session_state["sv_dspark_step_ver"] = ui.scenario_version(SLOT)
-        ui.set_step(STEP, last)
-    cur = min(ui.step(STEP), last)
-    ui.mark_last(STEP, len(views))
     matches = steps.dspark_matches(events) if greedy else None  # read from the replay's compare events
     tp_ids = s.target_predict(0) if greedy else None
-
-    with walk_box:
-        st.subheader(tr("The Accept, step by step", "逐步执行 Accept"))
-        player.show(views, key=STEP, start=cur, links=player.step_links(KEY, SLOT, STEP, len(views)))
-        ui.legend()
     step_dot = views[cur].dot
     sampling_page.end_state_note()
     step_fig = None

@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 from specviz.ui.bounded_cache import bounded_cache  # noqa: E402
 
-from specviz import edits, steps, wording
+from specviz import edits, steps
 from specviz import distributions as dist
 from specviz.engine import scenario_inputs, scenario_key
 from specviz.errors import SpecvizError
@@ -16,7 +16,7 @@ from specviz.limits import COIN_FORMAT, COIN_STEP, MAX_COIN, MAX_THRESHOLD, MIN_
 from specviz.render import sampling_charts as sc
 from specviz.scenario import scenario_from_json
 from specviz.ui import common as ui
-from specviz.ui import heavy, player, playframes, sampling_page, share_ui
+from specviz.ui import heavy, playframes, sampling_page, share_ui
 from specviz.safety import md_text as md
 
 SLOT = "target_only"
@@ -171,32 +171,18 @@ def scenario_view():
     # ---------------------------------------------------------------------------------------------
     s = ui.scenario(SLOT)
     req = s.requests[0]
-    run = ui.run(s)
+    run = sampling_page.replay(s, KEY, SLOT, STEP)
     if run is None:
-        share_ui.sidebar_controls(KEY, s, slot=SLOT, step_key=STEP)
         return
-    for w in wording.run_warnings(run, ui.lang(), esc=md):  # worded from the trace: labels, the page's language
-        st.warning(w)
-    ui.backend_badge(s)
 
-    VER_NOW = ui.scenario_version(SLOT)
     # Every frame and caption of the player is a pure function of the one replay (specviz.ui.playframes).
     views = playframes.target_only_frames(s, run, ui.lang())
+    cur = sampling_page.step_player(views, walk_box, ("The sibling scan, step by step", "逐步查看兄弟节点扫描"),
+                                    key=KEY, slot=SLOT, step_key=STEP, version_key="sv_to_step_ver")
     events = run.trace.events
     typed = steps.typed_events(events)
-    last = len(views) - 1
-    if st.session_state.get("sv_to_step_ver") != VER_NOW:  # new inputs: show their outcome first (the last frame)
-        st.session_state["sv_to_step_ver"] = VER_NOW
-        ui.set_step(STEP, last)
-    cur = min(ui.step(STEP), last)
-    ui.mark_last(STEP, len(views))
     res_ev = next((e for e in events if e.kind == "residual"), None)
     term_ev = next((e for e in events if e.kind == "terminal"), None)
-
-    with walk_box:
-        st.subheader(tr("The sibling scan, step by step", "逐步查看兄弟节点扫描"))
-        player.show(views, key=STEP, start=cur, links=player.step_links(KEY, SLOT, STEP, len(views)))
-        ui.legend()
     tree_dot = views[cur].dot
 
     st.header(tr("2. The end state", "2. 最终结果"))

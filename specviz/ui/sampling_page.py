@@ -11,8 +11,10 @@ from types import ModuleType
 
 import streamlit as st
 
+from specviz import wording
+from specviz.safety import md_text as md
 from specviz.ui import common as ui
-from specviz.ui import markup, share_ui
+from specviz.ui import markup, player, share_ui
 
 # The key numbers (correct_len, TV distance, ...) must read from the back of a room.
 METRIC_CSS = ("<style>[data-testid='stMetricValue'], [data-testid='stMetricValue'] * {font-size: 2.4rem !important; "
@@ -60,6 +62,37 @@ def require_algorithm(s, key: str, slot: str, step_key: str, algorithms: tuple, 
 
 
 # -- the step player's frames (every step goes to the browser at once) ------------------------------
+
+def replay(s, key: str, slot: str, step_key: str):
+    """The scenario's replay (``ui.run``), its warnings (worded from the trace, in the page's language)
+    and the backend badge drawn; None when it could not run: the sidebar's share controls are drawn
+    instead and the page's fragment ends there."""
+    run = ui.run(s)
+    if run is None:
+        share_ui.sidebar_controls(key, s, slot=slot, step_key=step_key)
+        return None
+    for w in wording.run_warnings(run, ui.lang(), esc=md):
+        st.warning(w)
+    ui.backend_badge(s)
+    return run
+
+
+def step_player(views: list, box, title: tuple, *, key: str, slot: str, step_key: str, version_key: str) -> int:
+    """The step player drawn into ``box`` under ``title`` (en, zh), with the legend. New inputs (a new
+    scenario version, kept under ``version_key``) open at their outcome, the last frame; returns the frame shown."""
+    last = len(views) - 1
+    version = ui.scenario_version(slot)
+    if st.session_state.get(version_key) != version:
+        st.session_state[version_key] = version
+        ui.set_step(step_key, last)
+    cur = min(ui.step(step_key), last)
+    ui.mark_last(step_key, len(views))
+    with box:
+        st.subheader(ui.tr(*title))
+        player.show(views, key=step_key, start=cur, links=player.step_links(key, slot, step_key, len(views)))
+        ui.legend()
+    return cur
+
 
 def array_rows(arrays: dict, seen, vocab: list, compact: bool = False) -> list:
     """accept_index and predicts after the events ``seen`` (``playframes.array_rows`` in the page's language)."""
