@@ -107,13 +107,22 @@ if st.session_state.get(ERR):
 # ---------------------------------------------------------------------------------------------
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def _compare(text: str) -> K.Comparison:
+def _compare(text: str, installed: tuple) -> K.Comparison:
+    """``installed`` (which engines are installed now) is part of the key: an engine installed while
+    the app runs is seen on the next rerun, not hidden behind a cached "not installed"."""
+    del installed
     ui.ensure_triton_env()
     return K.compare(C.from_json(text))
 
 
+def _installed_now() -> tuple:
+    from specviz.engines import adapters as A  # noqa: PLC0415
+
+    return tuple(sorted(e for e, (ok, _how) in A.availability().items() if ok))   # a fresh check (~2 ms), every run
+
+
 with st.spinner(tr("Running the three engines' own code…", "正在运行三个引擎自己的代码……")):
-    cmp = _compare(C.to_json(chain))
+    cmp = _compare(C.to_json(chain), _installed_now())
 
 ENGINE_LABEL = {e: R.NAMES[e] for e in R.ENGINES}
 def _quoted(message: str) -> str:
@@ -233,10 +242,20 @@ def _val(v: str) -> str:
 
 for dd in cmp.diffs:
     where = tr("slot {s}", "位置 {s}", s=dd.slot) if dd.slot != "terminal" else tr("terminal token", "终止 token")
-    en, zh = K.REASONS[dd.reason]
+    en, zh = K.explain(cmp, dd, label=_tok)
     st.markdown(f"- **{md_text(ENGINE_LABEL[dd.pair[0]])} vs {md_text(ENGINE_LABEL[dd.pair[1]])}**, "
                 f"{md_text(tr('request', '请求'))} {dd.request}, {md_text(where)}: {md_text(_val(dd.a))} vs {md_text(_val(dd.b))}. "
                 f"{md_text(tr(en, zh))}")
+st.caption(md_text(tr(
+    "Two notes on what runs here. vLLM's bonus token (all drafts accepted) is an input of its rejection sampler: in a vLLM "
+    "server its own Sampler draws it with its own random numbers; this page draws it as argmax p / E with the same E row "
+    "the recovered token uses, so that the column can be checked. SGLang turns a greedy request in a mixed batch into "
+    "top_k = 1 at temperature 1; that this keeps tied maxima (p = ½, ½ on a tie) is specviz's reading of FlashInfer's "
+    "top-k renormalisation, a CUDA-only path that has not been run here: unverified.",
+    "关于这里运行的内容的两点说明。vLLM 的 bonus token（全部 draft 被接受时）是其拒绝采样器的输入：在 vLLM 服务器中由它自己的 "
+    "Sampler 用它自己的随机数抽取；本页用与恢复 token 相同的那一行 E 取 argmax p / E，以便核对这一列。SGLang 把混合批中的贪心请求"
+    "变为温度 1、top_k = 1；这样是否保留并列的最大值（并列时 p = ½, ½）是 specviz 对 FlashInfer top-k 重新归一化的理解，"
+    "那是仅限 CUDA 的路径，这里没有运行过：未经验证。")))
 if any(r.greedy for r in chain.requests):
     from specviz.engines import adapters as A  # noqa: PLC0415
     if cmp.views["transformers"].available:

@@ -106,3 +106,41 @@ def test_hostile_labels_stay_text():
     assert not at.exception
     for m in at.markdown:
         assert "](javascript" not in m.value and "<b>" not in m.value
+
+
+@ALL_THREE
+def test_an_engine_installed_while_the_app_runs_is_seen_on_the_next_rerun(monkeypatch):
+    """Issue 32 item 5: "not installed" was cached with the chain's results, so the preset shown
+    first kept saying so after README command 2 installed the engines."""
+    real = A.availability
+    missing = {"on": True}
+
+    def maybe_without_vllm():
+        out = dict(real())
+        if missing["on"]:
+            out["vllm"] = (False, "vllm==0.33.0 is not installed (pip download --no-deps -d .wheels vllm==0.33.0)")
+        return out
+
+    monkeypatch.setattr(A, "availability", maybe_without_vllm)
+    st.cache_data.clear()
+    try:
+        at = _run("en")
+        assert any(i.value.startswith("vLLM 0.33.0 is not installed") for i in at.info)
+        missing["on"] = False          # installed now; same chain, no preset clicked
+        at.run()
+        assert not at.exception
+        assert not any("not installed" in i.value for i in at.info), [i.value for i in at.info]
+        own = at.dataframe[0].value.iloc[-1].tolist()
+        assert own[1].startswith("agrees"), own
+    finally:
+        st.cache_data.clear()
+
+
+@pytest.mark.parametrize("lang, sampler, unverified", [
+    ("en", "its own Sampler draws it", "unverified"),
+    ("zh", "自己的 Sampler", "未经验证"),
+])
+def test_page_says_what_is_a_stand_in_and_what_is_unverified(lang, sampler, unverified):
+    at = _run(lang)
+    captions = " ".join(c.value for c in at.caption)
+    assert sampler in captions and unverified in captions, captions

@@ -236,8 +236,9 @@ def preset_q_zero(n: int = 2, V: int = 4) -> Chain:
 
 def preset_p_zero(n: int = 2, V: int = 4) -> Chain:
     """The draft token has p = 0 and the coin is exactly 0: SGLang rejects (0·q < 0 is false),
-    vLLM accepts a token the target never emits (0/q ≥ 0). transformers draws its own coin
-    (never exactly 0 here) and rejects."""
+    vLLM accepts a token the target never emits (0/q ≥ 0). transformers cannot be handed the
+    coin: it draws its own (0.830252 here) and rejects; with a coin of exactly 0 (float32, about
+    1 in 2^24 draws) it would accept too (0 ≤ 0/q)."""
     p = [[0.5, 0.0, 0.25, 0.25]] + [_norm([1, 1, 1, 1])] * n
     q = [[0.25, 0.5, 0.125, 0.125]] + [_norm([2, 1, 1, 1])] * (n - 1)
     return validate(Chain((_request(p, q, [1] + [0] * (n - 1)),), seed=5, coins_override=((0.0,) + (0.5,) * (n - 1),)))

@@ -205,6 +205,8 @@ def transformers(req: Request, d: Draws) -> Decision:
             ok = bool(F32(r) <= ratio)
             if qt == 0:
                 rule = "hf_q_zero_accept" if ok else "hf_nan"
+            elif ok and pt == 0:   # a float32 coin of exactly 0.0 (about 1 in 2^24 draws): 0 <= 0/q accepts
+                rule = "p_zero_accept"
             else:
                 rule = "equal_accept" if ratio == F32(r) else "ratio_le"
             test = f"{_g(r)} {'≤' if ok else '>'} {_g(pt)}/{_g(qt)} = {_g(ratio)}"
