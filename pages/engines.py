@@ -66,12 +66,36 @@ if chain is None:  # the stored JSON was edited into something invalid: fall bac
     chain = C.preset("equality")
 
 
+SEED = "w_engines_seed"
+
+
+def _seed_from_widget() -> int:
+    """The seed box's value, checked (C.check_seed; the box is a text input holding digits). Why not
+    st.number_input: a crafted websocket value (NaN, or text) for an integer number_input makes
+    Streamlit's own int() conversion raise in SessionState before any page code runs, so every later
+    rerun of that tab failed with "ValueError". A text input's value is never converted by Streamlit:
+    anything odd arrives here and is refused as a seed error; the bad value is dropped so that the
+    next rerun draws the box again from the chain (the tab keeps working)."""
+    raw = st.session_state.get(SEED)
+    try:
+        if isinstance(raw, str):
+            text = raw.strip()
+            if not text.isascii() or not text.isdigit() or len(text) > 10:
+                raise SpecvizError("seed", f"is {C._shown(raw)}; a seed is a whole number in [0, 2^31) (digits only)")
+            raw = int(text)
+        return C.check_seed(raw)
+    except SpecvizError:
+        st.session_state.pop(SEED, None)
+        raise
+
+
 def _set_seed() -> None:
     ch, _ = _parse(st.session_state[SRC])
     if ch is not None:
         try:
-            st.session_state[SRC] = C.to_json(ch.with_(seed=int(st.session_state["w_engines_seed"])))
+            st.session_state[SRC] = C.to_json(ch.with_(seed=_seed_from_widget()))
             st.session_state.pop("w_engines_json", None)
+            st.session_state.pop(ERR, None)
         except SpecvizError as exc:
             st.session_state[ERR] = str(exc)
 
@@ -88,10 +112,15 @@ def _set_json() -> None:
 
 
 with st.expander(tr("Edit the chain (p, q, drafts, coins, seed, token names)", "编辑链（p、q、draft、硬币、种子、token 名称）")):
-    if "w_engines_seed" not in st.session_state:
-        st.session_state["w_engines_seed"] = chain.seed
-    st.number_input(tr("Seed (every engine's random numbers)", "种子（所有引擎的随机数）"), 0, 2**31 - 1, step=1,
-                    key="w_engines_seed", on_change=_set_seed)
+    if SEED in st.session_state:
+        try:
+            _seed_from_widget()
+        except SpecvizError as exc:  # (a rerun that did not go through the callback)
+            st.session_state[ERR] = str(exc)
+    if SEED not in st.session_state:
+        st.session_state[SEED] = str(chain.seed)
+    st.text_input(tr("Seed (every engine's random numbers): a whole number from 0 to 2147483647",
+                     "种子（所有引擎的随机数）：0 到 2147483647 之间的整数"), key=SEED, on_change=_set_seed)  # no max_chars: Streamlit would slice a crafted non-text value and raise
     if "w_engines_json" not in st.session_state:
         st.session_state["w_engines_json"] = st.session_state[SRC]
     st.text_area(tr("Chain as JSON: target_probs [n+1, V], draft_probs [n, V], draft_tokens [n], greedy; coins [bs, n] "

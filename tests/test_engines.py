@@ -268,3 +268,47 @@ def test_vllm_bonus_text_says_the_page_stands_in_for_vllms_sampler():
     en, zh = K.explain(cmp, d)
     assert "stand-in for vLLM's Sampler" in en and "vLLM's own Sampler" in en, en
     assert "Sampler" in zh and "代替" in zh
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs checked by the rules of every other scenario field (issue 35 item 6)
+# ---------------------------------------------------------------------------------------------
+
+def _json_with(**changes) -> str:
+    import json
+    obj = json.loads(C.to_json(C.preset("q_zero")))
+    for key, value in changes.items():
+        if key == "greedy":
+            obj["requests"][0]["greedy"] = value
+        else:
+            obj[key] = value
+    return json.dumps(obj, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("changes, field", [
+    (dict(greedy="false"), "requests[0].greedy"),
+    (dict(greedy=0), "requests[0].greedy"),
+    (dict(seed=float("nan")), "seed"),
+    (dict(seed="7"), "seed"),
+    (dict(seed=1.5), "seed"),
+    (dict(seed=2**31), "seed"),
+    (dict(labels=["a", "b", "c", 4]), "labels[3]"),
+    (dict(labels=["a", "b", "c", "x" * 33]), "labels[3]"),
+    (dict(labels=["a", "b", "c", "a"]), "labels[3]"),
+    (dict(labels=["a", "b", "c", ""]), "labels[3]"),
+])
+def test_bad_editor_values_name_the_field(changes, field):
+    with pytest.raises(SpecvizError) as exc:
+        C.from_json(_json_with(**changes))
+    assert exc.value.field == field, (exc.value.field, exc.value.detail)
+
+
+def test_labels_follow_the_scenario_label_rules():
+    """Control and bidi characters become visible escapes (as scenario.Label does), up to the same
+    MAX_LABEL_CHARS as every other label; a string "false" is not greedy."""
+    from specviz.limits import MAX_LABEL_CHARS
+    ch = C.from_json(_json_with(labels=["exe\u202etxt", "a\x1bb", "x" * MAX_LABEL_CHARS, "d"]))
+    assert ch.labels[:2] == ("exe\\u202etxt", "a\\x1bb")
+    assert not any(ord(c) < 32 or 0x202A <= ord(c) <= 0x202E for lab in ch.labels for c in lab)
+    assert C.from_json(_json_with(greedy=False)).requests[0].greedy is False
+    assert C.from_json(_json_with(seed=12.0)).seed == 12

@@ -144,3 +144,58 @@ def test_page_says_what_is_a_stand_in_and_what_is_unverified(lang, sampler, unve
     at = _run(lang)
     captions = " ".join(c.value for c in at.caption)
     assert sampler in captions and unverified in captions, captions
+
+
+def _errors(at: AppTest) -> list[str]:
+    return [e.value for e in at.error]
+
+
+@pytest.mark.parametrize("bad", ["abc", "-1", "2147483648", "1e3", "NaN"])
+def test_a_bad_seed_is_an_error_naming_the_field_and_the_tab_keeps_working(bad):
+    at = _run("en")
+    before = at.session_state["sv_engines_json"]
+    at.text_input(key="w_engines_seed").set_value(bad).run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert any(e.startswith("seed") for e in _errors(at)), _errors(at)
+    assert at.session_state["sv_engines_json"] == before
+    at.text_input(key="w_engines_seed").set_value("42").run()   # the next edit works
+    assert not at.exception and not _errors(at), _errors(at)
+    assert C.from_json(at.session_state["sv_engines_json"]).seed == 42
+
+
+def test_a_crafted_websocket_seed_does_not_break_the_tab(monkeypatch):
+    """Issue 35 item 6: a NaN (or a string) sent for the seed made every later rerun of the tab fail
+    with ValueError inside Streamlit (an integer number_input converts it). Crafted here the way a
+    hostile client sends it: the seed widget's state as a double NaN instead of its text."""
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+    from streamlit.testing.v1.element_tree import TextInput
+
+    at = _run("en")
+    real = TextInput._widget_state
+
+    def crafted(self):
+        ws = real.fget(self)
+        if self.key == "w_engines_seed":
+            ws = WidgetState(id=ws.id, double_value=float("nan"))
+        return ws
+
+    monkeypatch.setattr(TextInput, "_widget_state", property(crafted))
+    at.text_input(key="w_engines_seed").set_value("1").run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert any(e.startswith("seed") for e in _errors(at)), _errors(at)
+    monkeypatch.setattr(TextInput, "_widget_state", real)
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    at.button(key="w_engines_preset_random").click().run()
+    assert not at.exception and at.title
+
+
+def test_a_bidi_label_reaches_the_page_as_a_visible_escape():
+    ch = C.preset("q_zero").with_(labels=("exe\u202etxt", "b", "c", "d"))
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    at.session_state["sv_engines_json"] = C.to_json(ch)
+    at.run()
+    assert not at.exception
+    texts = [m.value for m in at.markdown] + [str(d.value.to_dict()) for d in at.dataframe] + [c.value for c in at.caption]
+    assert not any("\u202e" in t for t in texts)
+    assert any("exe\\u202etxt" in t.replace("\\\\", "\\") for t in texts)

@@ -129,9 +129,10 @@ def validate(chain: Chain) -> Chain:
             toks.append(int(t))
         p = _rows(f"{where}target_probs", r.target_probs, V, n + 1)
         q = _rows(f"{where}draft_probs", r.draft_probs, V, n)
+        if not isinstance(r.greedy, (bool, np.bool_)):
+            raise SpecvizError(f"{where}greedy", f"is {_shown(r.greedy)}: true or false")
         reqs.append(Request(p, q, tuple(toks), bool(r.greedy)))
-    if isinstance(chain.seed, bool) or not isinstance(chain.seed, (int, np.integer)) or not 0 <= int(chain.seed) < 2**31:
-        raise SpecvizError("seed", f"is {chain.seed!r}; a seed is a whole number in [0, 2^31)")
+    seed = check_seed(chain.seed)
     coins = chain.coins_override
     if coins is not None:
         arr = np.asarray(coins, dtype=np.float64) if len(coins) else np.zeros((0,))
@@ -140,12 +141,52 @@ def validate(chain: Chain) -> Chain:
         if not np.all((arr >= 0) & (arr < 1)):
             raise SpecvizError("coins", "holds a value outside [0, 1): a coin is a uniform draw in [0, 1)")
         coins = tuple(tuple(float(F32(c)) for c in row) for row in arr)
-    labels = chain.labels
-    if labels is not None:
-        labels = tuple(str(x)[:40] for x in labels)
-        if len(labels) != V:
-            raise SpecvizError("labels", f"has {len(labels)} names for {V} tokens: give one per token, or none")
-    return Chain(tuple(reqs), int(chain.seed), coins, labels)
+    labels = check_labels(chain.labels, V)
+    return Chain(tuple(reqs), seed, coins, labels)
+
+
+def check_seed(value) -> int:
+    """A seed from the editor, a widget or a link: a whole number in [0, 2^31), else a SpecvizError
+    naming the field (NaN, infinities, text, true/false and fractions are refused, not coerced)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer, float, np.floating)):
+        raise SpecvizError("seed", f"is {_shown(value)}; a seed is a whole number in [0, 2^31)")
+    if isinstance(value, (float, np.floating)) and (not math.isfinite(value) or value != int(value)):
+        raise SpecvizError("seed", f"is {_shown(value)}; a seed is a whole number in [0, 2^31)")
+    if not 0 <= int(value) < 2**31:
+        raise SpecvizError("seed", f"is {_shown(value)}; a seed is a whole number in [0, 2^31)")
+    return int(value)
+
+
+def _shown(value) -> str:
+    """A value quoted in an error: short, and with control and bidi characters made visible."""
+    from specviz.safety import visible_text  # noqa: PLC0415
+
+    return visible_text(repr(value)[:40])
+
+
+def check_labels(labels, V: int):
+    """Token names: the rules of every other label (scenario.Label): text, control and bidi
+    characters shown as visible escapes, 1 to MAX_LABEL_CHARS characters, each name once."""
+    from specviz.limits import MAX_LABEL_CHARS  # noqa: PLC0415
+    from specviz.safety import visible_text  # noqa: PLC0415
+
+    if labels is None:
+        return None
+    labels = tuple(labels)
+    if len(labels) != V:
+        raise SpecvizError("labels", f"has {len(labels)} names for {V} tokens: give one per token, or none")
+    out = []
+    for i, x in enumerate(labels):
+        if not isinstance(x, str):
+            raise SpecvizError(f"labels[{i}]", f"is {_shown(x)}, not text: a token name is a text of 1 to {MAX_LABEL_CHARS} characters")
+        name = visible_text(x)
+        if not 1 <= len(name) <= MAX_LABEL_CHARS:
+            raise SpecvizError(f"labels[{i}]", f"has {len(name)} characters (control and bidi characters counted as their "
+                                               f"visible escapes); a token name has 1 to {MAX_LABEL_CHARS}")
+        if name in out:
+            raise SpecvizError(f"labels[{i}]", f"repeats {name!r}: each token name is given once")
+        out.append(name)
+    return tuple(out)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -392,7 +433,10 @@ def from_json(text: str) -> Chain:
         if not isinstance(r["draft_tokens"], list) or not isinstance(r["target_probs"], list) or not r["target_probs"] \
                 or not isinstance(r["target_probs"][0], list):
             raise SpecvizError(f"requests[{b}]", "target_probs is a list of rows and draft_tokens a list of token ids")
-        reqs.append(Request(r["target_probs"], r["draft_probs"], tuple(r["draft_tokens"]), bool(r.get("greedy", False))))
+        greedy = r.get("greedy", False)
+        if not isinstance(greedy, bool):
+            raise SpecvizError(f"requests[{b}].greedy", f"is {_shown(greedy)}: write true or false (JSON booleans, no quotes)")
+        reqs.append(Request(r["target_probs"], r["draft_probs"], tuple(r["draft_tokens"]), greedy))
     coins = obj.get("coins")
     if coins is not None and not (isinstance(coins, list) and all(isinstance(c, list) for c in coins)):
         raise SpecvizError("coins", "is null or a list with one list of coins per request")
