@@ -6,9 +6,12 @@ import streamlit as st
 from specviz.ui.bounded_cache import bounded_cache  # noqa: E402
 
 from specviz.ui import common as ui
+from specviz.ui import share_ui
 
 KEY = "decoding_loop"
+share_ui.load_shared_state()  # a shared link (?s=...) sets the language, the round and the inputs before any widget
 ui.page_setup(KEY, slot=None)
+_linked = share_ui.link_arrived(KEY)
 
 from specviz.errors import SpecvizError  # noqa: E402
 from specviz.loop import metrics as M  # noqa: E402
@@ -36,6 +39,14 @@ MISTAKE_TEXT = {
     "mask_drop_ancestor": ("A tree mask missing an ancestor (depth >= 2 nodes lose their parent's column)",
                            "树掩码缺少一个祖先（深度 ≥ 2 的节点看不到父节点）"),
 }
+def loop_link_inputs() -> dict:
+    """The page's inputs as its share link carries them (specviz.share.check_loop_inputs)."""
+    names = ("prompt", "algorithm", "topk", "depth", "n", "temperature", "seed", "rounds", "t_acc", "trials", "run_mc", "cost")
+    out = {k: st.session_state[f"sv_loop::{k}"] for k in names if f"sv_loop::{k}" in st.session_state}
+    out["mistakes"] = [m for m in MISTAKE_TEXT if st.session_state.get(f"sv_loop::m::{m}")]
+    return out
+
+
 PROOF_NAMES = {"tree": ("1. Tree pass exact", "1. 树前向精确"), "greedy": ("2. Greedy lossless", "2. 贪心无损"),
                "sampling": ("3. Sampling lossless", "3. 采样无损")}
 
@@ -79,6 +90,14 @@ st.caption(ui.tr(
     "一个真实（很小）的 Target 和一个更小的 Draft（在本项目自身文本上训练的字符级 transformer）续写你的提示。每一轮："
     "Draft 生成一棵树 → build_tree 给出掩码和位置 → 对整棵树只做一次 Target 前向 → 在所选后端上 Accept → "
     "保留 accept_index 指定行的 KV（其余丢弃）→ bonus token 成为下一轮的根。"))
+
+if _linked and "loop" in _linked:  # a link's inputs (checked by specviz.share against the widgets' bounds)
+    for _k, _v in _linked["loop"].items():
+        if _k == "mistakes":
+            for _m in MISTAKE_TEXT:
+                ui.set_value(f"sv_loop::m::{_m}", _m in _v)
+        else:
+            ui.set_value(f"sv_loop::{_k}", _v)
 
 # -- inputs ------------------------------------------------------------------------------------------
 c = st.columns([3, 2])
@@ -139,6 +158,7 @@ try:
     run = cached_run(prompt, settings)
 except SpecvizError as exc:
     ui.show_error(exc)
+    share_ui.sidebar_controls(KEY, step_key=KEY, extra={"loop": loop_link_inputs()})
     ui.end_page()
     st.stop()
 
@@ -342,4 +362,5 @@ st.markdown(ui.tr("Estimated speed-up τ / (1 + depth·c) = {t:.2f} / (1 + {d}·
                   "估计加速比 τ / (1 + depth·c) = {t:.2f} / (1 + {d}·{c:g}) = **{s:.2f}×**",
                   t=m.tau, d=depth, c=ratio, s=M.speedup(m.tau, depth, ratio)))
 
+share_ui.sidebar_controls(KEY, step_key=KEY, extra={"loop": loop_link_inputs()})
 ui.end_page()

@@ -15,6 +15,7 @@ from specviz.engines import rules as R
 from specviz.errors import SpecvizError
 from specviz.safety import md_message, md_text
 from specviz.ui import common as ui
+from specviz.ui import share_ui
 
 KEY = "engines"
 SRC = "sv_engines_json"      # the chain's JSON (the source of truth; a non-widget key)
@@ -22,7 +23,13 @@ ERR = "sv_engines_err"
 tr = ui.tr
 
 st.set_page_config(layout="wide")
+share_ui.load_shared_state()  # a shared link (?s=...) sets the language and the chain before any widget
 ui.page_setup(KEY, slot=None)
+linked = share_ui.link_arrived(KEY)
+if linked and "chain" in linked:   # (already checked by specviz.share: it parses as the editor's JSON)
+    st.session_state[SRC] = C.to_json(C.from_json(linked["chain"]))
+    for k in (ERR, "w_engines_json", "w_engines_seed"):
+        st.session_state.pop(k, None)
 
 if SRC not in st.session_state:
     st.session_state[SRC] = C.to_json(C.preset("equality"))
@@ -291,6 +298,10 @@ if any(r.greedy for r in chain.requests):
         st.caption(tr("transformers at temperature 0 with sampling on says: {m}", "transformers 在采样模式下遇到温度 0 会报：{m}",
                       m=md_text(A.temperature_zero_error())))
     st.caption(md_text(tr(*K.REASONS["not_run"])))
+
+
+# The chain and the language travel in the page's link (the Monte Carlo runs only when pressed).
+share_ui.sidebar_controls(KEY, extra={"chain": C.to_json(chain)})
 
 
 # ---------------------------------------------------------------------------------------------

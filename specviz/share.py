@@ -42,7 +42,68 @@ EXTRA_FIELDS = {
     "pitfall": (str, 40),   # pitfall gallery: the pitfall's key (a name)
     "text": (str, 4000),    # audit: the pasted outputs
     "present": (bool, None),  # any page: presentation mode (a link made in it opens in it)
+    "chain": ("chain", None),  # three engines: the chain's JSON (checked by specviz.engines.chain.from_json)
+    "loop": ("loop", None),    # decoding loop: the page's inputs (checked by check_loop_inputs and share_ui)
 }
+
+# The decoding loop page's inputs a link carries: name -> (type, low, high) or a tuple of choices.
+# The bounds are the page's own widget bounds (specviz.limits), so a link can never hand a widget
+# a value it refuses; LoopSettings.checked() then judges the combination, as for a student's edit.
+LOOP_TRIALS = (100, 200, 400, 800)
+
+
+def _loop_fields() -> dict:
+    from .limits import LOOP_MAX_DEPTH, LOOP_MAX_PROMPT_CHARS, LOOP_MAX_ROUNDS, LOOP_MAX_TOPK
+
+    most = LOOP_MAX_TOPK + (LOOP_MAX_DEPTH - 1) * LOOP_MAX_TOPK ** 2 + 1
+    return {"prompt": (str, 0, LOOP_MAX_PROMPT_CHARS), "algorithm": ("greedy", "target_only", "chain"),
+            "topk": (int, 1, LOOP_MAX_TOPK), "depth": (int, 1, LOOP_MAX_DEPTH), "n": (int, 2, most),
+            "temperature": (float, 0.1, 2.0), "seed": (int, 0, 2**31 - 1), "rounds": (int, 1, LOOP_MAX_ROUNDS),
+            "t_acc": (float, 0.05, 1.0), "trials": LOOP_TRIALS, "run_mc": (bool, 0, 1), "cost": (float, 0.0, 0.5),
+            "mistakes": (list, 0, 8)}
+
+
+def check_loop_inputs(value, field_name: str = "link.extra.loop") -> dict:
+    """The decoding loop page's inputs from a link, each checked against the page's widget bounds.
+    Raises SpecvizError naming the field."""
+    if not isinstance(value, dict):
+        raise SpecvizError(field_name, "must be an object of the decoding loop's inputs")
+    fields = _loop_fields()
+    out = {}
+    for key, v in value.items():
+        name = f"{field_name}.{str(key)[:40]}"
+        if key not in fields:
+            raise SpecvizError(name, f"is not an input of the decoding loop (known: {', '.join(fields)})")
+        spec = fields[key]
+        if not isinstance(spec[0], type):   # a tuple of choices
+            if isinstance(v, bool) or v not in spec:
+                raise SpecvizError(name, f"is {str(v)[:40]!r}: choose one of {', '.join(map(str, spec))}")
+        elif spec[0] is bool:
+            if not isinstance(v, bool):
+                raise SpecvizError(name, "must be true or false")
+        elif spec[0] is str:
+            if not isinstance(v, str) or len(v) > spec[2]:
+                raise SpecvizError(name, f"must be a text of at most {spec[2]} characters")
+        elif spec[0] is list:   # mistake names: their spelling here; that they exist, in share_ui (the loop is a layer above)
+            if not isinstance(v, list) or len(v) > spec[2] or not all(isinstance(m, str) and _NAME_RE.match(m) for m in v):
+                raise SpecvizError(name, "must be a list of mistake names (lower-case letters, digits and _)")
+        else:
+            ok_type = (int,) if spec[0] is int else (int, float)
+            if isinstance(v, bool) or not isinstance(v, ok_type) or not (spec[1] <= v <= spec[2]) or v != v:
+                raise SpecvizError(name, f"is {str(v)[:40]!r}: it must be a number from {spec[1]} to {spec[2]}"
+                                         + (" (a whole number)" if spec[0] is int else ""))
+            v = spec[0](v)   # a float slider refuses an int value: 1 -> 1.0
+        out[key] = v
+    return out
+
+
+def check_chain_json(value, field_name: str = "link.extra.chain") -> str:
+    """The Three engines page's chain from a link: a JSON text of bounded size here; its content is
+    checked by the page's own parser (specviz.engines.chain.from_json, a layer above) in
+    specviz.ui.share_ui.load_shared_state, before anything is applied."""
+    if not isinstance(value, str) or len(value) > MAX_JSON_BYTES:
+        raise SpecvizError(field_name, f"must be the chain's JSON text (at most {MAX_JSON_BYTES} characters)")
+    return value
 
 
 def check_extra(extra) -> dict:
@@ -55,7 +116,11 @@ def check_extra(extra) -> dict:
             raise SpecvizError(f"link.extra.{str(key)[:40]}", f"is not a page value a link carries (known: {', '.join(EXTRA_FIELDS)})")
         kind, bound = EXTRA_FIELDS[key]
         field_name = f"link.extra.{key}"
-        if kind is bool:
+        if kind == "chain":
+            value = check_chain_json(value, field_name)
+        elif kind == "loop":
+            value = check_loop_inputs(value, field_name)
+        elif kind is bool:
             if not isinstance(value, bool):
                 raise SpecvizError(field_name, f"is a {type(value).__name__}: it must be true or false")
         elif kind is int:

@@ -199,3 +199,55 @@ def test_a_bidi_label_reaches_the_page_as_a_visible_escape():
     texts = [m.value for m in at.markdown] + [str(d.value.to_dict()) for d in at.dataframe] + [c.value for c in at.caption]
     assert not any("\u202e" in t for t in texts)
     assert any("exe\\u202etxt" in t.replace("\\\\", "\\") for t in texts)
+
+
+def _token(at: AppTest) -> str:
+    token = at.query_params["s"]
+    return token[0] if isinstance(token, list) else token
+
+
+def _shown(at: AppTest) -> list:
+    out = [(kind, e.value) for kind in ("title", "subheader", "info", "success", "warning", "error", "caption")
+           for e in at.main.get(kind)]
+    out += [("markdown", m.value) for m in at.main.markdown]
+    out += [("dataframe", d.value.to_json()) for d in at.main.dataframe]
+    return out
+
+
+def test_share_link_round_trip():
+    """Issue 35 item 5: after an edit the page writes ?s= (like every other page), and opening that
+    link in a fresh session shows the same chain, language and results."""
+    from specviz.share import decode_state
+
+    at = _run("zh")
+    at.button(key="w_engines_preset_p_zero").click().run()
+    at.text_input(key="w_engines_seed").set_value("77").run()
+    assert not at.exception and not _errors(at), _errors(at)
+    token = _token(at)
+    state = decode_state(token)
+    assert state.page == "engines" and state.lang == "zh"
+    assert C.from_json(state.extra["chain"]) == C.preset("p_zero").with_(seed=77)
+
+    fresh = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    fresh.query_params["s"] = token
+    fresh.run()
+    assert not fresh.exception and not _errors(fresh), _errors(fresh)
+    assert fresh.session_state["sv_engines_json"] == at.session_state["sv_engines_json"]
+    assert fresh.text_input(key="w_engines_seed").value == "77"
+    assert _shown(fresh) == _shown(at)
+    assert _token(fresh) == token
+
+
+def test_a_bad_chain_in_a_link_is_refused_naming_the_field():
+    import base64
+    import json
+    import zlib
+
+    bad = C.to_json(C.preset("q_zero")).replace('"greedy": false', '"greedy": "false"', 1)
+    raw = json.dumps({"v": 1, "page": "engines", "extra": {"chain": bad}}).encode()
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    at.query_params["s"] = base64.urlsafe_b64encode(zlib.compress(raw)).decode().rstrip("=")
+    at.run()
+    assert not at.exception
+    assert any("link.extra.chain.requests[0].greedy" in e for e in _errors(at)), _errors(at)
+    assert C.from_json(at.session_state["sv_engines_json"]) == C.preset("equality")   # the default, nothing half-applied

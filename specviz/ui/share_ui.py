@@ -96,12 +96,33 @@ def load_shared_state() -> ShareState | None:
     _remember(token)
     try:
         state = decode_state(token)
+        check_page_extras(state.extra)
     except SpecvizError as exc:
         st.session_state[ERROR] = exc
         return None
     st.session_state.pop(ERROR, None)
     apply_state(state)
     return state
+
+
+def check_page_extras(extra: dict) -> None:
+    """What specviz.share cannot check from its layer: a Three engines chain parses as the page's
+    editor parses it, and a decoding-loop link names only mistakes the loop knows. Raises
+    SpecvizError naming the field, so that nothing of a bad link is applied."""
+    if "chain" in extra:
+        from specviz.engines.chain import from_json
+
+        try:
+            from_json(extra["chain"])
+        except SpecvizError as exc:
+            raise SpecvizError(f"link.extra.chain.{exc.field}", exc.detail) from None
+    mistakes = extra.get("loop", {}).get("mistakes", [])
+    if mistakes:
+        from specviz.loop.decode import MISTAKES
+
+        unknown = [m for m in mistakes if m not in MISTAKES]
+        if unknown:
+            raise SpecvizError("link.extra.loop.mistakes", f"names {unknown[0]!r}; the mistakes are {', '.join(MISTAKES)}")
 
 
 def show_link_error() -> None:
