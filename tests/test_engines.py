@@ -130,8 +130,8 @@ def test_p_zero_preset_blames_transformers_coin_not_the_rule():
     fed = O.observe(ch, transformers_coins=[[0.0] + list(seen["transformers"][0].coins[1:])])
     assert fed["transformers"][0].accepted >= 1            # its own code accepts the p = 0 draft at coin 0
     en, zh = K.explain(cmp, d)
-    assert "u = 0 (the edited coin)" in en and "u = 0.830252 (its own draw" in en, en
-    assert "编辑后的硬币" in zh and "它自己抽取的硬币" in zh
+    assert "u = 0 (the edited coin)" in en and "u = 0.830252 (its own torch.rand_like draw)" in en, en
+    assert "u = 0（编辑后的硬币）" in zh and "u = 0.830252（它自己用 torch.rand_like 抽取的硬币）" in zh, zh
 
 
 @pytest.mark.skipif(not AVAIL["transformers"][0], reason=AVAIL["transformers"][1])

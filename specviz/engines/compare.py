@@ -71,7 +71,7 @@ REASONS = {
 COIN_SOURCE = {
     "edited": ("the edited coin", "编辑后的硬币"),
     "seeded": ("the seed's coin", "种子生成的硬币"),
-    "own": ("its own draw (torch.rand_like, seeded)", "它自己抽取的硬币（torch.rand_like，按种子）"),
+    "own": ("its own torch.rand_like draw", "它自己用 torch.rand_like 抽取的硬币"),
     "none": ("no coin (argmax)", "不用硬币（argmax）"),
 }
 
@@ -275,7 +275,7 @@ def explain(cmp: "Comparison", dd: Diff, label=str) -> tuple[str, str]:
             tok = "—" if t.token is None else label(t.token)
             parts_en.append(f"{name}: {ten.format(t=tok)}.")
             parts_zh.append(f"{name}：{tzh.format(t=tok)}。")
-    return " ".join(parts_en), " ".join(parts_zh)
+    return " ".join(parts_en), "".join(parts_zh)
 
 
 def compare(ch: C.Chain, engines=R.ENGINES) -> Comparison:
