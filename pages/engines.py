@@ -88,7 +88,7 @@ def _seed_from_widget() -> int:
         if isinstance(raw, str):
             text = raw.strip()
             if not text.isascii() or not text.isdigit() or len(text) > 10:
-                raise SpecvizError("seed", f"is {C._shown(raw)}; a seed is a whole number in [0, 2^31) (digits only)")
+                raise SpecvizError("seed", f"is {C.shown_value(raw)}; a seed is a whole number in [0, 2^31) (digits only)")
             raw = int(text)
         return C.check_seed(raw)
     except SpecvizError:

@@ -130,7 +130,7 @@ def validate(chain: Chain) -> Chain:
         p = _rows(f"{where}target_probs", r.target_probs, V, n + 1)
         q = _rows(f"{where}draft_probs", r.draft_probs, V, n)
         if not isinstance(r.greedy, (bool, np.bool_)):
-            raise SpecvizError(f"{where}greedy", f"is {_shown(r.greedy)}: true or false")
+            raise SpecvizError(f"{where}greedy", f"is {shown_value(r.greedy)}: true or false")
         reqs.append(Request(p, q, tuple(toks), bool(r.greedy)))
     seed = check_seed(chain.seed)
     coins = chain.coins_override
@@ -149,15 +149,15 @@ def check_seed(value) -> int:
     """A seed from the editor, a widget or a link: a whole number in [0, 2^31), else a SpecvizError
     naming the field (NaN, infinities, text, true/false and fractions are refused, not coerced)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer, float, np.floating)):
-        raise SpecvizError("seed", f"is {_shown(value)}; a seed is a whole number in [0, 2^31)")
+        raise SpecvizError("seed", f"is {shown_value(value)}; a seed is a whole number in [0, 2^31)")
     if isinstance(value, (float, np.floating)) and (not math.isfinite(value) or value != int(value)):
-        raise SpecvizError("seed", f"is {_shown(value)}; a seed is a whole number in [0, 2^31)")
+        raise SpecvizError("seed", f"is {shown_value(value)}; a seed is a whole number in [0, 2^31)")
     if not 0 <= int(value) < 2**31:
-        raise SpecvizError("seed", f"is {_shown(value)}; a seed is a whole number in [0, 2^31)")
+        raise SpecvizError("seed", f"is {shown_value(value)}; a seed is a whole number in [0, 2^31)")
     return int(value)
 
 
-def _shown(value) -> str:
+def shown_value(value) -> str:
     """A value quoted in an error: short, and with control and bidi characters made visible."""
     from specviz.safety import visible_text  # noqa: PLC0415
 
@@ -178,7 +178,7 @@ def check_labels(labels, V: int):
     out = []
     for i, x in enumerate(labels):
         if not isinstance(x, str):
-            raise SpecvizError(f"labels[{i}]", f"is {_shown(x)}, not text: a token name is a text of 1 to {MAX_LABEL_CHARS} characters")
+            raise SpecvizError(f"labels[{i}]", f"is {shown_value(x)}, not text: a token name is a text of 1 to {MAX_LABEL_CHARS} characters")
         name = visible_text(x)
         if not 1 <= len(name) <= MAX_LABEL_CHARS:
             raise SpecvizError(f"labels[{i}]", f"has {len(name)} characters (control and bidi characters counted as their "
@@ -435,7 +435,7 @@ def from_json(text: str) -> Chain:
             raise SpecvizError(f"requests[{b}]", "target_probs is a list of rows and draft_tokens a list of token ids")
         greedy = r.get("greedy", False)
         if not isinstance(greedy, bool):
-            raise SpecvizError(f"requests[{b}].greedy", f"is {_shown(greedy)}: write true or false (JSON booleans, no quotes)")
+            raise SpecvizError(f"requests[{b}].greedy", f"is {shown_value(greedy)}: write true or false (JSON booleans, no quotes)")
         reqs.append(Request(r["target_probs"], r["draft_probs"], tuple(r["draft_tokens"]), greedy))
     coins = obj.get("coins")
     if coins is not None and not (isinstance(coins, list) and all(isinstance(c, list) for c in coins)):
