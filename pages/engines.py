@@ -26,7 +26,7 @@ st.set_page_config(layout="wide")
 share_ui.load_shared_state()  # a shared link (?s=...) sets the language and the chain before any widget
 ui.page_setup(KEY, slot=None)
 linked = share_ui.link_arrived(KEY)
-if linked and "chain" in linked:   # (already checked by specviz.share: it parses as the editor's JSON)
+if linked and "chain" in linked:   # (already checked by share_ui.check_page_extras: it parses as the editor's JSON)
     st.session_state[SRC] = C.to_json(C.from_json(linked["chain"]))
     for k in (ERR, "w_engines_json", "w_engines_seed"):
         st.session_state.pop(k, None)
