@@ -250,11 +250,11 @@ def _check_eagle(s, run, frames, lang, kind):
                 continue
             for row in f.table[1:]:
                 node = int(row[0][0].split(":")[0])
-                state = row[4][1]
+                state = row[-1][1]
                 ev = next((e for e in typed if isinstance(e, AcceptTest) and e.node == node), None)
                 if state in ("accepted", "rejected"):
                     assert ev is not None and (state == "accepted") == ev.accepted
-                    assert row[4][0] == WORD[lang][state]
+                    assert row[-1][0] == WORD[lang][state]
                     assert row[1] == f"{ev.p:.3g}" and row[2] == f"{ev.prob_acc:.3g}", (row, ev)
         # the terminal draw row names the bonus the result holds
         u_final = _chips(last, "u_final")
