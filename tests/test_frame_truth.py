@@ -213,7 +213,7 @@ def _check_eagle(s, run, frames, lang, kind):
             assert WORD[lang]["accepted" if ev.accepted else "rejected"] in text, text
             assert ev.accepted == (ev.node in ai), (ev, ai)  # bs = 1: global row == node
             if ev.q is None:  # target-only: coin < prob_acc / threshold_acc ?
-                m = re.search(r"coin (\S+) < prob_acc / threshold_acc = ([^?？\s]+)", text)
+                m = re.search(r"coin (\S+) [<≤] prob_acc / threshold_acc = ([^?？\s]+)", text)
                 assert m and (ev.coin == ev.bound or m.group(1) != m.group(2)), text
                 rule = (ev.p > 0 and (ev.coin < ev.bound or ev.single_fired)) if s.semantics == "0.5.23" \
                     else (ev.coin <= ev.bound or ev.single_fired)

@@ -158,3 +158,23 @@ def test_table_agrees_with_the_reference_trace(seed):
         assert len(holding) <= 1, (case, rows)
         accepted = [r.node for r in rows if r.accepted]
         assert holding == accepted, (case, rows)
+
+
+def _captions(s, lang="en"):
+    run = run_scenario(s, "numpy", with_trace=True)
+    return [f.caption for f in target_only_frames(s, run, lang)]
+
+
+def test_the_step_caption_reads_the_tests_in_the_kernels_order():
+    """The sentence above the table says which test decided, in the kernel's order: the coin test failed and
+    threshold_single accepted (it used to read "coin 0.950 < … = 0.556? → accepted — p ≥ threshold_single fires");
+    a p = 0 sibling is stopped by 0.5.23's guard; earlier releases compare with ≤."""
+    caps = _captions(_scenario(t_single=.45, t_acc=.9, coins=[.95, .55, 0, 0, 0]))
+    assert any("coin 0.950 < prob_acc / threshold_acc = 0.556? no; p = 0.500 ≥ threshold_single = 0.450 → accepted" in c
+               for c in caps), caps
+    p = json.loads(preset("target_only_sampling").to_json())["requests"][0]["target_probs"]
+    p[0] = [0, 0.5, 0, 0, 0.5, 0]
+    caps = _captions(_scenario(t_single=0.0, p=p, coins=[0.0, .55, 0, 0, 0]))
+    assert any("p = 0 fails 0.5.23's p > 0 guard" in c and c.endswith("→ rejected") for c in caps), caps
+    caps = _captions(_scenario(coins=[.5, .55, 0, 0, 0], semantics="earlier"))
+    assert any("coin 0.500 ≤ prob_acc / threshold_acc = 0.500? yes → accepted" in c for c in caps), caps
