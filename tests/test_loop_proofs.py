@@ -103,3 +103,19 @@ def test_loop_runs_on_compiled_triton_on_a_gpu(algorithm, mode):
     if algorithm == "greedy":
         proof = greedy_lossless(run)
         assert proof.ok, (proof.speculative, proof.reference)
+
+
+def test_proof_3_runs_taken_in_pieces_are_the_runs_taken_at_once():
+    """The page takes proof 3's runs 25 at a time (to show progress): run t has its own coins, so pieces
+    joined are exactly the runs of one call, and the proof from them is the proof of one call."""
+    from specviz.loop import proofs
+    from specviz.loop.decode import LoopSettings
+
+    s = proofs.proof_settings(LoopSettings(algorithm="target_only", **proofs.PAGE_SETTINGS)).checked()
+    whole = proofs.speculative_samples(proofs.PAGE_PROMPT, s, 2, 12)
+    pieces = [x for a, c in ((0, 5), (5, 5), (10, 2)) for x in proofs.speculative_samples(proofs.PAGE_PROMPT, s, 2, c, start=a)]
+    assert pieces == whole
+    one = proofs.sampling_lossless(proofs.PAGE_PROMPT, s, trials=12)
+    assert proofs.sampling_lossless(proofs.PAGE_PROMPT, s, trials=12, samples=pieces) == one
+    with pytest.raises(ValueError, match="samples"):
+        proofs.sampling_lossless(proofs.PAGE_PROMPT, s, trials=12, samples=pieces[:11])

@@ -176,11 +176,14 @@ def target_sequence_probs(prompt_ids: list, num_tokens: int, temperature: float,
 
 @single_threaded
 def speculative_samples(prompt: str, settings: LoopSettings, num_tokens: int, trials: int, seed: int = 0,
-                        models=None) -> list:
-    """``trials`` independent runs of the loop (fresh coins each), the first ``num_tokens`` tokens of each."""
+                        models=None, start: int = 0) -> list:
+    """``trials`` independent runs of the loop (fresh coins each), the first ``num_tokens`` tokens of each.
+
+    Run t uses its own coins (from ``seed`` and t), so runs ``start .. start + trials - 1`` taken in pieces
+    are exactly the same runs as taken at once (the page runs them in pieces to show its progress)."""
     base = Decoder(prompt, replace(settings, rounds=max(settings.rounds, num_tokens)), models)
     out = []
-    for t in range(trials):
+    for t in range(start, start + trials):
         dec = base.clone(seed * 1_000_003 + t)
         got = []
         while len(got) < num_tokens:
@@ -191,12 +194,13 @@ def speculative_samples(prompt: str, settings: LoopSettings, num_tokens: int, tr
 
 @single_threaded
 def sampling_lossless(prompt: str, settings: LoopSettings, *, num_tokens: int = 2, trials: int = 600, seed: int = 0,
-                      bins: int = 8, delta: float = 1e-3, models=None) -> SamplingProof:
+                      bins: int = 8, delta: float = 1e-3, models=None, samples: list | None = None) -> SamplingProof:
     """Proof 3: L1 distance between the loop's empirical next-token sequences and the Target's exact ones.
 
     Bins: the Target's most likely sequences and the Draft's most likely ones (a biased sampler
     leans towards drafted tokens, which the Target may find unlikely), then "other". They are
-    fixed from the two models before any coin is drawn, so the bound holds as stated.
+    fixed from the two models before any coin is drawn, so the bound holds as stated. ``samples``: the
+    runs ``speculative_samples(prompt, settings, num_tokens, trials, seed)`` returns, when already taken.
     """
     s = settings.checked()
     m = models or load_models()
@@ -214,7 +218,10 @@ def sampling_lossless(prompt: str, settings: LoopSettings, *, num_tokens: int = 
     expected.append(max(0.0, 1.0 - sum(expected)))
     p1, q1 = next_token_laws(ids, s, m)
     in_set = q1 > p1                                       # A, fixed from the two models before any coin
-    samples = speculative_samples(prompt, s, num_tokens, trials, seed, m)
+    if samples is None:
+        samples = speculative_samples(prompt, s, num_tokens, trials, seed, m)
+    if len(samples) != trials or any(len(x) != num_tokens for x in samples):
+        raise ValueError(f"samples: {len(samples)} runs given for {trials} trials of {num_tokens} tokens")
     index = {k: i for i, k in enumerate(ranked)}
     counts = np.zeros(len(labels))
     for x in samples:
