@@ -26,12 +26,13 @@ ROOT = Path(__file__).resolve().parents[1]
 LABELS = ["**x**", "[k](x)", "![e](y)", "<img src=y>", "<a href=x>", "_x_"]
 TARGETS = {"x", "y", "/x", "/y"}
 
-# page -> (scenario slot, preset); None: the page takes no scenario (its own data is set below)
+# page -> (scenario slot, preset); None: the page takes no scenario (its own data is set below). The pitfall
+# gallery shows only its own presets; the loop page's data is its prompt.
 PAGES = {"overview": ("tree", "running_example"), "tree_builder": ("tree", "running_example"),
          "greedy": ("tree", "running_example"), "batch_kv": ("batch", "batch_two_requests"),
          "chain_sampling": ("chain", "pq_example"), "target_only": ("target_only", "target_only_sampling"),
          "dspark": ("dspark", "dspark_chain"), "audit": ("audit", "running_example"), "tour": ("tree", "running_example"),
-         "quiz": ("quiz", "running_example"), "engines": (None, None)}
+         "quiz": ("quiz", "running_example"), "engines": (None, None), "decoding_loop": (None, None)}
 
 
 class _Elements(HTMLParser):
@@ -120,6 +121,10 @@ def test_no_label_becomes_markup_on_any_page(page, lang):
         at.session_state[f"sv_scn::{slot}"] = s.to_json()
         if page == "audit":
             at.session_state["sv_audit_text"] = _wrong_outputs(s)
+    elif page == "decoding_loop":  # its data is the prompt the tiny models continue
+        at.session_state["sv_backend"] = "numpy"
+        at.session_state["sv_loop::prompt"] = "**x** [k](x) ![e](y) <img src=y> <a href=x>k</a> _x_ "
+        at.session_state["sv_loop::rounds"] = 3
     else:  # the engines page: a chain of its own (JSON, as its editor holds it)
         from specviz.engines import chain as C
 
