@@ -345,22 +345,23 @@ with st.expander(ui.tr("3. Sampling lossless (Monte Carlo)", "3. 采样无损（
 results = [(ui.tr(*PROOF_NAMES["tree"]), tp.ok), (ui.tr(*PROOF_NAMES["greedy"]), gp.ok)]
 if algorithm != "greedy":
     results.append((ui.tr(*PROOF_NAMES["sampling"]), None if sp is None else sp.ok))
-failed = [name for name, ok in results if ok is False]
-not_run = [name for name, ok in results if ok is None]
-held = [name for name, ok in results if ok]
+sep = ui.tr("; ", "；")
+failed = sep.join(name for name, ok in results if ok is False)
+not_run = sep.join(name for name, ok in results if ok is None)
+held = sep.join(name for name, ok in results if ok)
 with summary_box:
     if failed:
-        st.warning(ui.tr("Fails with these settings: {f}. Holds: {h}.", "在当前设置下不成立：{f}。成立：{h}。",
-                         f="; ".join(failed), h="; ".join(held) or "—")
-                   + (ui.tr(" Not run yet: {n}.", " 尚未运行：{n}。", n="; ".join(not_run)) if not_run else ""),
+        st.warning(ui.tr("Fails with these settings: {f}.", "在当前设置下不成立：{f}。", f=failed)
+                   + (ui.tr(" Holds: {h}.", "成立：{h}。", h=held) if held else "")
+                   + (ui.tr(" Not run yet: {n}.", "尚未运行：{n}。", n=not_run) if not_run else ""),
                    icon=":material/cancel:")
     elif not_run:
         st.info(ui.tr("Hold on this prompt: {h}. Not run yet: {n} (turn on “Run the Monte Carlo” below).",
-                      "在这个 prompt 上成立：{h}。尚未运行：{n}（在下方打开“运行蒙特卡洛”）。", h="; ".join(held), n="; ".join(not_run)),
+                      "在这个 prompt 上成立：{h}。尚未运行：{n}（在下方打开“运行蒙特卡洛”）。", h=held, n=not_run),
                 icon=":material/pending:")
     else:
-        st.success(ui.tr("Every proof shown holds on this prompt: {h}.", "本页的每个证明在这个 prompt 上都成立：{h}。",
-                         h="; ".join(held)), icon=":material/check_circle:")
+        st.success(ui.tr("Every proof shown holds on this prompt: {h}.", "本页的每个证明在这个 prompt 上都成立：{h}。", h=held),
+                   icon=":material/check_circle:")
 
 # -- metrics --------------------------------------------------------------------------------------------
 st.subheader(ui.tr("Acceptance metrics", "接受率指标"))
