@@ -20,7 +20,6 @@ from specviz.pitfalls import preset
 from specviz.scenario import scenario_from_dict
 from specviz.ui.playframes import target_only_frames
 
-VERDICT = {"en": {"accepted": "accepted", "rejected": "rejected"}, "zh": {}}
 
 
 def _scenario(*, t_single=1.0, t_acc=1.0, coins=None, p=None, semantics="0.5.23", tree=None):
