@@ -148,6 +148,9 @@ def target_sequence_probs(prompt_ids: list, num_tokens: int, temperature: float,
     from ..backends import get_backend
 
     target, draft, _ = models or load_models()
+    key = (tuple(prompt_ids), int(num_tokens), float(temperature), backend, float(min_prob), which, id(target), id(draft))
+    if key in _SEQUENCE_PROBS:  # the same models and text: the same exact law (proof 3 asks for it on every run)
+        return dict(_SEQUENCE_PROBS[key])
     if which == "draft":
         target = draft
     ops = get_backend(backend)
@@ -171,7 +174,13 @@ def target_sequence_probs(prompt_ids: list, num_tokens: int, temperature: float,
             out[None] = out.get(None, 0.0) + rest
 
     walk(list(prompt_ids), [], 1.0)
+    if len(_SEQUENCE_PROBS) >= 32:
+        _SEQUENCE_PROBS.clear()
+    _SEQUENCE_PROBS[key] = dict(out)
     return out
+
+
+_SEQUENCE_PROBS: dict = {}  # target_sequence_probs' results (small dicts), keyed by its inputs and the models' identity
 
 
 @single_threaded
@@ -182,6 +191,10 @@ def speculative_samples(prompt: str, settings: LoopSettings, num_tokens: int, tr
     Run t uses its own coins (from ``seed`` and t), so runs ``start .. start + trials - 1`` taken in pieces
     are exactly the same runs as taken at once (the page runs them in pieces to show its progress)."""
     base = Decoder(prompt, replace(settings, rounds=max(settings.rounds, num_tokens)), models)
+    # The runs start from one state: a round's Draft tree and Target forward, a function of the text so far
+    # (the coins enter only at the Accept), are computed once per distinct text and shared by the runs
+    # (Decoder.step's memo; not for the chain, whose Draft samples with coins).
+    base._memo = {}
     out = []
     for t in range(start, start + trials):
         dec = base.clone(seed * 1_000_003 + t)
