@@ -167,13 +167,13 @@ if result is not None:
     else:
         first = findings[0]
         st.error(ui.tr("First wrong value: **{w}** is {g}, expected {e}.", "第一个错误值：**{w}** 是 {g}，应为 {e}。",
-                       w=md_text(first["where"]), g=md_text(json.dumps(first["got"], ensure_ascii=False)),
+                       w=first["where"], g=md_text(json.dumps(first["got"], ensure_ascii=False)),
                        e=md_text(json.dumps(first["expected"], ensure_ascii=False))))
         st.markdown(f"#### {ui.tr('Rule', '规则')}: {md(first['rule'])}")
         if len(findings) > 1:
             with st.expander(ui.tr("{k} more fields differ", "另有 {k} 个字段不一致", k=len(findings) - 1)):
                 for f in findings[1:]:
-                    st.markdown(f"- **{md_text(f['where'])}**: {md(f['rule'])}")
+                    st.markdown(f"- **{f['where']}**: {md(f['rule'])}")
     for note in notes:
         st.caption(ui.tr(note, "predicts 只检查被接受的行；其余行保留由实现决定的初始值。"))
 
