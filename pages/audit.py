@@ -17,7 +17,7 @@ from specviz.render.tree import tree_dot
 from specviz.scenario import scenario_from_json
 from specviz.ui import common as ui
 from specviz.ui import heavy, share_ui
-from specviz.safety import md_prose
+from specviz.safety import md_prose, md_text
 
 KEY = "audit"
 
@@ -167,7 +167,8 @@ if result is not None:
     else:
         first = findings[0]
         st.error(ui.tr("First wrong value: **{w}** is {g}, expected {e}.", "第一个错误值：**{w}** 是 {g}，应为 {e}。",
-                       w=first["where"], g=json.dumps(first["got"], ensure_ascii=False), e=json.dumps(first["expected"], ensure_ascii=False)))
+                       w=first["where"], g=md_text(json.dumps(first["got"], ensure_ascii=False)),
+                       e=md_text(json.dumps(first["expected"], ensure_ascii=False))))
         st.markdown(f"#### {ui.tr('Rule', '规则')}: {md(first['rule'])}")
         if len(findings) > 1:
             with st.expander(ui.tr("{k} more fields differ", "另有 {k} 个字段不一致", k=len(findings) - 1)):

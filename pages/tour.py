@@ -141,9 +141,9 @@ STOPS = [
     dict(
         title=("4 · Two kinds of sampling accept", "四 · 区分两类 Sampling 接受规则"),
         look=("Chain rejection sampling accepts a draft token with probability min(1, p/q) (test u*q < p) and on rejection "
-              "samples from relu(p - q). The target-only tree sampler has no q: it compares the coin with the running sum "
+              "samples from relu(p − q). The target-only tree sampler has no q: it compares the coin with the running sum "
               "of target mass over siblings, and its draft_probs buffer only collects rejected mass.",
-              "经典链式拒绝采样以 min(1, p/q) 的概率接受 Draft token（检验 u*q < p），拒绝时从 relu(p - q) 采样。"
+              "经典链式拒绝采样以 min(1, p/q) 的概率接受 Draft token（检验 u*q < p），拒绝时从 relu(p − q) 采样。"
               "Target-only 树采样没有 q：它把 coin 与各 sibling 的 Target 累计概率比较，draft_probs 缓冲区只收集被拒绝的质量。"),
         tries=[(("On the chain page, lower u[0] below 0.5 so that A is accepted. Where does the bonus come from now?",
                  "在链式采样页面，把 u[0] 调到 0.5 以下，使 A 被接受。现在 bonus 来自哪里？"), chk_chain_accept),

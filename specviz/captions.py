@@ -180,11 +180,22 @@ def caption(ev, s: Scenario, lang: str = "en", esc=_plain_label) -> str:
             return t("Test u·q < p: {u:.3f} × {q:.3f} = {uq} {cmp} p = {p} → **{v}** ({why}).",
                      "检验 u·q < p：{u:.3f} × {q:.3f} = {uq} {cmp} p = {p} → **{v}**（{why}）。",
                      u=ev.coin, q=ev.q, uq=uq, p=pp, cmp=cmp, v=v, why=why)
-        extra = t(" — p ≥ threshold_single fires", " — 触发 p ≥ threshold_single") if ev.single_fired else ""
+        # In the kernel's order (SEMANTICS §6.1): 0.5.23's p > 0 guard, then the coin test, then threshold_single.
+        new = s.semantics == "0.5.23"
+        op = "<" if new else "≤"
         c, bnd = apart(ev.coin, ev.bound)
-        return t("prob_acc = {a:.3f}; coin {c} < prob_acc / threshold_acc = {b}? → **{v}**{x}",
-                 "prob_acc = {a:.3f}；coin {c} < prob_acc / threshold_acc = {b}？→ **{v}**{x}",
-                 a=ev.prob_acc, c=c, b=bnd, x=extra, v=v)
+        test = t("coin {c} {op} prob_acc / threshold_acc = {b}", "coin {c} {op} prob_acc / threshold_acc = {b}", c=c, op=op, b=bnd)
+        if new and ev.p <= 0:
+            return t("prob_acc = {a:.3f}; p = 0 fails 0.5.23's p > 0 guard, which is tested first ({x} is not looked at) → **{v}**",
+                     "prob_acc = {a:.3f}；p = 0 未通过 0.5.23 最先检验的 p > 0 检查（不再看 {x}）→ **{v}**",
+                     a=ev.prob_acc, x=test, v=v)
+        coin_ok = ev.coin < ev.bound if new else ev.coin <= ev.bound
+        if coin_ok:
+            return t("prob_acc = {a:.3f}; {x}? yes → **{v}**", "prob_acc = {a:.3f}；{x}？是 → **{v}**", a=ev.prob_acc, x=test, v=v)
+        pp, ts = apart(ev.p, s.threshold_single)
+        return t("prob_acc = {a:.3f}; {x}? no; p = {p} {cmp} threshold_single = {t} → **{v}**",
+                 "prob_acc = {a:.3f}；{x}？否；p = {p} {cmp} threshold_single = {t} → **{v}**",
+                 a=ev.prob_acc, x=test, p=pp, cmp="≥" if ev.single_fired else "<", t=ts, v=v)
     if isinstance(ev, E.Accept):
         if alg.key == "greedy":
             return t("Accept node {node} ({tok}, row {row}): predicts[{prow}] = {tok}, accept_index[{k}] = {row}.",

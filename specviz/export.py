@@ -70,7 +70,7 @@ def _arr(a: np.ndarray) -> str:
 def pytest_file(s: Scenario, run: Run | None = None) -> str:
     """A standalone test module for this example: the inputs in SGLang's tensor form (coins
     included), a call to the numpy reference, and the expected accept_index / outputs. It needs
-    only numpy, pytest and specviz, and passes."""
+    only specviz (and numpy, which it brings), and passes under pytest or as ``python FILE``."""
     run = run if run is not None else run_scenario(s, "numpy", with_trace=False)
     inp, res = run.inputs, run.result
     label = s.vocab
@@ -121,7 +121,7 @@ def pytest_file(s: Scenario, run: Run | None = None) -> str:
                   "    assert out_tokens.tolist() == EXPECTED_OUT_TOKENS",
                   "    # only the first commit_lens entries of out_tokens are output",
                   "    outputs = [[VOCAB[t] for t in out_tokens[b][:commit_lens[b]]] for b in range(len(commit_lens))]",
-                  "    assert outputs == EXPECTED_OUTPUTS", ""]
+                  "    assert outputs == EXPECTED_OUTPUTS", "", "", run_directly(f"test_{_slug(file_stem(s))}"), ""]
         return check_pytest_source("\n".join(lines))
     lines += [f"EXPECTED_ACCEPT_INDEX = {json.dumps(np.asarray(res['accept_index']).tolist())}  # [bs, W], global rows, -1 padded",
               f"EXPECTED_ACCEPT_TOKEN_NUM = {json.dumps(np.asarray(res['accept_token_num']).tolist())}  # accepted drafts per request",
@@ -137,21 +137,33 @@ def pytest_file(s: Scenario, run: Run | None = None) -> str:
               "    # outputs = predicts over the valid prefix of accept_index (accept_lens = k + 1 slots; never gather a -1 pad)",
               "    accept_lens = res.accept_token_num + 1",
               f"    outputs = [[VOCAB[res.predicts[r]] for r in res.accept_index[b][:accept_lens[b]]] for b in range({bs})]",
-              "    assert outputs == EXPECTED_OUTPUTS", ""]
+              "    assert outputs == EXPECTED_OUTPUTS", "", "", run_directly(f"test_{_slug(file_stem(s))}"), ""]
     return check_pytest_source("\n".join(lines))
 
 
 # How to run an exported file, in its header (``{file}``: the name the download button gives it).
 RUN_HOWTO = """A specviz example exported as a test (SGLang 0.5.23 accept semantics).
 
-How to run it: this file needs Python 3.10+, numpy, pytest and specviz. Install specviz from its
-repository checkout (the folder holding pyproject.toml), then run pytest on this file from any folder:
+How to run it: this file needs Python 3.10+ and specviz (numpy comes with it); pytest is optional.
+Install specviz from its repository checkout (the folder holding pyproject.toml), then run this
+file from any folder:
 
     python -m pip install /path/to/specviz        (or: pip install -e /path/to/specviz)
+    python {file}                 (runs the test, prints "1 passed"; an AssertionError if it fails)
+
+With pytest installed (python -m pip install pytest), pytest runs it too:
     python -m pytest -q {file}
 
-With the repository's own virtualenv (README, command 1):
-    /path/to/specviz/.venv/bin/python -m pytest -q {file}"""
+With the repository's own virtualenv (README, command 1, which installs no pytest):
+    /path/to/specviz/.venv/bin/python {file}"""
+
+
+def run_directly(test_name: str) -> str:
+    """The file's last lines: ``python FILE`` runs its one test without pytest."""
+    return (f'if __name__ == "__main__":  # python FILE: no pytest needed\n'
+            f"    {test_name}()\n"
+            f'    print("1 passed")')
+
 
 # The import of specviz: when it is not installed, one ImportError that says how to install it
 # (never a skip: a test that cannot run must not look like a pass).
@@ -161,8 +173,8 @@ except ModuleNotFoundError as exc:
     if exc.name != "specviz":
         raise
     raise ImportError("this test needs the specviz package, which this Python cannot import: install it from the specviz "
-                      "repository checkout with `python -m pip install /path/to/specviz`, then run `python -m pytest` "
-                      "on this file again") from exc"""
+                      "repository checkout with `python -m pip install /path/to/specviz`, then run this file again "
+                      "(`python FILE`)") from exc"""
 
 
 _PYTEST_NAMES = {"VOCAB", "CANDIDATES", "RETRIEVE_INDEX", "RETRIEVE_NEXT_TOKEN", "RETRIEVE_NEXT_SIBLING", "TARGET_PREDICT",
@@ -198,7 +210,8 @@ def check_pytest_source(source: str) -> str:
     a docstring, ``import numpy as np``, ``from specviz import reference as ref`` (in the fixed
     ``IMPORT_SPECVIZ`` block that names the install command when specviz is missing), constants that are
     plain literals (or ``np.array(literal, dtype=...)``), and one argument-free ``test_*`` function
-    whose only text literals are the semantics names. Returns ``source``; raises SpecvizError."""
+    whose only text literals are the semantics names, optionally followed by the fixed ``run_directly``
+    block that calls it. Returns ``source``; raises SpecvizError."""
     def refuse(why):
         raise SpecvizError("export", f"the generated pytest file was refused ({why}): please report this scenario")
     try:
@@ -213,6 +226,9 @@ def check_pytest_source(source: str) -> str:
             ast.dump(body[2]) != ast.dump(ast.parse(IMPORT_SPECVIZ).body[0]):
         refuse("unexpected imports")
     *consts, fn = body[3:]
+    main = None
+    if consts and isinstance(fn, ast.If):  # the fixed ``run_directly`` block after the test function
+        main, (*consts, fn) = fn, consts
     for node in consts:
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
                 and node.targets[0].id in _PYTEST_NAMES and (_is_literal(node.value) or _is_np_array(node.value))):
@@ -220,6 +236,8 @@ def check_pytest_source(source: str) -> str:
     if not (isinstance(fn, ast.FunctionDef) and re.fullmatch(r"test_[a-z0-9_]+", fn.name) and not fn.decorator_list
             and not (fn.args.args or fn.args.posonlyargs or fn.args.kwonlyargs or fn.args.vararg or fn.args.kwarg)):
         refuse("the last statement is not one test function")
+    if main is not None and ast.dump(main) != ast.dump(ast.parse(run_directly(fn.name)).body[0]):
+        refuse(f"unexpected statement at line {main.lineno}")
     for node in ast.walk(fn):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value not in _FUNCTION_STRINGS:
             refuse(f"text {node.value[:20]!r} inside the test function")

@@ -226,14 +226,14 @@ def _buffer_scenario() -> Scenario:
     return preset("thresholds_below_1").replace(
         threshold_acc=1.0, name="pitfall_buffer_as_q", title="Target-only sampling with coin u[0] = .9",
         description="Thresholds 1 (exact). Coin u[0] = .9 lies outside A's bucket [0, .5) and B's [.5, .8), so both root "
-                    "children are rejected; the terminal token comes from relu(p_R - buffer) = (0 0 0 0 .2 0): X.")
+                    "children are rejected; the terminal token comes from relu(p_R − buffer) = (0 0 0 0 .2 0): X.")
 
 
 def _bug_buffer_as_q(s: Scenario) -> dict:
     """BUG: the zero work buffer passed as draft_probs is used as q in the chain rule u*q < p.
 
     With q = 0, u*q = 0 < p for every child with p > 0, so the first such child is always
-    accepted, whatever the coin; the residual relu(p - 0) is then plain p.
+    accepted, whatever the coin; the residual relu(p − 0) is then plain p.
     """
     out = {"accept_index": [], "outputs": []}
     W, n = s.width, s.n
@@ -270,7 +270,7 @@ def _q_zero_scenario() -> Scenario:
     return _with_request(s, 0, draft_probs=[[0.0, 0.5, 0.5, 0.0]], coins=[0.7], coin_final=0.25).replace(
         name="pitfall_q_zero", title="q(A) = 0 for the proposed token A",
         description="The draft 'proposed' A but its q row gives A no mass. 0.5.23 rejects (it needs 0 < q <= 1); the "
-                    "residual relu(p - q) = (.3 0 0) then gives A as the correction. Earlier releases accept A.")
+                    "residual relu(p − q) = (.3 0 0) then gives A as the correction. Earlier releases accept A.")
 
 
 def _bug_q_zero(s: Scenario) -> dict:
@@ -397,8 +397,8 @@ PITFALLS: tuple[Pitfall, ...] = (
         title={"en": "Treating the target-only work buffer as q", "zh": "把 Target-only 的工作缓冲区当成 q"},
         symptom={"en": "With q = the zero buffer, u*q = 0 < p for every child, so A and C are accepted although the coin .9 lies outside A's bucket [0, .5).",
                  "zh": "把全零缓冲区当作 q 后，u*q = 0 < p 对每个 child 都成立，所以即使 coin .9 不在 A 的区间 [0, .5) 内，A、C 也被接受。"},
-        fix={"en": "The target-only sampler has no q: it compares the coin with the running sum of target mass over siblings, and the buffer only collects rejected mass for relu(p - buffer).",
-             "zh": "Target-only sampler 没有 q：它把 coin 与各 sibling 的 Target 累计概率比较，缓冲区只收集被拒绝的质量，用于 relu(p - buffer)。"},
+        fix={"en": "The target-only sampler has no q: it compares the coin with the running sum of target mass over siblings, and the buffer only collects rejected mass for relu(p − buffer).",
+             "zh": "Target-only sampler 没有 q：它把 coin 与各 sibling 的 Target 累计概率比较，缓冲区只收集被拒绝的质量，用于 relu(p − buffer)。"},
         make_scenario=_buffer_scenario, buggy=_bug_buffer_as_q, fields=("accept_index", "outputs"), page="target_only",
     ),
     Pitfall(

@@ -6,7 +6,7 @@ beside it, a ``code`` with the numbers it needs (token ids, slot, row, V). Every
 captions and the export word an event from these, so no English sentence with raw token ids reaches
 a Chinese page:
 
-    residual_source("chain_residual", "zh")               -> "被拒绝位置所在行的 residual relu(p - q)"
+    residual_source("chain_residual", "zh")               -> "被拒绝位置所在行的 residual relu(p − q)"
     warning_sentence(typed_warning, scenario, "en", esc)  -> "request 0 slot 1: the Draft proposed A with q = 0 ..."
     run_warnings(run, "zh", esc)                          -> every warning of a run, worded (one per event)
 
@@ -19,13 +19,13 @@ from .scenario import Scenario
 # code -> (English, 简体中文)
 SOURCES = {
     "plain_target_row": ("the target row (every level accepted: plain p)", "Target 行（每一层都被接受：直接用 p）"),
-    "buffer_residual": ("relu(p - work buffer): the rejected siblings' mass removed",
-                        "relu(p - 工作缓冲)：去掉被拒绝兄弟节点的质量"),
-    "buffer_empty": ("relu(p - work buffer) = the plain target row (nothing was rejected at this node)",
-                     "relu(p - 工作缓冲) = 原始 Target 行（此节点没有被拒绝的子节点）"),
+    "buffer_residual": ("relu(p − work buffer): the rejected siblings' mass removed",
+                        "relu(p − 工作缓冲)：去掉被拒绝兄弟节点的质量"),
+    "buffer_empty": ("relu(p − work buffer) = the plain target row (nothing was rejected at this node)",
+                     "relu(p − 工作缓冲) = 原始 Target 行（此节点没有被拒绝的子节点）"),
     "chain_bonus_row": ("target row after the last slot (every draft accepted: bonus from plain p)",
                         "最后一个位置之后的 Target 行（全部 Draft 被接受：bonus 直接从 p 采样）"),
-    "chain_residual": ("residual relu(p - q) at the rejected slot's row", "被拒绝位置所在行的 residual relu(p - q)"),
+    "chain_residual": ("residual relu(p − q) at the rejected slot's row", "被拒绝位置所在行的 residual relu(p − q)"),
 }
 
 

@@ -196,7 +196,7 @@ def test_target_only_steps_fill_the_buffer():
     assert _chips(frames[k - 1], "work buffer")[0] == "A 0"  # the buffer fills at that step
     assert _chips(frames[k], "work buffer")[0] == "A 0.5"
     # the level scan: A's bucket [0, .5) and B's [.5, .8) against u[0] = .9: both rejected
-    scans = [[r[3:] for r in _cells(f)[1:]] for f in frames]
+    scans = [[[r[3], r[-1]] for r in _cells(f)[1:]] for f in frames]  # (bucket, verdict); the rule in between
     assert [["[0, 0.5)", "rejected"], ["[0.5, 0.8)", "rejected"]] in scans, scans
     assert [["[0, 0.5)", "…"], ["[0.5, 0.8)", "…"]] == scans[0]  # nothing decided at step 0
 

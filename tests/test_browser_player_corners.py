@@ -240,6 +240,8 @@ def test_presentation_caption_is_on_the_first_screen(browser, app_server, size, 
     page.locator('[data-testid="stSidebar"]').get_by_text("Presentation mode").click()
     wait_for_app(page)
     for url_path in ("greedy", "target_only", "chain_sampling", "dspark"):
+        if page.locator('[data-testid="stSidebar"]').get_attribute("data-collapsed") == "true":  # folded away when presenting
+            page.locator('[data-testid="stExpandSidebarButton"], [data-testid="stSidebarCollapsedControl"] button').first.click()
         page.locator(f'[data-testid="stSidebarNav"] a[href$="/{url_path}"]').first.click()  # same session
         wait_for_app(page)
         player = _player(page)

@@ -72,6 +72,62 @@ def test_exported_pytest_file_says_how_to_run_it_and_runs_from_a_fresh_folder(tm
     assert "1 passed" in out.stdout
 
 
+def _header_command(text: str, after: str) -> list[str]:
+    """The command on the header line right after the line that contains ``after`` (comment marks removed)."""
+    lines = [line[1:].strip() for line in text.splitlines() if line.startswith("#")]
+    at = next(i for i, line in enumerate(lines) if after in line)
+    return lines[at + 1].split("(")[0].split()
+
+
+def _no_pytest_env(tmp_path) -> dict:
+    """The README command-1 environment: specviz importable (this checkout), pytest not installed (a module
+    named pytest that raises what a missing module raises shadows this Python's)."""
+    hide = tmp_path / "no_pytest"
+    hide.mkdir()
+    (hide / "pytest.py").write_text("raise ModuleNotFoundError(\"No module named 'pytest'\", name='pytest')\n")
+    return {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "PYTHONPATH": f"{hide}{os.pathsep}{ROOT}"}
+
+
+def test_exported_file_runs_with_the_headers_command_in_the_command_1_environment(tmp_path):
+    """Issue 32: the header told a reader with README command 1's virtualenv to run ``.venv/bin/python -m
+    pytest``, which that environment does not have ("No module named pytest"). The header's own command
+    for that environment, run from an empty folder where pytest cannot be imported, passes; and a wrong
+    expectation fails under the same command (it runs the test, it does not just import the file)."""
+    text = pytest_file(preset("running_example"))
+    cmd = _header_command(text, "README, command 1")
+    assert cmd[0] == "/path/to/specviz/.venv/bin/python", cmd
+    folder = tmp_path / "empty"
+    folder.mkdir()
+    (folder / "test_running_example.py").write_text(text, encoding="utf-8")
+    env = _no_pytest_env(tmp_path)
+    assert subprocess.run([sys.executable, "-c", "import pytest"], cwd=folder, env=env, capture_output=True).returncode != 0
+    out = subprocess.run([sys.executable, *cmd[1:]], capture_output=True, text=True, cwd=folder, env=env, timeout=120)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert out.stdout.strip() == "1 passed"
+    (folder / "test_running_example.py").write_text(
+        text.replace("EXPECTED_ACCEPT_INDEX = [[0, 1, 3]]", "EXPECTED_ACCEPT_INDEX = [[1, 3, -1]]"), encoding="utf-8")
+    out = subprocess.run([sys.executable, *cmd[1:]], capture_output=True, text=True, cwd=folder, env=env, timeout=120)
+    assert out.returncode == 1 and "AssertionError" in out.stderr and "1 passed" not in out.stdout
+    dspark = pytest_file(preset("dspark_chain"))  # the other family's file ends the same way
+    (folder / "test_dspark_chain.py").write_text(dspark, encoding="utf-8")
+    out = subprocess.run([sys.executable, "test_dspark_chain.py"], capture_output=True, text=True, cwd=folder, env=env,
+                         timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "1 passed", out.stderr[-2000:]
+
+
+def test_pytest_shape_check_allows_only_the_fixed_main_block():
+    """After the test function only ``run_directly``'s block calling that function is accepted."""
+    from specviz.export import check_pytest_source, run_directly
+
+    text = pytest_file(preset("running_example"))
+    assert run_directly("test_running_example") in text
+    for evil in ('if __name__ == "__main__":\n    __import__("os").system("x")',
+                 'if __name__ == "__main__":\n    test_running_example()\n    print(open("x").read())',
+                 run_directly("test_other")):
+        with pytest.raises(SpecvizError, match="unexpected statement"):
+            check_pytest_source(text.replace(run_directly("test_running_example"), evil))
+
+
 def test_exported_pytest_file_without_specviz_fails_with_the_install_command(tmp_path):
     """Where specviz cannot be imported, the file fails (never skips) with an ImportError that names
     the install command, instead of a bare ModuleNotFoundError."""

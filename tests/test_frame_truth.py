@@ -213,7 +213,7 @@ def _check_eagle(s, run, frames, lang, kind):
             assert WORD[lang]["accepted" if ev.accepted else "rejected"] in text, text
             assert ev.accepted == (ev.node in ai), (ev, ai)  # bs = 1: global row == node
             if ev.q is None:  # target-only: coin < prob_acc / threshold_acc ?
-                m = re.search(r"coin (\S+) < prob_acc / threshold_acc = ([^?？\s]+)", text)
+                m = re.search(r"coin (\S+) [<≤] prob_acc / threshold_acc = ([^?？\s]+)", text)
                 assert m and (ev.coin == ev.bound or m.group(1) != m.group(2)), text
                 rule = (ev.p > 0 and (ev.coin < ev.bound or ev.single_fired)) if s.semantics == "0.5.23" \
                     else (ev.coin <= ev.bound or ev.single_fired)
@@ -250,11 +250,11 @@ def _check_eagle(s, run, frames, lang, kind):
                 continue
             for row in f.table[1:]:
                 node = int(row[0][0].split(":")[0])
-                state = row[4][1]
+                state = row[-1][1]
                 ev = next((e for e in typed if isinstance(e, AcceptTest) and e.node == node), None)
                 if state in ("accepted", "rejected"):
                     assert ev is not None and (state == "accepted") == ev.accepted
-                    assert row[4][0] == WORD[lang][state]
+                    assert row[-1][0] == WORD[lang][state]
                     assert row[1] == f"{ev.p:.3g}" and row[2] == f"{ev.prob_acc:.3g}", (row, ev)
         # the terminal draw row names the bonus the result holds
         u_final = _chips(last, "u_final")

@@ -241,3 +241,22 @@ def test_every_worded_code_in_both_languages():
                 assert CJK.search(text) and not english_runs(text, vocab), (code, text)
     assert "C" in wording.warning_sentence("chain_q_zero", 0, 1, params, s, "zh")  # token 2 is labelled C
     assert "R" in wording.warning_sentence("target_only_no_mass", 0, 3, params, s, "en")  # V-1 = 5 is labelled R
+
+
+def test_math_minus_is_one_sign_everywhere():
+    """Issue 32: "relu(p - q)" used an ASCII hyphen where the rest of the app writes "relu(p − q)" with the
+    minus sign U+2212. Every user-visible string (string constants of pages/, specviz/ and app.py, docstrings
+    left out) writes the subtraction inside relu(...) / max(...) and "p − q", "p − buffer", "1 − u" with "−"."""
+    import ast
+
+    root = Path(__file__).resolve().parents[1]
+    hyphen = re.compile(r"(relu|max)\((?:[^()]|\([^()]*\))*?\s-\s|\bp(_R)? - (q|buffer|work)|\b1 - (u|sum|p)\b")
+    bad = []
+    for path in sorted([root / "app.py", *(root / "pages").glob("*.py"), *(root / "specviz").rglob("*.py")]):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docs = {id(n.body[0].value) for n in ast.walk(tree)
+                if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.body
+                and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+        bad += [f"{path.relative_to(root)}:{n.lineno}: {hyphen.search(n.value).group(0)!r}" for n in ast.walk(tree)
+                if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs and hyphen.search(n.value)]
+    assert bad == [], bad

@@ -8,7 +8,7 @@ level (a lazy import inside a function counts too).
     3 kernels    kernels.* (torch and Triton)
     4 backends   specviz.backends (the registry that loads kernels.*_backend)
     5 render     specviz.render.* (pure figures and tables, no Streamlit)
-    6 library    engine, steps, algorithms.calls, edits, invariants, audit, pitfalls, distributions, export, naming, cli,
+    6 library    engine, steps, algorithms.calls, edits, invariants, audit, pitfalls, distributions, sibling_scan, export, naming, cli,
                  notebook, loop (the decoding-loop package), engines (SGLang / vLLM / transformers)
     7 ui         specviz.ui.*
     8 pages      pages/*.py, app.py
@@ -30,7 +30,7 @@ LAYERS = [
     ("specviz.render",),
     ("specviz.engine", "specviz.steps", "specviz.algorithms.calls", "specviz.edits", "specviz.invariants", "specviz.audit", "specviz.pitfalls",
      "specviz.distributions", "specviz.export", "specviz.naming", "specviz.cli", "specviz.serve", "specviz.__main__", "specviz.notebook", "specviz.loop",
-     "specviz.engines"),
+     "specviz.engines", "specviz.sibling_scan"),
     ("specviz.ui",),
     ("pages", "app"),
 ]

@@ -111,3 +111,35 @@ def test_sampling_page_runs_the_monte_carlo():
                        "sv_loop::trials": 100, "sv_loop::prompt": "Each round the "})
     text = "\n".join(str(x.value) for x in at.markdown)
     assert "L1 =" in text and "bound" in text
+
+
+# -- issue 32: the summary box and the power line say what the proofs below them say -------------------------
+
+def test_summary_box_follows_every_proof_shown_q_as_buffer_fails_proof_3():
+    """q_as_buffer on, the Monte Carlo run at the page's defaults: proof 3 FAILS below, so the box above must not
+    say the proofs hold (it said "Both proofs hold on this prompt"); it names proof 3 as failing."""
+    at = _run("en", **{"sv_loop::algorithm": "target_only", "sv_loop::m::q_as_buffer": True, "sv_loop::run_mc": True})
+    text = "\n".join(str(x.value) for x in at.markdown)
+    assert "**FAILS** (200 trials)" in text, text[-2000:]
+    assert not at.success, [s.value for s in at.success]
+    (box,) = [w.value for w in at.warning if "Fails with these settings" in w.value]
+    assert "3. Sampling lossless" in box.split("Holds:")[0] and "1. Tree pass exact" in box.split("Holds:")[1], box
+
+
+def test_summary_box_says_proof_3_has_not_run_and_power_names_the_mistake():
+    """A correct target-only sampler, Monte Carlo not run: the box says which proofs hold and that proof 3 has not run
+    (no "hold" claim for it), and the power line states the power against q_as_buffer instead of "≥ 0.0%"."""
+    at = _run("en", **{"sv_loop::algorithm": "target_only"})
+    assert not at.success
+    (box,) = [i.value for i in at.info if "Not run yet" in i.value]
+    assert "3. Sampling lossless" in box.split("Not run yet")[1], box
+    text = "\n".join(str(x.value) for x in at.markdown)
+    assert "0.0%" not in text
+    power = next(t for t in text.split("\n") if t.startswith("**Detection power"))
+    assert "this sampler is correct" in power and "q_as_buffer" in power and "**> 99.9%** or more" in power, power
+
+
+def test_summary_box_all_hold_in_chinese_for_greedy():
+    at = _run("zh", **{"sv_loop::rounds": 4})
+    (box,) = [s.value for s in at.success]
+    assert box.startswith("本页的每个证明在这个 prompt 上都成立") and "3." not in box, box

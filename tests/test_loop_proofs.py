@@ -103,3 +103,54 @@ def test_loop_runs_on_compiled_triton_on_a_gpu(algorithm, mode):
     if algorithm == "greedy":
         proof = greedy_lossless(run)
         assert proof.ok, (proof.speculative, proof.reference)
+
+
+def test_proof_3_runs_taken_in_pieces_are_the_runs_taken_at_once():
+    """The page takes proof 3's runs 25 at a time (to show progress): run t has its own coins, so pieces
+    joined are exactly the runs of one call, and the proof from them is the proof of one call."""
+    from specviz.loop import proofs
+    from specviz.loop.decode import LoopSettings
+
+    s = proofs.proof_settings(LoopSettings(algorithm="target_only", **proofs.PAGE_SETTINGS)).checked()
+    whole = proofs.speculative_samples(proofs.PAGE_PROMPT, s, 2, 12)
+    pieces = [x for a, c in ((0, 5), (5, 5), (10, 2)) for x in proofs.speculative_samples(proofs.PAGE_PROMPT, s, 2, c, start=a)]
+    assert pieces == whole
+    one = proofs.sampling_lossless(proofs.PAGE_PROMPT, s, trials=12)
+    assert proofs.sampling_lossless(proofs.PAGE_PROMPT, s, trials=12, samples=pieces) == one
+    with pytest.raises(ValueError, match="samples"):
+        proofs.sampling_lossless(proofs.PAGE_PROMPT, s, trials=12, samples=pieces[:11])
+
+
+@pytest.mark.parametrize("algorithm,mistakes", [("target_only", ()), ("target_only", ("q_as_buffer",)),
+                                                ("target_only", ("mask_drop_ancestor", "kv_by_outputs")),
+                                                ("greedy", ("no_shift",)), ("chain", ())])
+def test_shared_round_work_changes_no_run(algorithm, mistakes):
+    """speculative_samples shares each round's Draft tree, Target forward and Draft catch-up between runs that
+    reached the same text (Decoder.step's memo): every run, and its caches, are exactly what a run of its own gives."""
+    from dataclasses import replace
+
+    from specviz.loop import proofs
+    from specviz.loop.decode import Decoder
+
+    s = proofs.proof_settings(LoopSettings(algorithm=algorithm, mistakes=mistakes,
+                                                **{**proofs.PAGE_SETTINGS, "depth": 3, **({"topk": 1} if algorithm == "chain" else {})})).checked()
+    got = proofs.speculative_samples(proofs.PAGE_PROMPT, s, 3, 16)
+    base = Decoder(proofs.PAGE_PROMPT, replace(s, rounds=max(s.rounds, 3)))
+    want = []
+    for t in range(16):
+        dec = base.clone(t)
+        toks = []
+        while len(toks) < 3:
+            toks.extend(dec.step().emitted)
+        want.append(tuple(toks[:3]))
+    assert got == want
+    shared = base.clone(0)
+    shared._memo = {}
+    own = base.clone(0)
+    for _ in range(3):  # a memo filled by one run, then read by a second run with the same coins: the same caches
+        a, b = shared.clone(5), own.clone(5)
+        for _ in range(2):
+            ra, rb = a.step(), b.step()
+            assert (ra.accept_index, ra.emitted) == (rb.accept_index, rb.emitted)
+        assert a.tcache.tokens == b.tcache.tokens and torch.equal(a.tcache.keys[:, :, :a.tcache.length], b.tcache.keys[:, :, :b.tcache.length])
+        assert a.dcache.tokens == b.dcache.tokens and torch.equal(a.dcache.values[:, :, :a.dcache.length], b.dcache.values[:, :, :b.dcache.length])

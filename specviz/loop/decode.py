@@ -362,19 +362,13 @@ class Decoder:
         other.history, other.rounds = list(self.history), []
         return other
 
-    @single_threaded
-    def step(self) -> Round:
+    def _verify_forward(self, L: int, tail: int, draft_coins: list) -> tuple:
+        """The round up to the Target's logits: Draft tree, build_tree, the mask (and its mistake), one Target
+        forward over the tree (appending its rows to the Target cache)."""
         s, ops = self.settings, self.ops
-        n, S, W = s.num_draft_tokens, s.depth, s.depth + 1
+        n, S = s.num_draft_tokens, s.depth
         mistakes = set(s.mistakes)
-        # Coins first, the same number every round whatever the algorithm (randomness as data).
-        draft_coins = torch.rand(S, generator=self.gen).tolist()
-        coins = torch.rand(n, generator=self.gen)
-        coin_final = torch.rand(1, generator=self.gen)
-
-        L = self.tcache.length
         tree = draft_rollout(self.draft, self.dcache, self.root, s, draft_coins)
-        cand = torch.tensor([tree.candidates], dtype=torch.int64)              # [1, n]
 
         # build_tree on the chosen backend
         pl = torch.tensor([tree.parent_list], dtype=torch.int64)               # [1, topk*(S-1)+1]
@@ -383,7 +377,6 @@ class Decoder:
                                num_draft_tokens=n, tree_mask_mode=s.tree_mask_mode)
         # The backend's outputs stay on its device (a GPU for compiled Triton) for the accept step; the
         # models run on the CPU, so the mask and positions cross to it once here (the round's edge).
-        dev = build.retrieve_index.device
         positions = build.positions.to(torch.int64).cpu()                      # [n]
         flat = build.tree_mask.to(torch.bool)
         if s.tree_mask_mode == "full_mask":
@@ -400,9 +393,38 @@ class Decoder:
         mask_used = full[:, L:].numpy().copy()
 
         # One Target forward over the whole tree.
-        tail = max(0, L - 4)
         prefix_tail = list(zip(self.tcache.tokens[tail:L], self.tcache.positions[tail:L]))
         logits = self.target.forward(self.tcache, tree.candidates, positions, full)   # [n, V]
+
+        return tree, build, positions, tree_mask, mask_used, prefix_tail, logits
+
+    @single_threaded
+    def step(self) -> Round:
+        s, ops = self.settings, self.ops
+        n, S, W = s.num_draft_tokens, s.depth, s.depth + 1
+        mistakes = set(s.mistakes)
+        # Coins first, the same number every round whatever the algorithm (randomness as data).
+        draft_coins = torch.rand(S, generator=self.gen).tolist()
+        coins = torch.rand(n, generator=self.gen)
+        coin_final = torch.rand(1, generator=self.gen)
+
+        L = self.tcache.length
+        tail = max(0, L - 4)
+        # Everything up to the Target's logits is a function of the text so far (and, for the chain, the Draft's
+        # coins): Monte Carlo trials cloned from one state share it (``speculative_samples`` sets ``_memo``).
+        memo = getattr(self, "_memo", None)
+        key = (tuple(self.history), tuple(tuple(r.accept_nodes) for r in self.rounds), L) \
+            if memo is not None and s.algorithm != "chain" else None
+        hit = memo.get(key) if key is not None else None
+        if hit is None:
+            tree, build, positions, tree_mask, mask_used, prefix_tail, logits = self._verify_forward(L, tail, draft_coins)
+            if key is not None:
+                memo[key] = (tree, build, positions, tree_mask, mask_used, prefix_tail, logits, self.tcache.clone())
+        else:
+            tree, build, positions, tree_mask, mask_used, prefix_tail, logits, after = hit
+            self.tcache = after.clone()
+        cand = torch.tensor([tree.candidates], dtype=torch.int64)              # [1, n]
+        dev = build.retrieve_index.device
 
         ri, nt, ns = build.retrieve_index, build.retrieve_next_token, build.retrieve_next_sibling
         target_probs, buffer_final = None, None
@@ -445,10 +467,17 @@ class Decoder:
         # The Draft catches up on exactly the rows the Target committed.
         new = self.tcache.tokens[L:]
         if new:
-            m = len(new)
-            dl = self.dcache.length
-            mask = torch.cat([torch.ones(m, dl, dtype=torch.bool), torch.ones(m, m, dtype=torch.bool).tril()], dim=1)
-            self.draft.forward(self.dcache, new, self.tcache.positions[L:], mask)
+            ckey = None if key is None else (key, tuple(kept))   # the same rows after the same text: the same Draft cache
+            got = memo.get(ckey) if ckey is not None else None
+            if got is not None:
+                self.dcache = got.clone()
+            else:
+                m = len(new)
+                dl = self.dcache.length
+                mask = torch.cat([torch.ones(m, dl, dtype=torch.bool), torch.ones(m, m, dtype=torch.bool).tril()], dim=1)
+                self.draft.forward(self.dcache, new, self.tcache.positions[L:], mask)
+                if ckey is not None:
+                    memo[ckey] = self.dcache.clone()
 
         rnd = Round(index=len(self.rounds), root=self.root, seq_len=L, tree=tree, positions=positions.tolist(),
                     tree_mask=tree_mask, mask_used=mask_used, logits=logits.numpy().copy(),

@@ -148,6 +148,9 @@ def target_sequence_probs(prompt_ids: list, num_tokens: int, temperature: float,
     from ..backends import get_backend
 
     target, draft, _ = models or load_models()
+    key = (tuple(prompt_ids), int(num_tokens), float(temperature), backend, float(min_prob), which, id(target), id(draft))
+    if key in _SEQUENCE_PROBS:  # the same models and text: the same exact law (proof 3 asks for it on every run)
+        return dict(_SEQUENCE_PROBS[key])
     if which == "draft":
         target = draft
     ops = get_backend(backend)
@@ -171,16 +174,29 @@ def target_sequence_probs(prompt_ids: list, num_tokens: int, temperature: float,
             out[None] = out.get(None, 0.0) + rest
 
     walk(list(prompt_ids), [], 1.0)
+    if len(_SEQUENCE_PROBS) >= 32:
+        _SEQUENCE_PROBS.clear()
+    _SEQUENCE_PROBS[key] = dict(out)
     return out
+
+
+_SEQUENCE_PROBS: dict = {}  # target_sequence_probs' results (small dicts), keyed by its inputs and the models' identity
 
 
 @single_threaded
 def speculative_samples(prompt: str, settings: LoopSettings, num_tokens: int, trials: int, seed: int = 0,
-                        models=None) -> list:
-    """``trials`` independent runs of the loop (fresh coins each), the first ``num_tokens`` tokens of each."""
+                        models=None, start: int = 0) -> list:
+    """``trials`` independent runs of the loop (fresh coins each), the first ``num_tokens`` tokens of each.
+
+    Run t uses its own coins (from ``seed`` and t), so runs ``start .. start + trials - 1`` taken in pieces
+    are exactly the same runs as taken at once (the page runs them in pieces to show its progress)."""
     base = Decoder(prompt, replace(settings, rounds=max(settings.rounds, num_tokens)), models)
+    # The runs start from one state: a round's Draft tree and Target forward, a function of the text so far
+    # (the coins enter only at the Accept), are computed once per distinct text and shared by the runs
+    # (Decoder.step's memo; not for the chain, whose Draft samples with coins).
+    base._memo = {}
     out = []
-    for t in range(trials):
+    for t in range(start, start + trials):
         dec = base.clone(seed * 1_000_003 + t)
         got = []
         while len(got) < num_tokens:
@@ -191,12 +207,13 @@ def speculative_samples(prompt: str, settings: LoopSettings, num_tokens: int, tr
 
 @single_threaded
 def sampling_lossless(prompt: str, settings: LoopSettings, *, num_tokens: int = 2, trials: int = 600, seed: int = 0,
-                      bins: int = 8, delta: float = 1e-3, models=None) -> SamplingProof:
+                      bins: int = 8, delta: float = 1e-3, models=None, samples: list | None = None) -> SamplingProof:
     """Proof 3: L1 distance between the loop's empirical next-token sequences and the Target's exact ones.
 
     Bins: the Target's most likely sequences and the Draft's most likely ones (a biased sampler
     leans towards drafted tokens, which the Target may find unlikely), then "other". They are
-    fixed from the two models before any coin is drawn, so the bound holds as stated.
+    fixed from the two models before any coin is drawn, so the bound holds as stated. ``samples``: the
+    runs ``speculative_samples(prompt, settings, num_tokens, trials, seed)`` returns, when already taken.
     """
     s = settings.checked()
     m = models or load_models()
@@ -214,7 +231,10 @@ def sampling_lossless(prompt: str, settings: LoopSettings, *, num_tokens: int = 
     expected.append(max(0.0, 1.0 - sum(expected)))
     p1, q1 = next_token_laws(ids, s, m)
     in_set = q1 > p1                                       # A, fixed from the two models before any coin
-    samples = speculative_samples(prompt, s, num_tokens, trials, seed, m)
+    if samples is None:
+        samples = speculative_samples(prompt, s, num_tokens, trials, seed, m)
+    if len(samples) != trials or any(len(x) != num_tokens for x in samples):
+        raise ValueError(f"samples: {len(samples)} runs given for {trials} trials of {num_tokens} tokens")
     index = {k: i for i, k in enumerate(ranked)}
     counts = np.zeros(len(labels))
     for x in samples:

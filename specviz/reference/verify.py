@@ -257,9 +257,9 @@ def tree_sampling_target_only(candidates, retrieve_index, retrieve_next_token, r
             source, source_code = "target row (every level accepted: plain p)", "plain_target_row"
         else:
             dist = np.maximum(p[b, node] - buf[b, node], F32(0))
-            source, source_code = (("relu(p - work buffer): the rejected siblings' mass removed", "buffer_residual")
+            source, source_code = (("relu(p − work buffer): the rejected siblings' mass removed", "buffer_residual")
                                    if np.any(buf[b, node] > 0) else
-                                   ("relu(p - work buffer) = the plain target row (nothing was rejected at this node)", "buffer_empty"))
+                                   ("relu(p − work buffer) = the plain target row (nothing was rejected at this node)", "buffer_empty"))
         if not np.any(dist > 0):
             _warn(trace, b, node, f"request {b}: the terminal distribution at node {node} has no mass; SGLang then emits "
                   f"{'the last token with mass, else ' if new else ''}token V-1 = {V - 1}",
@@ -330,7 +330,7 @@ def chain_rejection_sampling(candidates, retrieve_index, uniform_samples, unifor
 
     candidates [bs, N] (slot 0 = root); target_probs [bs, N, V]; draft_probs [bs, N-1, V] where
     row s-1 proposed slot s; uniform_samples [bs, >= N-1]. Accept slot s iff u*q < p (0.5.23 also
-    needs 0 < q <= 1). On rejection the terminal token comes from relu(p - q) at that row; after
+    needs 0 < q <= 1). On rejection the terminal token comes from relu(p − q) at that row; after
     full acceptance from the plain last target row. accept_index is [bs, N].
     """
     check_semantics(semantics)
@@ -393,7 +393,7 @@ def chain_rejection_sampling(candidates, retrieve_index, uniform_samples, unifor
             if new:
                 qrow = np.where((qrow >= 0) & (qrow <= 1), qrow, F32(0))
             dist = np.maximum(p[b, k] - qrow, F32(0)).astype(F32)
-            source, source_code = "residual relu(p - q) at the rejected slot's row", "chain_residual"
+            source, source_code = "residual relu(p − q) at the rejected slot's row", "chain_residual"
         if not np.any(dist > 0):
             _warn(trace, b, k, f"request {b}: the residual at row {k} has no mass (p == q); SGLang then emits token V-1 = {V - 1}",
                   "chain_no_mass", row=k, vocab_size=V)

@@ -321,24 +321,18 @@ def greedy_frames(s, run, lang: str = "en", b: int = 0) -> list:
 
 # -- target-only tree sampling ---------------------------------------------------------------------------
 
-def sibling_rows(level_events, siblings, p_row, tokens, *, threshold_single, threshold_acc, semantics) -> list:
-    """One bucket per sibling of a level: the scanned ones read from their accept_test events (p, prob_acc,
-    the bound and the verdict the reference decided); the ones after an accepted sibling were never
-    scanned, so their would-be buckets continue the running sum (``distributions.sibling_buckets``)."""
-    from specviz import distributions as dist
+def sibling_rows(s, parent: int, p_row, tokens, lang: str = "en") -> list:
+    """The siblings under ``parent`` as the kernel scans them with coin u[parent]: per sibling its bucket, the
+    rule that decided it and its verdict (``specviz.sibling_scan``, the reference's float32 order of tests)."""
+    from specviz import sibling_scan
 
-    buckets = dist.sibling_buckets(p_row, [tokens[c] for c in siblings], siblings, threshold_single=threshold_single,
-                                   threshold_acc=threshold_acc, semantics=semantics)
-    out, lo = [], 0.0
-    for bk in buckets:
-        ev = level_events.get(bk.node)
-        if ev is None:
-            out.append((bk.node, bk.p, bk.prob_acc, bk.lo, bk.hi, None))
-        else:
-            hi = min(1.0, ev.bound)
-            out.append((bk.node, ev.p, ev.prob_acc, min(lo, hi), hi, ev.accepted))
-            lo = hi
-    return out
+    sibs = s.tree(0).children(parent)
+    coin = float(s.requests[0].coins[parent])
+    rows = sibling_scan.scan_level(p_row, [tokens[c] for c in sibs], sibs, coin, threshold_single=s.threshold_single,
+                                   threshold_acc=s.threshold_acc, semantics=s.semantics)
+    return [(r, sibling_scan.bucket_text(r, lang, coin),
+             sibling_scan.rule_text(r, coin, threshold_single=s.threshold_single, threshold_acc=s.threshold_acc,
+                                    semantics=s.semantics, lang=lang)) for r in rows]
 
 
 def target_only_frames(s, run, lang: str = "en") -> list:
@@ -378,20 +372,22 @@ def target_only_frames(s, run, lang: str = "en") -> list:
         table = None
         if sibs and not terminal_phase:
             decided = {e.node: e for e in tseen if isinstance(e, AcceptTest) and e.node in sibs}
-            level = {c: tests[c] for c in sibs if c in tests}
             rows.append(player.Row(_tr(lang, "coin u[{p}] for the children of {t}", "节点 {t} 的子节点用随机数 u[{p}]", p=parent, t=labels[parent]),
                                    [(f"{req.coins[parent]:.3f}", "compared", _tr(lang, "one coin per level, shared by the siblings",
                                                                                  "每层一个随机数，由兄弟节点共享"))]))
-            table = [[_tr(lang, "sibling", "兄弟节点"), "p", "prob_acc", _tr(lang, "coin bucket", "随机数桶"), _tr(lang, "verdict", "结果")]]
-            for node, p, acc, lo, hi, _verdict in sibling_rows(level, sibs, p_rows[parent], tree.tokens, threshold_single=s.threshold_single,
-                                                               threshold_acc=s.threshold_acc, semantics=s.semantics):
-                ev = decided.get(node)
-                here = view.focus == node and ev is None
+            table = [[_tr(lang, "sibling", "兄弟节点"), "p", "prob_acc", _tr(lang, "coin bucket", "随机数桶"),
+                      _tr(lang, "decided by", "判定依据"), _tr(lang, "verdict", "结果")]]
+            for r, bucket, (rule, why) in sibling_rows(s, parent, p_rows[parent], tree.tokens, lang):
+                ev = decided.get(r.node)
+                here = view.focus == r.node and ev is None
+                skipped = ev is None and not r.reached and any(e.accepted for e in decided.values())
                 state = ("accepted" if ev.accepted else "rejected") if ev is not None else ("current" if here else "pending")
-                word = _term(lang, state) if ev is not None else ("?" if here else "…")
-                table.append([(f"{node}: {labels[node]}", "current" if view.focus == node else "", ""), f"{p:.3g}", f"{acc:.3g}",
-                              (f"[{lo:.3g}, {hi:.3g})", state, _tr(lang, "accepted iff the coin falls here", "随机数落在此区间即接受")),
-                              (word, state, "")])
+                word = (_term(lang, state) if ev is not None else _tr(lang, "not reached", "未到达") if skipped
+                        else ("?" if here else "…"))
+                table.append([(f"{r.node}: {labels[r.node]}", "current" if view.focus == r.node else "", ""), f"{r.p:.3g}",
+                              f"{r.prob_acc:.3g}",
+                              (bucket, state, _tr(lang, "accepted iff the coin falls here", "随机数落在此区间即接受")),
+                              (rule, state, why) if ev is not None or skipped else ("…", state, ""), (word, state, "")])
         buf = arrays[k]["draft_probs"].reshape(n, -1)[parent]
         rows.append(player.Row(_tr(lang, "p, row {p}", "p，第 {p} 行", p=parent), dist_chips(vocab, p_rows[parent], skip_zero=skip_zero)))
         rows.append(player.Row(_tr(lang, "work buffer draft_probs[{p}]", "工作缓冲区 draft_probs[{p}]", p=parent),

@@ -61,8 +61,15 @@ html, body, [data-testid="stAppViewContainer"] { font-size: 24px; }
 [data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li { font-size: 1.1rem; }
 h1 { font-size: 2.2rem !important; padding-top: 0 !important; }
 [data-testid="stMain"] [data-testid="stCaptionContainer"] { display: none; }
-/* The key picture and its narration start on the first screen: less space above the title. */
-[data-testid="stMainBlockContainer"] { padding-top: 1rem !important; }
+/* The key picture and its narration start on the first screen: less space above the title, and the
+   wide layout's side margins (5rem of 24 px text each) given back to the picture, its chips and tables. */
+[data-testid="stMainBlockContainer"] { padding: 0.6rem 1.2rem 2rem 1.2rem !important; max-width: none !important; }
+[data-testid="stMain"] h1 { font-size: 1.9rem !important; line-height: 1.15 !important; }
+[data-testid="stMain"] h2 { font-size: 1.3rem !important; padding: 0.2rem 0 !important; }
+/* The sidebar starts collapsed (page_setup); opened, it is narrow. */
+[data-testid="stSidebar"][data-collapsed="false"] { width: 240px !important; min-width: 240px !important;
+                                                     max-width: 240px !important; }
+[data-testid="stSidebar"] [data-testid="stSidebarContent"] { font-size: 17px; }
 </style>"""
 
 
@@ -155,6 +162,9 @@ def page_setup(page: str, slot: str | None = "tree") -> None:
                    "大字号，收起编辑控件，← → 和空格键单步或播放。"))
     if presenting():
         markup.fixed_markup(PRESENT_CSS)
+    # Presentation mode starts with the sidebar folded away (the picture gets the whole 1280 px; the sidebar's
+    # arrow opens it again): public page config, which Streamlit applies whenever the value changes.
+    st.set_page_config(initial_sidebar_state="collapsed" if presenting() else "auto")
     backend_selector()
     if slot is not None:
         scenario_io(slot)
