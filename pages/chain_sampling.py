@@ -340,8 +340,7 @@ def scenario_view():
         (scenario_key(s, zero_coins=True), ui.backend(), int(trials), int(mc_seed), bool(from_q)), trials, "chain")
     if mc_args is not None:
         with ui.guard():
-            with heavy.heavy("Monte Carlo"):  # per-tab budget + server-wide slots
-                mc = _monte_carlo(*mc_args)
+            mc = heavy.cached("Monte Carlo", _monte_carlo, *mc_args)  # a hit at once; a miss: per-tab budget + slots
             hc, mcol = st.columns([3, 1], gap="large")
             with hc:
                 ui.chart(_fig("monte_carlo_svg", vocab, mc.empirical, mc.target, expected=None if from_q else mc.expected, counts=mc.counts,
