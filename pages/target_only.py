@@ -163,7 +163,7 @@ def scenario_view():
             st.session_state["sv_to_pending_p"] = new_p
             if _update(target_probs=new_p):
                 st.session_state.pop("sv_to_pending_p", None)
-                st.rerun()
+                ui.rerun_view()
         st.button(tr("Normalise rows (divide each row by its sum)", "归一化（每行除以其和）"), key="w_to_norm", on_click=_normalise)
 
     # ---------------------------------------------------------------------------------------------
