@@ -196,3 +196,33 @@ def test_the_engines_monte_carlo_counts_against_the_tabs_budget(monkeypatch):
     at.button(key="w_engines_mc").click().run()
     assert not at.exception, at.exception
     assert any("last minute" in e.value and "wait" in e.value for e in at.error), [e.value for e in at.error]
+
+
+def test_a_chain_edit_is_one_fragment_run_not_a_second_whole_app_run(app_server):
+    """Issue 31: "+ slot", a slot's token and the p/q text called st.rerun() inside the editing fragment, so
+    every such edit ran the fragment and then the whole app again. Now the second run is the fragment alone:
+    the answer to "+ slot" redraws nothing outside the fragment (no element without a fragment id)."""
+    import asyncio
+    import random
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import websockets
+    from bench_real_class import Student
+
+    async def go():
+        s = Student(app_server, 1, "chain_sampling", False, 0.0, random.Random(1))
+        async with websockets.connect(app_server.replace("http://", "ws://") + "/_stcore/stream", max_size=None,
+                                      subprotocols=["streamlit"]) as ws:
+            s.ws = ws
+            await s.rerun()
+            before = len(s.view.labels("selectbox", "slot "))
+            btn, frag = s.view.find("button", "+ slot")
+            assert frag, "the chain editor is drawn in a fragment"
+            view = await s.rerun(frag, (btn.id, "trigger_value", True))
+            return before, view, s
+    before, view, s = asyncio.run(go())
+    assert view.finished and not view.errors, view.errors
+    assert len(view.labels("selectbox", "slot ")) == before + 1  # the edit happened
+    assert len(view.scenario["requests"][0]["chain"]) == before + 2
+    assert not view.outside_fragment, f"{view.outside_fragment} elements outside the fragment were redrawn (a whole-app rerun)"
