@@ -361,6 +361,10 @@ def _has_option(v: View, label: str, value: str) -> bool:
     return got is not None and value in list(got[0].options)
 
 
+def kind_prefix(page: str) -> str:
+    return {"tree_builder": "tree", "chain_sampling": "chain", "target_only": "target-only"}.get(page, page)
+
+
 PAGES = ("tree_builder", "greedy", "chain_sampling", "target_only", "dspark")
 
 
@@ -368,6 +372,7 @@ async def solo(url: str, pids: list, rounds: int, proxied: bool) -> dict:
     """Server CPU per edit kind: one student per page, alone, every edit kind ``rounds`` times; the CPU of
     each edit is the server's CPU from its send to its verified answer (nothing else runs)."""
     per: dict = {}
+    lost: list = []
     for k, page in enumerate(PAGES):
         s = Student(url, 1000 + k, page, proxied, 0.0, random.Random(k))
         uri = url.replace("http://", "ws://") + "/_stcore/stream"
@@ -379,6 +384,8 @@ async def solo(url: str, pids: list, rounds: int, proxied: bool) -> dict:
             s.ws = ws
             await s.rerun()
             for _ in range(rounds):
+                if lost and lost[-1].split(":")[0] == kind_prefix(page):
+                    break
                 for kind, sets, frag, check in s.edits():
                     trigger = None
                     for wid, field, value, is_trigger in sets:
@@ -388,7 +395,12 @@ async def solo(url: str, pids: list, rounds: int, proxied: bool) -> dict:
                             s.states[wid] = (field, value)
                     await asyncio.sleep(0.15)  # let the server settle (websocket writes, GC)
                     c0 = cpu_seconds(pids)
-                    view = await s.rerun(frag, trigger)
+                    try:
+                        view = await s.rerun(frag, trigger)
+                    except (asyncio.TimeoutError, websockets.ConnectionClosed):  # lost: this page's solo ends here
+                        per.setdefault(kind, []).append((cpu_seconds(pids) - c0, False))
+                        lost.append(kind)
+                        break
                     await asyncio.sleep(0.05)
                     cpu = cpu_seconds(pids) - c0
                     ok = view.finished and not view.errors and check(view)
@@ -449,7 +461,9 @@ def start_server(kind: str, workers: int, app_dir: Path):
         text = log_path.read_text()
         pids = [int(p) for p in re.findall(r"worker w\d+: pid (\d+)", text) + re.findall(r"HAProxy \(pid (\d+)", text)]
     else:
-        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+        prof = os.environ.get("BENCH_PYSPY")  # "PY_SPY_BINARY:OUT.txt": sample the server (py-spy record, raw folded stacks)
+        wrap = [prof.split(":")[0], "record", "--format", "raw", "--rate", "200", "-o", prof.split(":")[1], "--"] if prof else []
+        proc = subprocess.Popen([*wrap, sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
                                  "--server.address", "127.0.0.1", "--server.port", str(port),
                                  "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
                                 cwd=app_dir, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -496,7 +510,12 @@ def main() -> None:
                 f = lambda x: "-" if x is None else f"{x:.2f} s"  # noqa: E731
                 print(f"| {k} | {v['n']} | {f(v['p50'])} | {f(v['p95'])} | {f(v['max'])} |")
     finally:
-        proc.terminate()
+        if os.environ.get("BENCH_PYSPY"):
+            import signal
+
+            proc.send_signal(signal.SIGINT)  # py-spy writes its samples on Ctrl-C, not on SIGTERM
+        else:
+            proc.terminate()
         try:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
