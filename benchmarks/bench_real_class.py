@@ -481,6 +481,7 @@ def main() -> None:
     ap.add_argument("--server", choices=("app", "serve"), default="app")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--solo", type=int, default=3, help="rounds of the solo CPU phase (0: skip)")
+    ap.add_argument("--settle", type=float, default=20.0, help="seconds of quiet after the warm-up, before measuring")
     ap.add_argument("--app-dir", type=Path, default=ROOT)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
@@ -491,6 +492,11 @@ def main() -> None:
         for _ in range(2 * (args.workers if proxied else 1)):  # warm every worker (imports, first runs)
             asyncio.run(one_class(url, len(PAGES), 1, 0.0, pids, proxied))
         ERRORS.clear()
+        time.sleep(args.settle)  # background work after the warm-up (backend loading, comparisons) ends first
+        c0 = cpu_seconds(pids)
+        time.sleep(3.0)
+        out["idle_cpu_s_per_s"] = (cpu_seconds(pids) - c0) / 3.0  # what the server burns with nobody editing
+        print(f"server CPU while idle: {out['idle_cpu_s_per_s']:.3f} s/s", flush=True)
         if args.solo:
             out["solo"] = asyncio.run(solo(url, pids, args.solo, proxied))
             kinds = out["solo"]

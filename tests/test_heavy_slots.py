@@ -61,7 +61,7 @@ def test_a_cached_monte_carlo_never_waits_for_another_tabs_slot(page, coin):
 def _bare(monkeypatch):
     from specviz.ui import heavy
 
-    monkeypatch.setattr(heavy, "st", SimpleNamespace(session_state={}, empty=lambda: SimpleNamespace(info=lambda *a: None, empty=lambda: None)))
+    monkeypatch.setattr(heavy, "st", SimpleNamespace(session_state={}, empty=lambda: SimpleNamespace(info=lambda *a, **k: None, empty=lambda: None)))
     return heavy
 
 

@@ -173,8 +173,9 @@ def _queue_note():
         shown["at"] = waited
         if shown["box"] is None:
             shown["box"] = st.empty()
-        shown["box"].info(tr("⏳ Queued for a free CPU: place {k} (waiting {s:.0f} s). Your result comes when it is done.",
-                             "⏳ 正在排队等待空闲 CPU：第 {k} 位（已等待 {s:.0f} 秒）。轮到时自动给出结果。", k=place, s=waited))
+        shown["box"].info(tr("Queued for a free CPU: place {k} (waiting {s:.0f} s). Your result comes when it is done.",
+                             "正在排队等待空闲 CPU：第 {k} 位（已等待 {s:.0f} 秒）。轮到时自动给出结果。", k=place, s=waited),
+                          icon=":material/hourglass_top:")
 
     def close() -> None:
         if shown["box"] is not None:
