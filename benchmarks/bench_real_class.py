@@ -1,7 +1,8 @@
 """A real class: every student edits a scenario of their own, with every widget kind, on five pages.
 
-    /work/main/.venv/bin/python benchmarks/bench_real_class.py [--students 50] [--edits 6] [--think 0]
-                                                               [--server app|serve] [--workers 2] [--solo 4]
+    /work/main/.venv/bin/python benchmarks/bench_real_class.py [--students 50 100] [--edits 2] [--think 0 6]
+                                                               [--server app|serve] [--workers 2] [--solo 3]
+                                                               [--settle 20] [--app-dir DIR] [--json FILE]
 
 ``bench_class.py`` has 50 students make the same two edits on the greedy page: after the first two
 every run is a cache hit, so its figure is the floor (Streamlit's own cost per rerun). Here each
@@ -477,7 +478,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--students", type=int, nargs="+", default=[50])
     ap.add_argument("--edits", type=int, default=2, help="rounds of every edit kind per student")
-    ap.add_argument("--think", type=float, default=0.0, help="seconds between a student's edits: uniform 0..T")
+    ap.add_argument("--think", type=float, nargs="+", default=[0.0],
+                    help="seconds between a student's edits: uniform 0..T (several: one class per value and size)")
     ap.add_argument("--server", choices=("app", "serve"), default="app")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--solo", type=int, default=3, help="rounds of the solo CPU phase (0: skip)")
@@ -505,9 +507,9 @@ def main() -> None:
                 print(f"| {k} | {v['n']} | {v['verified']} | {v['cpu_s']:.3f} |")
             print(f"| **mean over kinds** | | | **{statistics.mean(v['cpu_s'] for v in kinds.values()):.3f}** |", flush=True)
         out["classes"] = []
-        for n in args.students:
+        for n, think in [(n, t) for t in args.think for n in args.students if n > 0]:
             load0 = os.getloadavg()
-            row = asyncio.run(one_class(url, n, args.edits, args.think, pids, proxied))
+            row = asyncio.run(one_class(url, n, args.edits, think, pids, proxied))
             row["load"] = [load0, os.getloadavg()]
             out["classes"].append(row)
             print(json.dumps({k: v for k, v in row.items() if k != "kinds"}), flush=True)
