@@ -221,7 +221,10 @@ def test_a_chain_edit_is_one_fragment_run_not_a_second_whole_app_run(app_server)
             assert frag, "the chain editor is drawn in a fragment"
             view = await s.rerun(frag, (btn.id, "trigger_value", True))
             return before, view, s
-    before, view, s = asyncio.run(go())
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as ex:  # its own event loop (a browser test may hold this thread's loop)
+        before, view, s = ex.submit(asyncio.run, go()).result(120)
     assert view.finished and not view.errors, view.errors
     assert len(view.labels("selectbox", "slot ")) == before + 1  # the edit happened
     assert len(view.scenario["requests"][0]["chain"]) == before + 2
