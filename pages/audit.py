@@ -153,8 +153,8 @@ if not text.strip():
     st.info(ui.tr("Paste some outputs above (or load an example) to get a verdict.", "请在上方粘贴输出（或加载示例）以获得结论。"))
 else:
     try:
-        with heavy.heavy(ui.tr("Your outputs", "你的输出")):  # per-tab budget + server-wide slots
-            result = _audit(s_json, text, ui.lang())
+        # a cached verdict at once; new work under the per-tab budget and the machine-wide slots
+        result = heavy.cached(ui.tr("Your outputs", "你的输出"), _audit, s_json, text, ui.lang())
     except SpecvizError as exc:
         ui.show_error(exc)
 

@@ -150,7 +150,7 @@ def scenario_view():
                     new_chain[sl] = ccols[j].selectbox(tr("slot {s}", "位置 {s}", s=sl), vocab, key=k)
             if new_chain != list(req.chain):
                 if _update_request(chain=new_chain):
-                    st.rerun()
+                    ui.rerun_view()
             b1, b2, _ = st.columns([1, 1, 2])
             if b1.button(tr("+ slot", "+ 位置"), key="w_chain_add", disabled=N >= 8):
                 uni = [round(1.0 / len(vocab), 6)] * len(vocab)
@@ -158,11 +158,11 @@ def scenario_view():
                                      draft_probs=[list(r) for r in req.draft_probs] + [list(p_rows[-1])],
                                      coins=list(req.coins) + [0.5])
                 if ok:
-                    st.rerun()
+                    ui.rerun_view()
             if b2.button(tr("− slot", "− 位置"), key="w_chain_del", disabled=N <= 2):
                 if _update_request(chain=list(req.chain)[:-1], target_probs=[list(r) for r in p_rows][:-1],
                                    draft_probs=[list(r) for r in req.draft_probs][:-1], coins=list(req.coins)[:-1]):
-                    st.rerun()
+                    ui.rerun_view()
 
         with col_coins:
             st.markdown(tr("**Coins** u ∈ [0, {m}] — one per draft slot, plus u_final for the terminal draw",
@@ -218,7 +218,7 @@ def scenario_view():
             if _update_request(target_probs=new_p, draft_probs=new_q):
                 st.session_state.pop("sv_chain_pending_p", None)
                 st.session_state.pop("sv_chain_pending_q", None)
-                st.rerun()
+                ui.rerun_view()
         def _on_semantics():
             cur = ui.scenario(SLOT)
             ui.set_scenario(SLOT, cur.replace(semantics=st.session_state["w_chain_sem"]))
@@ -340,8 +340,7 @@ def scenario_view():
         (scenario_key(s, zero_coins=True), ui.backend(), int(trials), int(mc_seed), bool(from_q)), trials, "chain")
     if mc_args is not None:
         with ui.guard():
-            with heavy.heavy("Monte Carlo"):  # per-tab budget + server-wide slots
-                mc = _monte_carlo(*mc_args)
+            mc = heavy.cached("Monte Carlo", _monte_carlo, *mc_args)  # a hit at once; a miss: per-tab budget + slots
             hc, mcol = st.columns([3, 1], gap="large")
             with hc:
                 ui.chart(_fig("monte_carlo_svg", vocab, mc.empirical, mc.target, expected=None if from_q else mc.expected, counts=mc.counts,

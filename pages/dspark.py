@@ -116,10 +116,10 @@ def scenario_view():
             if greedy:
                 if b1.button(tr("+ draft", "+ Draft"), key="w_ds_add", disabled=T >= 10):
                     if _update(chain=list(req.chain) + [vocab[0]], target_predict=list(tp_labels) + [vocab[0]], verify_len=None):
-                        st.rerun()
+                        ui.rerun_view()
                 if b2.button(tr("− draft", "− Draft"), key="w_ds_del", disabled=T <= 2):
                     if _update(chain=list(req.chain)[:-1], target_predict=list(tp_labels)[:-1], verify_len=None):
-                        st.rerun()
+                        ui.rerun_view()
             else:
                 sp = [list(map(float, r)) for r in (req.target_probs if req.target_probs is not None else s.target_probs(0).tolist())]
                 if b1.button(tr("+ draft", "+ Draft"), key="w_ds_add", disabled=T >= 8):
@@ -127,11 +127,11 @@ def scenario_view():
                     uni = [1.0 / len(vocab)] * len(vocab)
                     if _update(chain=list(req.chain) + [vocab[0]], target_probs=sp + [uni], draft_probs=[list(r) for r in req.draft_probs] + [sp[-1]],
                                coins=list(req.coins) + [0.5], verify_len=None):
-                        st.rerun()
+                        ui.rerun_view()
                 if b2.button(tr("− draft", "− Draft"), key="w_ds_del", disabled=T <= 2):
                     if _update(chain=list(req.chain)[:-1], target_probs=sp[:-1], draft_probs=[list(r) for r in req.draft_probs][:-1],
                                coins=list(req.coins)[:-1], verify_len=None):
-                        st.rerun()
+                        ui.rerun_view()
         with c2:
             k = _synced("w_ds_prefix", int(req.seq_len))
             st.number_input(tr("prefix_lens (tokens already in KV)", "prefix_lens（已在 KV 中的 token 数）"), 0, MAX_SEQ_LEN, key=k,
@@ -162,10 +162,10 @@ def scenario_view():
             new_q = [[float(v) for v in r] for r in dfq.to_numpy().tolist()]
             if new_p != p_rows or new_q != [list(map(float, r)) for r in req.draft_probs]:
                 if _update(target_probs=new_p, draft_probs=new_q):
-                    st.rerun()
+                    ui.rerun_view()
             if st.button(tr("Normalise rows", "归一化"), key="w_ds_norm"):
                 if _update(target_probs=dist.normalise_rows(new_p), draft_probs=dist.normalise_rows(new_q)):
-                    st.rerun()
+                    ui.rerun_view()
 
     # ---------------------------------------------------------------------------------------------
     # The accept, step by step

@@ -15,7 +15,9 @@ from specviz.engines import rules as R
 from specviz.errors import SpecvizError
 from specviz.safety import md_message, md_text
 from specviz.ui import common as ui
+from specviz.ui import heavy
 from specviz.ui import share_ui
+from specviz.ui.bounded_cache import bounded_cache
 
 KEY = "engines"
 SRC = "sv_engines_json"      # the chain's JSON (the source of truth; a non-widget key)
@@ -318,7 +320,7 @@ if st.button(tr("Run the Monte Carlo", "运行蒙特卡洛"), key="w_engines_mc"
     st.session_state["sv_engines_mc"] = {"json": C.to_json(chain), "trials": trials}
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
+@bounded_cache(share=0.05)  # counted in the byte budget of every page's caches
 def _mc(text: str, trials: int, engines: tuple):
     ui.ensure_triton_env()
     ch = C.from_json(text)
@@ -329,18 +331,22 @@ def _mc(text: str, trials: int, engines: tuple):
 req_mc = st.session_state.get("sv_engines_mc")
 if req_mc and req_mc["json"] == C.to_json(chain):
     installed = tuple(e for e, v in cmp.views.items() if v.available)
-    with st.spinner(tr("Sampling…", "采样中……")):
-        results = _mc(req_mc["json"], req_mc["trials"], installed)
+    results = None
+    # The same per-tab budget and machine-wide slots as every heavy page (ui.heavy): a rerun with the same
+    # inputs is a cache hit at once; new inputs wait their turn (the page says so) and count against the tab.
+    with ui.guard(), st.spinner(tr("Sampling…", "采样中……")):
+        results = heavy.cached(tr("Monte Carlo", "蒙特卡洛"), _mc, req_mc["json"], req_mc["trials"], installed)
     p0 = chain.requests[0].p()[0]
     rows = []
-    for m in results:
+    for m in results or ():
         rows.append([ENGINE_LABEL[m.engine] + ("" if m.engine in installed else tr(" (description)", "（规则描述）")),
                      " ".join(str(int(c)) for c in m.counts), " ".join(f"{m.trials * x:.1f}" for x in p0),
                      f"{m.statistic:.3f}", m.df, f"{m.p_value:.4f}",
                      tr("consistent with p", "与 p 一致") if m.p_value > 1e-3 else tr("rejects p at α = 1e-3", "在 α = 1e-3 拒绝 p")])
-    st.dataframe(pd.DataFrame(rows, columns=[tr("engine", "引擎"), tr("counts", "计数"), tr("expected", "期望"), "χ²",
-                                             tr("df", "自由度"), tr("p-value", "p 值"), tr("verdict", "结论")]),
-                 hide_index=True, width="stretch")
+    if results is not None:
+        st.dataframe(pd.DataFrame(rows, columns=[tr("engine", "引擎"), tr("counts", "计数"), tr("expected", "期望"), "χ²",
+                                                 tr("df", "自由度"), tr("p-value", "p 值"), tr("verdict", "结论")]),
+                     hide_index=True, width="stretch")
 else:
     st.caption(tr("Press the button to sample (the engines run under the Triton interpreter: a few seconds).",
                   "按下按钮开始采样（引擎在 Triton 解释器下运行：需要几秒钟）。"))

@@ -41,7 +41,7 @@ def scenario_view():
                          "本页运行贪心接受；当前场景是“{a}”。请在侧边栏加载一个贪心预设。", a=s.algorithm))
         if st.button(ui.tr("Load the running example", "加载示例"), key="w_load_running"):
             ui.set_scenario(SLOT, ui.load_preset("running_example"))
-            st.rerun()
+            ui.rerun_view()
         share_ui.sidebar_controls(KEY, s, slot=SLOT, step_key=KEY)
         return
 
@@ -133,7 +133,7 @@ def scenario_view():
                                                    "target_predict": st.column_config.SelectboxColumn(options=s.vocab, required=True)})
             if list(edited["target_predict"]) != tp_labels:
                 if ui.try_update(SLOT, lambda: edits.set_target_predict(s, list(edited["target_predict"]), b)):
-                    st.rerun()
+                    ui.rerun_view()
 
     run = ui.run(s)
     if run is None:

@@ -163,7 +163,7 @@ def scenario_view():
             st.session_state["sv_to_pending_p"] = new_p
             if _update(target_probs=new_p):
                 st.session_state.pop("sv_to_pending_p", None)
-                st.rerun()
+                ui.rerun_view()
         st.button(tr("Normalise rows (divide each row by its sum)", "归一化（每行除以其和）"), key="w_to_norm", on_click=_normalise)
 
     # ---------------------------------------------------------------------------------------------
@@ -219,8 +219,7 @@ def scenario_view():
                                              trials, "to")
     if mc_args is not None:
         with ui.guard():
-            with heavy.heavy("Monte Carlo"):  # per-tab budget + server-wide slots
-                mc = _monte_carlo(*mc_args)
+            mc = heavy.cached("Monte Carlo", _monte_carlo, *mc_args)  # a hit at once; a miss: per-tab budget + slots
             exact = s.threshold_acc >= 1.0 and s.threshold_single >= 1.0
             hc, mcol = st.columns([3, 1], gap="large")
             with hc:

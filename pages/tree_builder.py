@@ -194,7 +194,7 @@ def scenario_view():
                                      "表格中的修改已保留；下方视图仍显示上一个有效的树。"))
                 else:
                     ui.set_scenario(SLOT, new)
-                    st.rerun()
+                    ui.rerun_view()
 
         with eagle_tab:
             form = views["eagle"] if views else None
@@ -221,7 +221,7 @@ def scenario_view():
                     ui.show_error(exc)
                 else:
                     ui.set_scenario(SLOT, new)
-                    st.rerun()
+                    ui.rerun_view()
 
     with right:
         if views is not None:

@@ -153,13 +153,18 @@ class Serve:
     def say(self, text: str) -> None:
         print(f"specviz serve: {text}", file=self.out, flush=True)
 
+    def worker_env(self) -> dict:
+        """Every worker's environment: one cookie secret (Streamlit takes it only from its config or the
+        environment, never a flag) and one lock directory for the machine-wide heavy-work slots (ui.heavy)."""
+        return dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false", STREAMLIT_SERVER_COOKIE_SECRET=self.secret,
+                    SPECVIZ_HEAVY_DIR=str(self.dir))
+
     def _start_worker(self, w: Worker) -> None:
         from .cli import app_command
 
         cmd = app_command(["--server.address", "127.0.0.1", "--server.port", str(w.port), *self.extra])
         assert cmd[1:3] == ["-m", "specviz.ui.worker"]  # Streamlit, warmed up before it answers
-        # (Streamlit takes the cookie secret only from its config or the environment, never a flag.)
-        env = dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false", STREAMLIT_SERVER_COOKIE_SECRET=self.secret)
+        env = self.worker_env()
         with open(w.log, "a") as log:
             w.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
                                       start_new_session=True, preexec_fn=_die_with_parent)

@@ -119,6 +119,17 @@ def verify_tree_greedy(candidates, retrieve_index, retrieve_next_token, retrieve
 # Terminal sampling (§6.2, §7)
 # ---------------------------------------------------------------------------------------------
 
+def _draw_terminals(predicts, terminal: list, uf, draw) -> None:
+    """Every deferred terminal draw as one batched call: ``draw(dists [m, V], coins [m])`` treats each row on
+    its own (cdf.py sums and scans row by row), so the tokens are those of m single-row calls; a Monte Carlo
+    of 4000 trials then costs one call instead of 4000 (issue 31)."""
+    rows = np.stack([d for _, _, d in terminal]).astype(F32, copy=False)
+    coins = np.asarray([uf[b] for b, _, _ in terminal], F32)
+    toks = draw(rows, coins)
+    for (_, last, _), tok in zip(terminal, toks):
+        predicts[last] = int(tok)
+
+
 def inverse_cdf(dist: np.ndarray, coin: float, *, last_valid_fallback: bool, sampler: str = "chain") -> int:
     """One inverse-CDF draw in SGLang's float32 order (``cdf.py``): the first token whose running sum
     exceeds coin * total, summed blockwise as SGLang's kernel sums.
@@ -191,6 +202,7 @@ def tree_sampling_target_only(candidates, retrieve_index, retrieve_next_token, r
     accept_index = np.full((bs, W), -1, dtype=np.int32)
     accept_token_num = np.zeros(bs, dtype=np.int32)
     buf = check_work_buffer(draft_probs, (bs, n, V))
+    terminal = []  # (request, row, distribution) of each terminal draw left for one batched call (no trace)
     if trace is not None:
         trace.begin("tree_sampling_target_only", predicts=predicts, accept_index=accept_index,
                     accept_token_num=accept_token_num, draft_probs=buf)
@@ -264,6 +276,9 @@ def tree_sampling_target_only(candidates, retrieve_index, retrieve_next_token, r
             _warn(trace, b, node, f"request {b}: the terminal distribution at node {node} has no mass; SGLang then emits "
                   f"{'the last token with mass, else ' if new else ''}token V-1 = {V - 1}",
                   "target_only_no_mass", last_valid_fallback=bool(new), vocab_size=V)
+        if trace is None:  # no events to keep in order: every request's terminal draw in one batched call below
+            terminal.append((b, last, dist))
+            continue
         tok = inverse_cdf(dist, float(uf[b]), last_valid_fallback=new, sampler="target_only")
         predicts[last] = tok
         if trace is not None:
@@ -271,6 +286,8 @@ def tree_sampling_target_only(candidates, retrieve_index, retrieve_next_token, r
                        buffer=buf[b, node].copy())
             trace.emit("terminal", b, node, [("predicts", last, tok)], row=last, token=tok, coin=float(uf[b]))
             trace.emit("commit", b, node, [("accept_token_num", b, k)], k=k, accept_len=k + 1)
+    if terminal:
+        _draw_terminals(predicts, terminal, uf, lambda d, c: target_only_inverse_cdf(d, c, last_valid_fallback=new))
     return TreeSampleResult(predicts=predicts, accept_index=accept_index, accept_token_num=accept_token_num, draft_probs=buf)
 
 
@@ -346,6 +363,7 @@ def chain_rejection_sampling(candidates, retrieve_index, uniform_samples, unifor
     predicts = np.zeros(bs * N, dtype=np.int32)
     accept_index = np.full((bs, N), -1, dtype=np.int32)
     accept_token_num = np.zeros(bs, dtype=np.int32)
+    terminal = []  # (request, row, distribution) of each terminal draw left for one batched call (no trace)
     if trace is not None:
         trace.begin("chain_rejection_sampling", predicts=predicts, accept_index=accept_index, accept_token_num=accept_token_num)
 
@@ -397,6 +415,9 @@ def chain_rejection_sampling(candidates, retrieve_index, uniform_samples, unifor
         if not np.any(dist > 0):
             _warn(trace, b, k, f"request {b}: the residual at row {k} has no mass (p == q); SGLang then emits token V-1 = {V - 1}",
                   "chain_no_mass", row=k, vocab_size=V)
+        if trace is None:  # no events to keep in order: every request's terminal draw in one batched call below
+            terminal.append((b, last, dist))
+            continue
         tok = inverse_cdf(dist, float(uf[b]), last_valid_fallback=False)
         predicts[last] = tok
         if trace is not None:
@@ -404,4 +425,6 @@ def chain_rejection_sampling(candidates, retrieve_index, uniform_samples, unifor
                        q=(q[b, k].copy() if k < N - 1 else None))
             trace.emit("terminal", b, k, [("predicts", last, tok)], row=last, token=tok, coin=float(uf[b]))
             trace.emit("commit", b, k, [("accept_token_num", b, k)], k=k, accept_len=k + 1)
+    if terminal:
+        _draw_terminals(predicts, terminal, uf, chain_inverse_cdf)
     return VerifyResult(predicts=predicts, accept_index=accept_index, accept_token_num=accept_token_num)

@@ -55,7 +55,7 @@ from specviz.ui.state import (  # noqa: E402,F401
 from specviz.ui.scenarios import (  # noqa: E402,F401
     ROOT, SCENARIO_DIR, SLOTS, preset_names, load_preset, scenario, set_scenario, scenario_version, try_update, scenario_io)
 from specviz.ui.guard import (  # noqa: E402,F401
-    show_error, show_field_error, defer_error, show_deferred_error, guard)
+    show_error, show_field_error, defer_error, show_deferred_error, guard, rerun_view)
 from specviz.ui.tensors import (  # noqa: E402,F401
     to_numpy, tensor_text, raw_tensors, SGLANG_SHAPES, shaped)
 from specviz.ui.backend_cache import (  # noqa: E402,F401

@@ -52,3 +52,14 @@ def guard():
         raise
     except Exception as exc:  # noqa: BLE001  the page must never show a traceback
         show_error(exc)
+
+
+def rerun_view() -> None:
+    """``st.rerun()`` for an edit made in a page's scenario fragment: during a fragment run, rerun that
+    fragment only (the page around it does not depend on the edit); in a full run, the whole app (a
+    fragment-scoped rerun is not allowed there). A plain ``st.rerun()`` in a fragment reruns the whole
+    app a second time per edit (issue 31: ~half of a chain edit's server CPU)."""
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    ctx = get_script_run_ctx(suppress_warning=True)
+    st.rerun(scope="fragment" if ctx is not None and ctx.fragment_ids_this_run else "app")
