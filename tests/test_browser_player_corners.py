@@ -320,8 +320,8 @@ def test_exported_animation_buttons_are_svg_icons(tmp_path, browser):
         page = context.new_page()
         page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file://") else r.abort())
         page.goto(path.as_uri())
-        for bid in ("first", "prev", "play", "next", "last"):
-            button = page.locator(f"#{bid}")
+        for bid in ("first", "back", "play", "next", "last"):
+            button = page.locator(f'[data-sv-btn="{bid}"]')
             # no pictograph or arrow glyph that depends on the machine's fonts: the icon is an SVG path
             assert not re.search("[\u2190-\u21ff\u2300-\u23ff\u25a0-\u25ff\u2700-\u27bf\U0001f300-\U0001faff]",
                                  button.inner_text()), (bid, button.inner_text())
@@ -330,12 +330,13 @@ def test_exported_animation_buttons_are_svg_icons(tmp_path, browser):
             assert icon and icon["width"] >= 20 and icon["height"] >= 20, bid
             assert shape and shape["width"] >= 5 and shape["height"] >= 10, bid  # a drawn arrow, not an empty box
             assert button.get_attribute("aria-label") or button.inner_text().strip(), bid
-        assert page.locator("#first").get_attribute("aria-label") == first_word
-        page.click("#last")
-        last = page.locator("#scrub").get_attribute("max")
-        assert page.locator("body").get_attribute("data-step") == last
-        page.click("#play")  # from the end it starts over: the pause icon shows while it plays
-        assert page.locator("#icon-pause").is_visible() and not page.locator("#icon-play").is_visible()
-        page.click("#play")
-        assert page.locator("#icon-play").is_visible()
+        assert page.locator('[data-sv-btn="first"]').get_attribute("aria-label") == first_word
+        page.click('[data-sv-btn="last"]')
+        last = page.locator("[data-sv-scrub]").get_attribute("max")
+        assert page.locator("#sv").get_attribute("data-sv-cur") == last
+        play = page.locator('[data-sv-btn="play"]')
+        play.click()  # from the end it starts over: the pause icon shows while it plays
+        assert play.locator('[data-sv-icon="pause"]').is_visible() and not play.locator('[data-sv-icon="play"]').is_visible()
+        play.click()
+        assert play.locator('[data-sv-icon="play"]').is_visible()
         context.close()

@@ -165,7 +165,7 @@ def test_exported_animation_title_is_the_live_walk():
     s = _running()
     s = edits.set_target_predict(s, edits.agree_along(s, "last"))  # R -> B
     html = animation_html(s)
-    raw = re.search(r'<script id="data" type="application/json">(.*?)</script>', html, re.S).group(1)
+    raw = re.search(r'<script type="application/json" id="sv-data">(.*?)</script>', html, re.S).group(1)
     data = json.loads(raw)  # the player sets the page title and description from this data
     title, desc = data["title"], data["desc"]
     assert "A C X" not in title and "R -> A -> C" not in title, title

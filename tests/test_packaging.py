@@ -73,7 +73,7 @@ def test_wheel_carries_the_app_the_presets_and_the_console_command(wheel):
     want = {"specviz/_app/app.py", "specviz/paths.py", "specviz/cli.py", "kernels/triton_backend.py",
             "specviz/_app/scenarios/examples/audit_example.json",
             # the step player's page and the Graphviz it loads in the browser when the server has no dot
-            "specviz/ui/static/player.html", "specviz/ui/static/graphviz.umd.js",
+            "specviz/ui/static/player.html", "specviz/ui/static/player.js", "specviz/ui/static/player.css", "specviz/ui/static/graphviz.umd.js",
             "specviz/ui/static/graphviz.umd.js.LICENSE.txt"}
     want |= {f"specviz/_app/pages/{p.name}" for p in (ROOT / "pages").glob("*.py")}
     want |= {f"specviz/_app/scenarios/{p.name}" for p in (ROOT / "scenarios").glob("*.json")}

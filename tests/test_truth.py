@@ -23,7 +23,7 @@ import torch
 from specviz import captions, edits, engine, steps
 from specviz.frames import replay
 from specviz.scenario import load_scenario
-from specviz.ui import playframes
+from specviz import playframes
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -29,48 +29,10 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from specviz.render.palette import PALETTE, STATES, text_on
-from specviz.render.svg import dots_to_svgs, have_dot, svg_data_url
+from specviz.player import GRAPHVIZ_JS, SPEEDS, STATIC, Frame, Row, labels, layout_mode, payload  # noqa: F401  (pages use player.Frame)
 
-STATIC = Path(__file__).parent / "static"
 TEMPLATE = (STATIC / "player.html").read_text(encoding="utf-8")
 PLACEHOLDER = "__SV_PLAYER_DATA__"
-SPEEDS = (0.5, 1.0, 2.0, 4.0)
-GRAPHVIZ_JS = "graphviz.umd.js"  # Graphviz in WebAssembly (@hpcc-js/wasm 2.35.3; licence beside it)
-LAYOUT_ENV = "SPECVIZ_LAYOUT"  # "auto" (default), "server" or "browser"
-
-
-def layout_mode() -> str:
-    """Where the player's figures are laid out: ``"server"`` (Graphviz's ``dot`` here, every frame's
-    SVG sent with the page) or ``"browser"`` (the DOT text sent, laid out by Graphviz in WebAssembly
-    in the viewer's browser: no ``dot`` needed, and no layout work on the server).
-
-    ``SPECVIZ_LAYOUT=browser`` or ``=server`` chooses; by default (``auto``) the server lays out
-    when ``dot`` is on PATH, the browser otherwise (a fresh machine after the README's first command)."""
-    want = os.environ.get(LAYOUT_ENV, "auto").strip().lower()
-    if want == "browser":
-        return "browser"
-    if want == "server":
-        return "server"
-    return "server" if have_dot() else "browser"
-
-
-@dataclass
-class Row:
-    """One line of values: a label, then chips ``(text, state, hover)`` or plain strings; or ``code``."""
-    label: str
-    chips: list = field(default_factory=list)
-    code: str | None = None
-
-
-@dataclass
-class Frame:
-    dot: str  # the figure at this step (DOT text; identical texts are laid out once)
-    caption: str  # the explanation line
-    rows: list = field(default_factory=list)  # [Row]
-    alt: str = ""  # the figure's text alternative
-    table: list | None = None  # optional: rows of cells, the first row the header; a cell is text or (text, state, hover)
-    svg2: str | None = None  # optional: a second figure, SVG drawn by specviz.render (e.g. the tree mask), beside the rows
 
 
 def script_json(value) -> str:
@@ -80,20 +42,6 @@ def script_json(value) -> str:
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
 
-def _row(r: Row) -> dict:
-    out = {"label": str(r.label), "chips": [c if isinstance(c, str) else [str(c[0]), str(c[1]), str(c[2]) if len(c) > 2 else ""]
-                                            for c in r.chips]}
-    if r.code is not None:
-        out["code"] = str(r.code)
-    return out
-
-
-def _cell(c) -> list:
-    if isinstance(c, (tuple, list)):
-        return [str(c[0]), str(c[1]) if len(c) > 1 and c[1] else "", str(c[2]) if len(c) > 2 else ""]
-    return [str(c), "", ""]
-
-
 def build_html(frames: list[Frame], *, start: int = 0, labels: dict, speed: float = 1.0, present: bool = False,
                links: list[str] | None = None, layout: str = "server", graphviz_url: str = "") -> str:
     """The player document for ``frames`` (pure: no streamlit).
@@ -101,41 +49,12 @@ def build_html(frames: list[Frame], *, start: int = 0, labels: dict, speed: floa
     ``layout="server"``: every distinct figure laid out here by ``dot`` (RuntimeError when ``dot`` is
     missing or fails). ``layout="browser"``: the distinct DOT texts go to the page, which loads
     Graphviz from ``graphviz_url`` and lays each out when it is first shown (the rest while idle)."""
-    dots = [f.dot for f in frames]
-    uniq = list(dict.fromkeys(dots))
-    if layout == "browser":
-        if not graphviz_url:
-            raise ValueError("browser layout needs the URL of graphviz.umd.js")
-        svgs, sources = None, uniq
-    else:
-        svgs, sources = [svg_data_url(s) for s in dots_to_svgs(uniq)], None
-    index = {d: k for k, d in enumerate(uniq)}
-    extras = list(dict.fromkeys(f.svg2 for f in frames if f.svg2))
-    extra_index = {x: k for k, x in enumerate(extras)}
-    colors = {s: [PALETTE[s], text_on(PALETTE[s])] for s in STATES}
-    data = {
-        "start": int(start), "speed": float(speed), "speeds": list(SPEEDS), "present": bool(present), "labels": labels,
-        "colors": colors, "svgs": svgs, "dots": sources, "gv": graphviz_url or None, "links": [str(u) for u in links] if links else None,
-        "svgs2": [svg_data_url(x) for x in extras],
-        "frames": [{"svg": index[f.dot], "caption": str(f.caption), "alt": str(f.alt), "rows": [_row(r) for r in f.rows],
-                    "table": [[_cell(c) for c in row] for row in f.table] if f.table else None,
-                    "svg2": extra_index[f.svg2] if f.svg2 else None}
-                   for f in frames],
-    }
+    if layout == "browser" and not graphviz_url:
+        raise ValueError("browser layout needs the URL of graphviz.umd.js")
+    data = payload(frames, labels=labels, start=start, speed=speed, present=present, links=links, layout=layout)
+    data["gv"] = graphviz_url or None
     head, tail = TEMPLATE.split(PLACEHOLDER)  # one slot, filled once: data cannot reach another placeholder
     return head + script_json(data) + tail
-
-
-def labels(tr) -> dict:
-    """The player's words in the chosen language (``tr(en, zh)``)."""
-    return {"first": tr("first step", "第一步"), "back": tr("back", "上一步"), "next": tr("next", "下一步"),
-            "last": tr("last step", "最后一步"), "play": tr("play", "播放"), "pause": tr("pause", "暂停"),
-            "step": tr("Step", "步骤"), "speed": tr("speed (steps/s)", "速度（步/秒）"), "per_s": tr("steps/s", "步/秒"),
-            "link": tr("link to this step (copied)", "此步骤的链接（已复制）"),
-            "nofig": tr("This figure could not be drawn in the browser (Graphviz did not load). The steps, the caption and the values still work; "
-                        "installing Graphviz on the server (apt-get install -y graphviz) draws the figures there.",
-                        "浏览器未能绘制此图（Graphviz 未加载）。步骤、说明和数值仍可使用；在服务器上安装 Debian 的 graphviz 软件包后由服务器绘图。"),
-            "keys": tr("Keys: ← → step · space play/pause · Home / End", "按键：← → 单步 · 空格 播放/暂停 · Home / End")}
 
 
 def step_links(page: str, slot: str, step_key: str, count: int, extra: dict | None = None) -> list[str] | None:
