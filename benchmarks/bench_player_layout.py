@@ -124,7 +124,7 @@ def main() -> None:
                 res.setdefault(("server", name, f"dot: lay out one edit's {len(texts)} figures, ms wall"), []).append(
                     (time.perf_counter() - t0) * 1000)
             page = browser.new_page()
-            page.add_script_tag(path=str(ROOT / "specviz" / "ui" / "static" / "graphviz.umd.js"))
+            page.add_script_tag(path=str(ROOT / "static" / "graphviz.umd.js"))
             t_load = page.evaluate("async () => { const t = performance.now(); "
                                    "window.gv = await window['@hpcc-js/wasm/graphviz'].Graphviz.load(); return performance.now() - t; }")
             res.setdefault(("browser", "-", "WebAssembly Graphviz load (compile + instantiate) ms"), []).append(t_load)

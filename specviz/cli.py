@@ -145,6 +145,8 @@ def cmd_convert(args) -> int:
 APP_DEFAULTS = {"--server.headless": "true", "--server.address": "127.0.0.1", "--browser.gatherUsageStats": "false",
                 # The safety settings of .streamlit/config.toml, which Streamlit reads only from the working directory.
                 "--server.maxUploadSize": "2", "--client.showErrorDetails": "type",
+                # static/ beside app.py (Graphviz in WebAssembly for the step player) served at /app/static/.
+                "--server.enableStaticServing": "true",
                 # No full gc.collect(2) after every rerun (0.25-0.3 s of GIL per click with torch loaded).
                 "--runner.postScriptGC": "false",
                 # A rerun waits for the running script's next yield point instead of stopping it at once

@@ -1,6 +1,6 @@
 """The step player's data and documents, for every host (no Streamlit here).
 
-One JS module (``specviz/ui/static/player.js``, styled by ``player.css``) draws the player in the
+One JS module (``static/player.js`` beside ``app.py``, styled by ``player.css``) draws the player in the
 app, in the exported HTML file and in Jupyter. It receives ``payload(frames, ...)``: per frame the
 caption, the value rows and the table, and the figures, once per distinct figure: SVG laid out here
 by Graphviz's ``dot`` (``layout="server"``), or the DOT text, laid out in the browser by Graphviz in
@@ -18,17 +18,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from specviz.render.palette import PALETTE, STATES, text_on
-from specviz.render.svg import dots_to_svgs, have_dot, svg_data_url
+from specviz.render.svg import dots_to_svgs, have_dot
 from specviz.safety import json_for_script
 
-STATIC = Path(__file__).parent / "ui" / "static"
 SPEEDS = (0.5, 1.0, 2.0, 4.0)
 GRAPHVIZ_JS = "graphviz.umd.js"  # Graphviz in WebAssembly (@hpcc-js/wasm 2.35.3; licence beside it)
 LAYOUT_ENV = "SPECVIZ_LAYOUT"  # "auto" (default), "server" or "browser"
 
 
+def static_dir() -> Path:
+    """``static/`` beside ``app.py``: the player module, its style, its Streamlit host and Graphviz in
+    WebAssembly; the app's server serves it at ``/app/static/`` (``server.enableStaticServing``)."""
+    from specviz.paths import app_root
+
+    return app_root() / "static"
+
+
 def asset(name: str) -> str:
-    return (STATIC / name).read_text(encoding="utf-8")
+    return (static_dir() / name).read_text(encoding="utf-8")
 
 
 def layout_mode() -> str:
@@ -76,17 +83,17 @@ def _cell(c) -> list:
 def payload(frames: list[Frame], *, labels: dict, start: int = 0, speed: float = 1.0, present: bool = False,
             links: list[str] | None = None, layout: str = "server") -> dict:
     """The player's data for ``frames`` (JSON-ready). ``layout="server"``: every distinct figure laid
-    out here by ``dot`` (RuntimeError when ``dot`` is missing or fails); ``"browser"``: the distinct
-    DOT texts, laid out by the viewer's browser."""
+    out here by ``dot`` as SVG text (RuntimeError when ``dot`` is missing or fails); ``"browser"``: the
+    distinct DOT texts, laid out by the viewer's browser. The player shows an SVG only through <img>."""
     uniq = list(dict.fromkeys(f.dot for f in frames))
-    svgs, dots = (None, uniq) if layout == "browser" else ([svg_data_url(s) for s in dots_to_svgs(uniq)], None)
+    svgs, dots = (None, uniq) if layout == "browser" else (dots_to_svgs(uniq), None)
     index = {d: k for k, d in enumerate(uniq)}
     extras = list(dict.fromkeys(f.svg2 for f in frames if f.svg2))
     extra_index = {x: k for k, x in enumerate(extras)}
     return {
         "start": int(start), "speed": float(speed), "speeds": list(SPEEDS), "present": bool(present), "labels": labels,
         "colors": {s: [PALETTE[s], text_on(PALETTE[s])] for s in STATES}, "svgs": svgs, "dots": dots,
-        "links": [str(u) for u in links] if links else None, "svgs2": [svg_data_url(x) for x in extras],
+        "links": [str(u) for u in links] if links else None, "svgs2": extras,
         "frames": [{"svg": index[f.dot], "caption": str(f.caption), "alt": str(f.alt), "rows": [_row(r) for r in f.rows],
                     "table": [[_cell(c) for c in row] for row in f.table] if f.table else None,
                     "svg2": extra_index[f.svg2] if f.svg2 else None}
@@ -125,7 +132,7 @@ h1 { font-size: 26px; margin: 0 0 6px 0; } .sub { color: #555; margin-bottom: 10
 __CSS__</style></head><body>
 <h1 data-sv-title></h1><div class="sub" data-sv-desc></div><div class="legend" data-sv-legend></div><div id="sv"></div>
 <script type="application/json" id="sv-data">__SV_DATA__</script>
-__GRAPHVIZ__<script>
+__GRAPHVIZ__<script type="module">
 __JS__
 (() => {
   const P = JSON.parse(document.getElementById("sv-data").textContent);

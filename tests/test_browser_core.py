@@ -73,7 +73,7 @@ def test_tree_builder_page(page, open_page, screenshot_dir):
 
 def _player(page):
     """The step player (an iframe): every frame is in the browser, stepping needs no server."""
-    player = page.frame_locator('[data-testid="stIFrame"]').first
+    player = page.locator(".sv-player").first
     player.locator("[data-sv-step]").wait_for(timeout=30_000)
     return player
 
@@ -147,7 +147,7 @@ def test_presentation_mode_folds_editing_and_enlarges_text(page, open_page, scre
     wait_for_app(page)
     page.wait_for_timeout(500)
     player = _player(page)
-    expect(player.locator("body")).to_have_class(re.compile("present"))
+    expect(player).to_have_class(re.compile("present"))
     # The editing controls are folded into a closed expander; the selects are not shown.
     assert not page.get_by_role("combobox", name=re.compile(r"Target\(A\)")).first.is_visible()
     size = page.evaluate("parseFloat(getComputedStyle(document.querySelector('h1')).fontSize)")

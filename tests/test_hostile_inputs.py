@@ -20,6 +20,7 @@ import zlib
 from pathlib import Path
 
 import pytest
+from tests.player_read import players
 
 from specviz import safety
 from specviz.captions import walk_summary
@@ -425,14 +426,12 @@ def test_animation_html_keeps_every_user_string_as_data(lang):
         commit = run_scenario(s, with_trace=False).commits[0]
         assert data["title"] == f"specviz · {display_name(s, lang)}: {walk_summary(s, commit, lang)}"  # "(edited)": relabelled
         assert data["desc"].startswith(s.describe(lang))
-        import base64
         import html as _html
 
         # a label is in a frame's text, or in a figure (an SVG shown through <img>, its text escaped by Graphviz)
-        figures = [_html.unescape(base64.b64decode(u.split(",", 1)[1]).decode("utf-8")) for u in data["player"]["svgs"]]
+        figures = [_html.unescape(svg) for svg in data["player"]["svgs"]]
         flat = json.dumps(data["player"]["frames"], ensure_ascii=False) + "".join(figures)
-        assert not any("<script" in f.lower() or "<iframe" in f.lower().replace("&lt;iframe", "") for f in
-                       [base64.b64decode(u.split(",", 1)[1]).decode("utf-8") for u in data["player"]["svgs"]])
+        assert not any("<script" in svg.lower() or "<iframe" in svg.lower() for svg in data["player"]["svgs"])
         for label in s.vocab[:6]:
             assert (json.dumps(label, ensure_ascii=False)[1:-1] in flat or label in flat
                     or label not in str(s.requests)), label
@@ -628,12 +627,11 @@ def test_pages_render_hostile_strings_as_text(page, rotate):
     at.run()
     assert not at.exception, at.exception
     _check_markup(at)
-    # Every step of a walk is in the step player (one iframe of our fixed page): the labels sit there as
-    # JSON data written with textContent, never as markup (tests/test_player.py covers the escaping).
-    for f in at.get("iframe"):
-        src = f.proto.srcdoc
-        data = src[src.index('id="sv-data">'):]
-        assert "<script" not in data[len('id="sv-data">'):data.index("</script>")], page
+    # Every step of a walk is in the step player (a component of our fixed module): the labels are JSON
+    # data it writes with textContent, never markup; the component's own code holds none of them.
+    for el in at.get("bidi_component"):
+        assert not el.proto.html_content and not el.proto.css_content, page
+        assert not any(str(label) in el.proto.js_content for label in LABELS), page
 
 
 def test_bad_pitfall_link_leaves_the_page_working():
@@ -683,10 +681,7 @@ def test_older_link_in_the_url_never_undoes_a_click():
 
 
 def _player_start(at) -> int:
-    if not at.get("iframe") and shutil.which("dot") is None:
-        pytest.skip("the step player draws with Graphviz's dot, which is not installed here (apt-get install graphviz)")
-    src = at.get("iframe")[0].proto.srcdoc
-    return json.loads(re.search(r'id="sv-data">(.*?)</script>', src, re.S).group(1))["start"]
+    return players(at)[0]["start"]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 // The step player: one module for every host (the app, the exported HTML file, the Jupyter widget).
-// svMount(root, D, host) builds the player inside ``root`` from the data ``D`` (specviz.ui.player.payload:
-// frames with caption, value rows and table, figures as SVG data URLs or DOT texts) and returns
+// svMount(root, D, host) builds the player inside ``root`` from the data ``D`` (specviz.player.payload:
+// frames with caption, value rows and table, figures as SVG texts or DOT texts) and returns
 // {update(D), destroy()}. Everything in D is data: it reaches the page only through textContent,
 // setAttribute and <img> (an SVG shown by <img> runs no script). Hosts pass:
 //   host.onStep(k)     the step shown changed by the viewer (debounced by the host if it costs a round trip)
@@ -8,7 +8,7 @@
 //   host.graphviz()    a promise of Graphviz in WebAssembly (for D.dots), or undefined
 //   host.layoutCache   a Map(DOT text -> data URL) shared by players of one page
 //   host.onResize()    after the figure changed size
-function svMount(root, D, host) {
+export function svMount(root, D, host) {
   "use strict";
   host = host || {};
   const doc = root.ownerDocument || document;
@@ -60,12 +60,14 @@ function svMount(root, D, host) {
   let N = 0, cur = 0, L = {}, srcs = [], playing = false, timer = null, t0 = 0, k0 = 0, speed = 1;
   let wanted = -1, pending = false, prefetching = 0;
   const cache = host.layoutCache || new Map();
+  // An SVG text as an <img> source (an image runs no script and loads nothing).
+  const svgUrl = (svg) => "data:image/svg+xml;charset=utf-8," + encodeURIComponent(svg.slice(Math.max(0, svg.indexOf("<svg"))));
 
   function setData(d) {
     D = d; L = D.labels; N = D.frames.length;
     cur = Math.max(0, Math.min(N - 1, D.start | 0));
     speed = D.speed || 1;
-    srcs = D.svgs ? D.svgs.slice() : new Array((D.dots || []).length).fill(null);
+    srcs = D.svgs ? D.svgs.map(svgUrl) : new Array((D.dots || []).length).fill(null);
     prefetching += 1;  // a prefetch of older data stops
     root.classList.toggle("present", !!D.present);
     for (const [name, tip] of [["first", L.first], ["back", L.back], ["next", L.next], ["last", L.last], ["play", L.play]]) {
@@ -110,7 +112,7 @@ function svMount(root, D, host) {
     if (src === undefined) {
       let svg = null;
       try { svg = gv.layout(dot, "svg", "dot"); } catch (e) { svg = null; }
-      src = svg ? "data:image/svg+xml;charset=utf-8," + encodeURIComponent(svg.slice(Math.max(0, svg.indexOf("<svg")))) : "";
+      src = svg ? svgUrl(svg) : "";
       if (cache.size > 600) cache.delete(cache.keys().next().value);
       cache.set(dot, src);
     }
@@ -172,7 +174,7 @@ function svMount(root, D, host) {
     showFigure(f.svg);
     img.alt = f.alt || "";
     if (f.svg2 === null || f.svg2 === undefined) { img2.hidden = true; img2.removeAttribute("src"); }
-    else { const src2 = D.svgs2[f.svg2]; if (img2.getAttribute("src") !== src2) img2.setAttribute("src", src2); img2.hidden = false; }
+    else { const src2 = svgUrl(D.svgs2[f.svg2]); if (img2.getAttribute("src") !== src2) img2.setAttribute("src", src2); img2.hidden = false; }
     scrub.value = String(cur);
     if (!linkBox.hidden && D.links) linkBox.value = D.links[cur];
     box.replaceChildren();
