@@ -113,13 +113,14 @@ RERUN_DONE_JS = """
 }
 """
 
-# The "Step k/N" text of the page: in the step player (an iframe of this origin) or in the page.
+# The "Step k/N" text of the page: in the step player (in a component's shadow root, or an iframe of
+# this origin in an older checkout) or in the page.
 STEP_TEXT_JS = """
 () => {
   const texts = [];
-  for (const f of document.querySelectorAll('iframe')) {
-    try { const d = f.contentDocument; if (d) { const e = d.querySelector('[data-sv-step]'); if (e) texts.push(e.textContent); } } catch (e) {}
-  }
+  const roots = [...document.querySelectorAll('*')].filter(e => e.shadowRoot).map(e => e.shadowRoot);
+  for (const f of document.querySelectorAll('iframe')) { try { if (f.contentDocument) roots.push(f.contentDocument); } catch (e) {} }
+  for (const r of roots) { const e = r.querySelector('[data-sv-step]'); if (e) texts.push(e.textContent); }
   const info = [...document.querySelectorAll('[data-testid="stAlertContentInfo"], [data-testid="stAlert"]')]
     .map(e => e.textContent).find(t => /(Step|步骤) \\d+\\/\\d+/.test(t));
   if (info) texts.push(info);
@@ -141,9 +142,11 @@ STEP_CHANGED_JS = """
 # The key picture is on screen: the step player's figure, or a figure drawn on the server.
 PICTURE_JS = """
 () => {
-  for (const f of document.querySelectorAll('iframe')) {
-    try { const i = f.contentDocument && f.contentDocument.querySelector('[data-sv-img]');
-          if (i && i.complete && i.naturalWidth > 0) return true; } catch (e) {}
+  const roots = [...document.querySelectorAll('*')].filter(e => e.shadowRoot).map(e => e.shadowRoot);
+  for (const f of document.querySelectorAll('iframe')) { try { if (f.contentDocument) roots.push(f.contentDocument); } catch (e) {} }
+  for (const r of roots) {
+    const i = r.querySelector('[data-sv-img]');
+    if (i && i.complete && i.naturalWidth > 0) return true;
   }
   return !!document.querySelector('.sv-graph svg, [data-testid="stGraphVizChart"] svg');
 }
@@ -176,7 +179,10 @@ def current_step(page) -> tuple[int, int, str]:
 
 
 def player_frame(page):
-    """The step player's frame (None when the page steps on the server)."""
+    """The step player (its component in the page, or its frame in an older checkout; None when the page
+    steps on the server)."""
+    if page.locator(".sv-player [data-sv-step]").count():
+        return page.locator(".sv-player").first
     for f in page.frames:
         try:
             if f != page.main_frame and f.query_selector("[data-sv-step]"):
@@ -195,7 +201,7 @@ def click_step_button(page, which: str) -> None:
         page.wait_for_timeout(200)
         f = player_frame(page)
     if f is not None:
-        f.click(f'[data-sv-btn="{which}"]')
+        f.locator(f'[data-sv-btn="{which}"]').first.click()
         return
     names = {"next": ["▶", "Next", "next"], "first": ["⏮", "First", "first"]}[which]
     for name in names:
