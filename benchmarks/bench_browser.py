@@ -226,8 +226,9 @@ def timed_step(page, which: str) -> float:
 # In the player's own document: click "next", then wait for the frame after the redraw to be painted
 # (two animation frames). The time a click takes inside the browser, without Playwright's input round trip.
 INPAGE_NEXT_JS = """
-async () => {
-  const b = document.querySelector('[data-sv-btn="next"]'), s = document.querySelector('[data-sv-step]');
+async (root) => {
+  const d = root && root.querySelector ? root : document;  // the player's element, or an older checkout's frame
+  const b = d.querySelector('[data-sv-btn="next"]'), s = d.querySelector('[data-sv-step]');
   const before = s.textContent, t0 = performance.now();
   b.click();
   while (s.textContent === before) await new Promise(r => requestAnimationFrame(r));
@@ -243,12 +244,12 @@ def bench_next_step_inpage(page, base, repeats, path: str = "chain_sampling"):
     f = player_frame(page)
     if f is None:
         return [float("nan")]
-    f.click('[data-sv-btn="first"]')
+    f.locator('[data-sv-btn="first"]').first.click()
     out = []
     for _ in range(repeats):
         k, n, _ = current_step(page)
         if k >= n:
-            f.click('[data-sv-btn="first"]')
+            f.locator('[data-sv-btn="first"]').first.click()
         out.append(f.evaluate(INPAGE_NEXT_JS))
     return out
 
@@ -429,9 +430,9 @@ def bench_play(page, base, repeats):
     f = player_frame(page)
     speed = 2.0
     if f is not None:
-        f.select_option('[data-sv-speed]', f"{speed:g}")
+        f.locator('[data-sv-speed]').first.select_option(f"{speed:g}")
         t0 = now(page)
-        f.click('[data-sv-btn="play"]')
+        f.locator('[data-sv-btn="play"]').first.click()
     else:
         page.locator('[data-testid="stSlider"]').first  # the speed select slider: keep its default 1 step/s
         speed = 1.0
