@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ast
 import functools
-import html
 import json
 import os
 import re
@@ -25,14 +24,11 @@ import textwrap
 import numpy as np
 
 from . import algorithms
-from .captions import outcome_sentence, plain, walk_summary
-from .steps import replay_steps
+from .captions import outcome_sentence, walk_summary
 from .algorithms import calls
 from .engine import Run, run_scenario
 from .naming import display_name, file_stem
 from .errors import SpecvizError
-from .render.palette import FONT_FAMILY, PALETTE, state_color, text_on
-from .safety import json_for_script
 from .scenario import Scenario
 
 # ---------------------------------------------------------------------------------------------

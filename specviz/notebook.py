@@ -9,47 +9,19 @@ WebAssembly shipped in the package (no download).
 
 ``engine.Run`` defines ``_repr_html_`` / ``_repr_svg_`` by calling these functions (``Scenario`` and
 ``Frame`` use ``specviz.display``, which needs nothing above their layer). The figure is drawn by
-graphviz's ``dot`` from ``specviz.render.tree.tree_dot`` (graphviz escapes label text); without a
-``dot`` binary it is left out and a note says why, and the tables still show. Everything a user
+graphviz's ``dot`` from ``specviz.render.tree.tree_dot`` (``specviz.render.svg``, as everywhere); without
+a ``dot`` binary it is left out and a note says why, and the tables still show. Everything a user
 typed is HTML-escaped.
 
 The static view: pure functions, no streamlit, no IPython import (Jupyter finds the ``_repr_*_`` methods itself).
 """
 from __future__ import annotations
 
-import shutil
-import subprocess
-
 import numpy as np
 
 from .display import esc, table, tree_outline
+from .render.svg import dots_to_svgs
 from .render.tree import tree_dot
-
-_SVG_TIMEOUT_S = 20
-
-
-def dot_to_svg(dot_source: str) -> str | None:
-    """The SVG that ``dot -Tsvg`` draws for ``dot_source``; None when no ``dot`` binary is installed
-    or the result is not plain SVG (nothing that could run script is passed on)."""
-    exe = shutil.which("dot")
-    if exe is None:
-        return None
-    try:
-        proc = subprocess.run([exe, "-Tsvg"], input=dot_source.encode("utf-8"), capture_output=True,
-                              timeout=_SVG_TIMEOUT_S, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if proc.returncode != 0:
-        return None
-    svg = proc.stdout.decode("utf-8", errors="replace")
-    start = svg.find("<svg")
-    if start < 0:
-        return None
-    svg = svg[start:]
-    lowered = svg.lower()
-    if "<script" in lowered or "javascript:" in lowered or "<foreignobject" in lowered:
-        return None
-    return svg
 
 
 def _states(run, b: int) -> tuple[dict, tuple | None]:
@@ -66,7 +38,10 @@ def run_svg(run, b: int = 0) -> str | None:
     t = s.tree(b)
     states, bonus = _states(run, b)
     labels = [s.label(int(x)) for x in t.tokens]
-    return dot_to_svg(tree_dot(list(t.parents), labels, rows=[b * s.n + i for i in range(t.n)], states=states, bonus=bonus))
+    try:  # Graphviz escapes label text; our DOT builders put every label through specviz.safety.dot_quote
+        return dots_to_svgs([tree_dot(list(t.parents), labels, rows=[b * s.n + i for i in range(t.n)], states=states, bonus=bonus)])[0]
+    except RuntimeError:  # no dot here, or it failed
+        return None
 
 
 def run_html(run) -> str:

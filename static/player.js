@@ -61,13 +61,13 @@ export function svMount(root, D, host) {
   let wanted = -1, pending = false, prefetching = 0;
   const cache = host.layoutCache || new Map();
   // An SVG text as an <img> source (an image runs no script and loads nothing).
-  const svgUrl = (svg) => "data:image/svg+xml;charset=utf-8," + encodeURIComponent(svg.slice(Math.max(0, svg.indexOf("<svg"))));
+  const asImage = (svg) => "data:image/svg+xml;charset=utf-8," + encodeURIComponent(svg.slice(Math.max(0, svg.indexOf("<svg"))));
 
   function setData(d) {
     D = d; L = D.labels; N = D.frames.length;
     cur = Math.max(0, Math.min(N - 1, D.start | 0));
     speed = D.speed || 1;
-    srcs = D.svgs ? D.svgs.map(svgUrl) : new Array((D.dots || []).length).fill(null);
+    srcs = D.svgs ? D.svgs.map(asImage) : new Array((D.dots || []).length).fill(null);
     prefetching += 1;  // a prefetch of older data stops
     root.classList.toggle("present", !!D.present);
     for (const [name, tip] of [["first", L.first], ["back", L.back], ["next", L.next], ["last", L.last], ["play", L.play]]) {
@@ -112,7 +112,7 @@ export function svMount(root, D, host) {
     if (src === undefined) {
       let svg = null;
       try { svg = gv.layout(dot, "svg", "dot"); } catch (e) { svg = null; }
-      src = svg ? svgUrl(svg) : "";
+      src = svg ? asImage(svg) : "";
       if (cache.size > 600) cache.delete(cache.keys().next().value);
       cache.set(dot, src);
     }
@@ -174,7 +174,7 @@ export function svMount(root, D, host) {
     showFigure(f.svg);
     img.alt = f.alt || "";
     if (f.svg2 === null || f.svg2 === undefined) { img2.hidden = true; img2.removeAttribute("src"); }
-    else { const src2 = svgUrl(D.svgs2[f.svg2]); if (img2.getAttribute("src") !== src2) img2.setAttribute("src", src2); img2.hidden = false; }
+    else { const src2 = asImage(D.svgs2[f.svg2]); if (img2.getAttribute("src") !== src2) img2.setAttribute("src", src2); img2.hidden = false; }
     scrub.value = String(cur);
     if (!linkBox.hidden && D.links) linkBox.value = D.links[cur];
     box.replaceChildren();

@@ -101,7 +101,7 @@ def test_an_edit_right_after_a_step_is_kept(page, open_page):
     player = page.locator(".sv-player").first
     step = player.locator("[data-sv-step]")
     expect(step).to_have_text(re.compile(r"/\d+$"), timeout=30_000)
-    for _ in range(3):
+    for _ in range(2):
         player.locator('[data-sv-btn="first"]').click()
         for _ in range(2):
             player.locator('[data-sv-btn="next"]').click()

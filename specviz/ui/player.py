@@ -24,7 +24,7 @@ import json
 import threading
 from collections import OrderedDict
 
-from specviz.player import GRAPHVIZ_JS, SPEEDS, Frame, Row, labels, layout_mode, payload, static_dir  # noqa: F401  (pages use player.Frame)
+from specviz.player import Frame, Row, labels, layout_mode, payload  # noqa: F401  (pages use player.Frame, player.Row)
 
 _COMPONENT = None
 _LOCK = threading.Lock()
