@@ -8,6 +8,24 @@
 //   host.graphviz()    a promise of Graphviz in WebAssembly (for D.dots), or undefined
 //   host.layoutCache   a Map(DOT text -> data URL) shared by players of one page
 //   host.onResize()    after the figure changed size
+// Graphviz in WebAssembly from ``src`` (a script URL of the host: the app's server, or the package's file
+// the Jupyter kernel sent): one <script> per page, loaded once; resolves to the Graphviz object.
+let svGraphvizLoad = null;
+export function svGraphviz(src) {
+  if (!svGraphvizLoad) {
+    svGraphvizLoad = new Promise((resolve, reject) => {
+      const NAME = "@hpcc-js/wasm/graphviz";
+      if (window[NAME]) { window[NAME].Graphviz.load().then(resolve, reject); return; }
+      const s = document.createElement("script");
+      s.src = src(); s.async = true; s.dataset.svGraphviz = "";
+      s.onload = () => window[NAME].Graphviz.load().then(resolve, reject);
+      s.onerror = () => { s.remove(); svGraphvizLoad = null; reject(new Error("Graphviz did not load")); };
+      document.head.appendChild(s);
+    });
+  }
+  return svGraphvizLoad;
+}
+
 export function svMount(root, D, host) {
   "use strict";
   host = host || {};

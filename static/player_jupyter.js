@@ -3,24 +3,6 @@
 // file as one ES module. The widget's traits: ``data`` (the player's data, specviz.player.payload) and
 // ``step`` (the step shown, both ways: Python reads it, and setting it moves the player). Keys step the
 // player while the widget has focus (click it first), so the notebook's own keys keep working.
-let gvLoad = null;
-
-function graphvizFrom(model) {
-  // Graphviz in WebAssembly, shipped in the package and sent by the kernel (only without a server-side dot).
-  if (!gvLoad) {
-    gvLoad = new Promise((resolve, reject) => {
-      const NAME = "@hpcc-js/wasm/graphviz";
-      if (window[NAME]) { window[NAME].Graphviz.load().then(resolve, reject); return; }
-      const s = document.createElement("script");
-      s.src = URL.createObjectURL(new Blob([model.get("_graphviz")], {type: "text/javascript"}));
-      s.onload = () => window[NAME].Graphviz.load().then(resolve, reject);
-      s.onerror = () => { gvLoad = null; reject(new Error("Graphviz did not load")); };
-      document.head.appendChild(s);
-    });
-  }
-  return gvLoad;
-}
-
 export default {
   render({model, el}) {
     const box = document.createElement("div");
@@ -29,7 +11,10 @@ export default {
     const data = () => Object.assign({}, model.get("data"), {start: model.get("step")});
     const player = svMount(box, data(), {
       keys: box,
-      graphviz: model.get("_graphviz") ? () => graphvizFrom(model) : undefined,
+      // Graphviz in WebAssembly, shipped in the package and sent by the kernel (only without a server-side dot)
+      graphviz: model.get("_graphviz")
+        ? () => svGraphviz(() => URL.createObjectURL(new Blob([model.get("_graphviz")], {type: "text/javascript"})))
+        : undefined,
       onStep: (k, playing) => { if (!playing) { model.set("step", k); model.save_changes(); } },
     });
     const onData = () => player.update(data());

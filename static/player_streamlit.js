@@ -5,7 +5,7 @@
 // keeps them by digest, so a rerun that does not change the frames sends none and keeps the step on
 // screen. The step goes back as the component's state "step" once the viewer stops on it (never
 // while playing), so the page's share link, language switch and exports follow the step shown.
-import {svMount} from "./player.js";
+import {svGraphviz, svMount} from "./player.js";
 
 const DATA = new Map();  // digest -> the player's data, for this tab
 const LAYOUTS = new Map();  // DOT text -> laid-out figure, shared by every player of the tab
@@ -13,23 +13,7 @@ const MOUNTED = new WeakMap();  // the component's element -> {player, digest, s
 const GEN = new WeakMap();  // the component's element -> the number of its newest call
 const CSS = new URL("player.css", import.meta.url).href;
 const GRAPHVIZ = new URL("graphviz.umd.js", import.meta.url).href;
-let graphvizLoad = null;
-
-function graphviz() {
-  // Graphviz in WebAssembly from the app's own server: one <script>, once a tab.
-  if (!graphvizLoad) {
-    graphvizLoad = new Promise((resolve, reject) => {
-      const NAME = "@hpcc-js/wasm/graphviz";
-      if (window[NAME]) { window[NAME].Graphviz.load().then(resolve, reject); return; }
-      const s = document.createElement("script");
-      s.src = GRAPHVIZ; s.async = true; s.dataset.svGraphviz = "";
-      s.onload = () => window[NAME].Graphviz.load().then(resolve, reject);
-      s.onerror = () => { s.remove(); graphvizLoad = null; reject(new Error("could not load " + GRAPHVIZ)); };
-      document.head.appendChild(s);
-    });
-  }
-  return graphvizLoad;
-}
+const graphviz = () => svGraphviz(() => GRAPHVIZ);
 
 async function unpack(z) {
   const bytes = Uint8Array.from(atob(z), (c) => c.charCodeAt(0));

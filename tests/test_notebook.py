@@ -159,7 +159,7 @@ WIDGET_PAGE = """<!DOCTYPE html><meta charset="utf-8"><div id="el"></div>
   // anywidget's side, as small as the widget needs: a model with get / set / save_changes / on / off.
   const P = JSON.parse(document.getElementById("d").textContent);
   const m = await import(URL.createObjectURL(new Blob([P.esm], {type: "text/javascript"})));
-  const vals = {data: P.data, step: P.step, _graphviz: ""}, handlers = {};
+  const vals = {data: P.data, step: P.step, _graphviz: P.graphviz}, handlers = {};
   const model = {get: (k) => vals[k], set: (k, v) => { vals[k] = v; },
                  save_changes: () => { document.body.dataset.saved = String(vals.step); },
                  on: (e, f) => { (handlers[e] = handlers[e] || []).push(f); }, off: () => {}};
@@ -168,19 +168,27 @@ WIDGET_PAGE = """<!DOCTYPE html><meta charset="utf-8"><div id="el"></div>
 </script>"""
 
 
-def test_player_widget_module_steps_in_chromium(tmp_path, browser):
+@pytest.mark.parametrize("layout", ["server", "browser"])
+def test_player_widget_module_steps_in_chromium(tmp_path, browser, layout):
     """The widget's module (player.js + player_jupyter.js: what anywidget loads) rendered in chromium with a
     stand-in for anywidget's model: it opens at the model's step, steps with its buttons and keys (when
-    focused), writes the step back to the model, and follows a step set from Python."""
-    from specviz.player import asset, labels, layout_mode, payload
+    focused), writes the step back to the model, and follows a step set from Python. Laid out by ``dot``
+    here, or (no ``dot``) in the page by the package's Graphviz in WebAssembly, sent by the kernel."""
+    import shutil
+
+    from specviz.player import GRAPHVIZ_JS, asset, labels, payload
+
+    if layout == "server" and shutil.which("dot") is None:
+        pytest.skip("Graphviz's dot is not installed here (apt-get install graphviz)")
     from specviz.playframes import frames_for
     from specviz.safety import json_for_script
 
     s = load_scenario(scenario_dir() / "running_example.json")
     frames = frames_for(s, run_scenario(s), "en")
-    data = payload(frames, labels=labels(lambda en, zh: en), layout=layout_mode())
+    data = payload(frames, labels=labels(lambda en, zh: en), layout=layout)
     page_text = WIDGET_PAGE.replace("__DATA__", json_for_script({"esm": asset("player.js") + asset("player_jupyter.js"),
-                                                                 "data": data, "step": 2}))
+                                                                 "data": data, "step": 2,
+                                                                 "graphviz": asset(GRAPHVIZ_JS) if layout == "browser" else ""}))
     path = tmp_path / "widget.html"
     path.write_text(page_text, encoding="utf-8")
     page = browser.new_page()
@@ -199,4 +207,8 @@ def test_player_widget_module_steps_in_chromium(tmp_path, browser):
     assert step.inner_text() == f"Step {len(frames) - 1}/{len(frames) - 1}"
     page.evaluate("() => { __model.vals.step = 1; __model.handlers['change:step'].forEach((f) => f()); }")  # w.step = 1
     assert step.inner_text() == f"Step 1/{len(frames) - 1}"
+    root = page.locator(".sv-player")
+    page.wait_for_function("() => document.querySelector('.sv-player').dataset.svFigure === 'ready'", timeout=30_000)
+    assert page.locator("[data-sv-img]").get_attribute("src").startswith("data:image/svg+xml")
+    assert root.get_attribute("data-sv-figure") == "ready"
     page.close()
