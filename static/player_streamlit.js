@@ -60,7 +60,7 @@ export default async function (component) {
       onStep: (k, playing) => {
         clearTimeout(timer);
         pending = playing ? null : k;
-        if (!playing) timer = setTimeout(send, 300);
+        if (!playing) timer = setTimeout(send, 1000);  // a click anywhere else sends it at once (flush)
       },
     };
     const link = document.createElement("link");

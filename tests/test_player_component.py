@@ -70,7 +70,7 @@ def test_the_step_is_component_state_and_survives_language_and_reruns(page, open
     for _ in range(3):
         page.keyboard.press("ArrowRight")
     expect(step).to_have_text(f"Step 3/{total}")
-    page.wait_for_timeout(400)  # the step goes to the server once the viewer stops on it
+    page.wait_for_timeout(1300)  # the step goes to the server once the viewer stops on it (1 s)
     wait_for_app(page)
     expect(step).to_have_text(f"Step 3/{total}")
     sidebar = page.locator('[data-testid="stSidebar"]')
@@ -105,7 +105,7 @@ def test_an_edit_right_after_a_step_is_kept(page, open_page):
         player.locator('[data-sv-btn="first"]').click()
         for _ in range(2):
             player.locator('[data-sv-btn="next"]').click()
-        page.get_by_role("button", name=".4 accept", exact=True).first.click()  # at once, inside the 300 ms
+        page.get_by_role("button", name=".4 accept", exact=True).first.click()  # at once, before the step is sent (1 s)
         wait_for_app(page)
         expect(page.get_by_text("Output this round: A B").first).to_be_visible(timeout=20_000)
         total = step.inner_text().split("/")[1]
