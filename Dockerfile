@@ -12,6 +12,7 @@ COPY specviz/ specviz/
 COPY kernels/ kernels/
 COPY pages/ pages/
 COPY scenarios/ scenarios/
+COPY static/ static/
 RUN pip wheel --no-deps --wheel-dir /wheels .
 
 # --- run -----------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
 APP_FILES = ["app.py"]
-APP_DIRS = {"pages": "*.py", "scenarios": "**/*.json"}
+APP_DIRS = {"pages": "*.py", "scenarios": "**/*.json", "static": "*"}  # static/: what the app's server serves
 
 
 class build_py_with_app(build_py):

@@ -113,13 +113,14 @@ RERUN_DONE_JS = """
 }
 """
 
-# The "Step k/N" text of the page: in the step player (an iframe of this origin) or in the page.
+# The "Step k/N" text of the page: in the step player (in a component's shadow root, or an iframe of
+# this origin in an older checkout) or in the page.
 STEP_TEXT_JS = """
 () => {
   const texts = [];
-  for (const f of document.querySelectorAll('iframe')) {
-    try { const d = f.contentDocument; if (d) { const e = d.querySelector('[data-sv-step]'); if (e) texts.push(e.textContent); } } catch (e) {}
-  }
+  const roots = [...document.querySelectorAll('*')].filter(e => e.shadowRoot).map(e => e.shadowRoot);
+  for (const f of document.querySelectorAll('iframe')) { try { if (f.contentDocument) roots.push(f.contentDocument); } catch (e) {} }
+  for (const r of roots) { const e = r.querySelector('[data-sv-step]'); if (e) texts.push(e.textContent); }
   const info = [...document.querySelectorAll('[data-testid="stAlertContentInfo"], [data-testid="stAlert"]')]
     .map(e => e.textContent).find(t => /(Step|步骤) \\d+\\/\\d+/.test(t));
   if (info) texts.push(info);
@@ -141,9 +142,11 @@ STEP_CHANGED_JS = """
 # The key picture is on screen: the step player's figure, or a figure drawn on the server.
 PICTURE_JS = """
 () => {
-  for (const f of document.querySelectorAll('iframe')) {
-    try { const i = f.contentDocument && f.contentDocument.querySelector('[data-sv-img]');
-          if (i && i.complete && i.naturalWidth > 0) return true; } catch (e) {}
+  const roots = [...document.querySelectorAll('*')].filter(e => e.shadowRoot).map(e => e.shadowRoot);
+  for (const f of document.querySelectorAll('iframe')) { try { if (f.contentDocument) roots.push(f.contentDocument); } catch (e) {} }
+  for (const r of roots) {
+    const i = r.querySelector('[data-sv-img]');
+    if (i && i.complete && i.naturalWidth > 0) return true;
   }
   return !!document.querySelector('.sv-graph svg, [data-testid="stGraphVizChart"] svg');
 }
@@ -176,7 +179,10 @@ def current_step(page) -> tuple[int, int, str]:
 
 
 def player_frame(page):
-    """The step player's frame (None when the page steps on the server)."""
+    """The step player (its component in the page, or its frame in an older checkout; None when the page
+    steps on the server)."""
+    if page.locator(".sv-player [data-sv-step]").count():
+        return page.locator(".sv-player").first
     for f in page.frames:
         try:
             if f != page.main_frame and f.query_selector("[data-sv-step]"):
@@ -195,7 +201,7 @@ def click_step_button(page, which: str) -> None:
         page.wait_for_timeout(200)
         f = player_frame(page)
     if f is not None:
-        f.click(f'[data-sv-btn="{which}"]')
+        f.locator(f'[data-sv-btn="{which}"]').first.click()
         return
     names = {"next": ["▶", "Next", "next"], "first": ["⏮", "First", "first"]}[which]
     for name in names:
@@ -220,8 +226,9 @@ def timed_step(page, which: str) -> float:
 # In the player's own document: click "next", then wait for the frame after the redraw to be painted
 # (two animation frames). The time a click takes inside the browser, without Playwright's input round trip.
 INPAGE_NEXT_JS = """
-async () => {
-  const b = document.querySelector('[data-sv-btn="next"]'), s = document.querySelector('[data-sv-step]');
+async (root) => {
+  const d = root && root.querySelector ? root : document;  // the player's element, or an older checkout's frame
+  const b = d.querySelector('[data-sv-btn="next"]'), s = d.querySelector('[data-sv-step]');
   const before = s.textContent, t0 = performance.now();
   b.click();
   while (s.textContent === before) await new Promise(r => requestAnimationFrame(r));
@@ -237,12 +244,12 @@ def bench_next_step_inpage(page, base, repeats, path: str = "chain_sampling"):
     f = player_frame(page)
     if f is None:
         return [float("nan")]
-    f.click('[data-sv-btn="first"]')
+    f.locator('[data-sv-btn="first"]').first.click()
     out = []
     for _ in range(repeats):
         k, n, _ = current_step(page)
         if k >= n:
-            f.click('[data-sv-btn="first"]')
+            f.locator('[data-sv-btn="first"]').first.click()
         out.append(f.evaluate(INPAGE_NEXT_JS))
     return out
 
@@ -423,9 +430,9 @@ def bench_play(page, base, repeats):
     f = player_frame(page)
     speed = 2.0
     if f is not None:
-        f.select_option('[data-sv-speed]', f"{speed:g}")
+        f.locator('[data-sv-speed]').first.select_option(f"{speed:g}")
         t0 = now(page)
-        f.click('[data-sv-btn="play"]')
+        f.locator('[data-sv-btn="play"]').first.click()
     else:
         page.locator('[data-testid="stSlider"]').first  # the speed select slider: keep its default 1 step/s
         speed = 1.0

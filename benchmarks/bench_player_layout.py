@@ -9,7 +9,7 @@ For each mode, one fresh ``streamlit run app.py`` with that ``SPECVIZ_LAYOUT``; 
 - step: a click on "next" inside the player until the new picture is decoded, for every step
   of the walk, timed in the player's own clock (first pass right after the page opened, while the
   browser may still be laying out the other frames, and a second pass);
-- the player document's size (what each rerun sends over the websocket).
+- (the bytes each rerun sends: benchmarks/bench_player_bytes.py).
 Then, on this process: the server's CPU to lay out one edit's figures with ``dot`` (every distinct
 DOT text of the page's walk, cache cleared: an edit changes every frame), and the browser's time to
 lay out the same texts with Graphviz in WebAssembly (in chromium, one ``layout`` call per text).
@@ -32,17 +32,30 @@ sys.path.insert(0, str(ROOT))
 
 from playwright.sync_api import sync_playwright  # noqa: E402
 
+from specviz.engine import run_scenario  # noqa: E402
+from specviz.pitfalls import preset  # noqa: E402
+from specviz.playframes import frames_for  # noqa: E402
 from tests.conftest import CHROMIUM, CHROMIUM_ARGS, _free_port, _wait_health, wait_for_app  # noqa: E402
 
-READY = """() => { const f = document.querySelector('[data-testid="stIFrame"]'); const d = f && f.contentDocument;
-  const img = d && d.querySelector('[data-sv-img]');
-  return !!(img && d.body.dataset.svFigure === 'ready' && img.complete && img.naturalWidth > 0); }"""
+# The player's element (in its component's shadow root): its picture shown and decoded.
+READY = """() => { const host = [...document.querySelectorAll('*')].find(e => e.shadowRoot && e.shadowRoot.querySelector('.sv-player'));
+  const root = host && host.shadowRoot.querySelector('.sv-player'); const img = root && root.querySelector('[data-sv-img]');
+  return !!(img && root.dataset.svFigure === 'ready' && img.complete && img.naturalWidth > 0); }"""
 
-STEP = """async () => { const img = document.querySelector('[data-sv-img]');
-  const t = performance.now(); document.querySelector('[data-sv-btn="next"]').click();
-  while (document.body.dataset.svFigure !== 'ready') await new Promise(r => setTimeout(r, 1));
+STEP = """async (root) => { const img = root.querySelector('[data-sv-img]');
+  const t = performance.now(); root.querySelector('[data-sv-btn="next"]').click();
+  while (root.dataset.svFigure !== 'ready') await new Promise(r => setTimeout(r, 1));
   try { await img.decode(); } catch (e) {}
   return performance.now() - t; }"""
+
+def _frames(page: str) -> list:
+    s = preset(PAGE_PRESET[page])
+    return frames_for(s, run_scenario(s), "en")
+
+
+# Each page's default scenario (specviz.ui.scenarios): its walk's DOT texts, for the layout work below.
+PAGE_PRESET = {"greedy": "running_example", "chain_sampling": "pq_example", "dspark": "dspark_chain",
+               "target_only": "target_only_sampling"}
 
 
 @contextlib.contextmanager
@@ -95,18 +108,15 @@ def main() -> None:
                         page.wait_for_function(READY, timeout=600_000, polling=10)
                         res.setdefault((mode, name, "first visit ms"), []).append((time.perf_counter() - t0) * 1000)
                         print(mode, name, "first visit ms", round(res[(mode, name, "first visit ms")][-1]), os.getloadavg()[0], flush=True)
-                        frame = page.frame_locator('[data-testid="stIFrame"]').first
-                        frame.locator('[data-sv-btn="first"]').click()
-                        doc = page.locator('[data-testid="stIFrame"]').first.element_handle().content_frame()
-                        data = json.loads(doc.locator("#sv-data").text_content())
-                        res.setdefault((mode, name, "player document KB"), []).append(
-                            len(doc.evaluate("document.documentElement.outerHTML")) / 1024)
+                        root = page.locator(".sv-player").first
+                        root.locator('[data-sv-btn="first"]').click()
+                        frames = _frames(name)
                         if mode == "browser":
-                            dots[name] = data["dots"]
+                            dots[name] = list(dict.fromkeys(f.dot for f in frames))
                         for pass_name in ("step ms, first pass", "step ms, second pass"):
-                            doc.locator('[data-sv-btn="first"]').click()
-                            for _ in range(len(data["frames"]) - 1):
-                                res.setdefault((mode, name, pass_name), []).append(doc.evaluate(STEP))
+                            root.locator('[data-sv-btn="first"]').click()
+                            for _ in range(len(frames) - 1):
+                                res.setdefault((mode, name, pass_name), []).append(root.evaluate(STEP))
                         ctx.close()
         # The same layout work on each side: dot on this machine (server CPU), WebAssembly in chromium.
         from specviz.render import svg as server_svg
@@ -124,7 +134,7 @@ def main() -> None:
                 res.setdefault(("server", name, f"dot: lay out one edit's {len(texts)} figures, ms wall"), []).append(
                     (time.perf_counter() - t0) * 1000)
             page = browser.new_page()
-            page.add_script_tag(path=str(ROOT / "specviz" / "ui" / "static" / "graphviz.umd.js"))
+            page.add_script_tag(path=str(ROOT / "static" / "graphviz.umd.js"))
             t_load = page.evaluate("async () => { const t = performance.now(); "
                                    "window.gv = await window['@hpcc-js/wasm/graphviz'].Graphviz.load(); return performance.now() - t; }")
             res.setdefault(("browser", "-", "WebAssembly Graphviz load (compile + instantiate) ms"), []).append(t_load)

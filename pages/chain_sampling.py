@@ -15,7 +15,8 @@ from specviz.limits import COIN_FORMAT, COIN_STEP, MAX_COIN
 from specviz.render import sampling_charts as sc
 from specviz.scenario import scenario_from_json
 from specviz.ui import common as ui
-from specviz.ui import heavy, markup, playframes, sampling_page, share_ui
+from specviz import playframes
+from specviz.ui import heavy, markup, sampling_page, share_ui
 from specviz.safety import md_text as md
 
 SLOT = "chain"
@@ -255,7 +256,7 @@ def scenario_view():
     if run is None:
         return
 
-    # Every frame and caption of the player is a pure function of the one replay (specviz.ui.playframes).
+    # Every frame and caption of the player is a pure function of the one replay (specviz.playframes).
     views = playframes.chain_frames(s, run, ui.lang())
     cur = sampling_page.step_player(views, walk_box, ("The Accept, step by step", "逐步执行 Accept"), key=KEY,
                                     slot=SLOT, step_key=STEP, version_key="sv_chain_step_ver")

@@ -141,7 +141,7 @@ def scenario_view():
         return
 
     # -- the walk, step by step (in the browser: every frame is sent at once) ---------------------------
-    # Every frame and caption is a pure function of the one replay (specviz.ui.playframes).
+    # Every frame and caption is a pure function of the one replay (specviz.playframes).
     all_events = run.trace.events
     events = [e for e in all_events if e.request == b]
     global_idx = [0] + [k + 1 for k, e in enumerate(all_events) if e.request == b]

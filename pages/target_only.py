@@ -16,7 +16,8 @@ from specviz.limits import COIN_FORMAT, COIN_STEP, MAX_COIN, MAX_THRESHOLD, MIN_
 from specviz.render import sampling_charts as sc
 from specviz.scenario import scenario_from_json
 from specviz.ui import common as ui
-from specviz.ui import heavy, playframes, sampling_page, share_ui
+from specviz import playframes
+from specviz.ui import heavy, sampling_page, share_ui
 from specviz.safety import md_text as md
 
 SLOT = "target_only"
@@ -175,7 +176,7 @@ def scenario_view():
     if run is None:
         return
 
-    # Every frame and caption of the player is a pure function of the one replay (specviz.ui.playframes).
+    # Every frame and caption of the player is a pure function of the one replay (specviz.playframes).
     views = playframes.target_only_frames(s, run, ui.lang())
     cur = sampling_page.step_player(views, walk_box, ("The sibling scan, step by step", "逐步查看兄弟节点扫描"),
                                     key=KEY, slot=SLOT, step_key=STEP, version_key="sv_to_step_ver")

@@ -1,4 +1,4 @@
-"""The command line: ``specviz app``, ``specviz serve`` and ``specviz run|check|audit|convert FILE``.
+"""The command line: ``specviz app``, ``specviz serve`` and ``specviz run|check|audit|convert|export FILE``.
 
 ``specviz`` is the console command of an installed package (``pip install .``); ``python -m
 specviz`` is the same command from a checkout.
@@ -145,6 +145,8 @@ def cmd_convert(args) -> int:
 APP_DEFAULTS = {"--server.headless": "true", "--server.address": "127.0.0.1", "--browser.gatherUsageStats": "false",
                 # The safety settings of .streamlit/config.toml, which Streamlit reads only from the working directory.
                 "--server.maxUploadSize": "2", "--client.showErrorDetails": "type",
+                # static/ beside app.py (Graphviz in WebAssembly for the step player) served at /app/static/.
+                "--server.enableStaticServing": "true",
                 # No full gc.collect(2) after every rerun (0.25-0.3 s of GIL per click with torch loaded).
                 "--runner.postScriptGC": "false",
                 # A rerun waits for the running script's next yield point instead of stopping it at once
@@ -260,6 +262,42 @@ tree can be drawn by an EAGLE rollout, topk, depth, parent_list and selected_ind
 """
 
 
+_EPILOG_EXPORT = """Writes the files the app's export box offers, for slides without opening the app:
+  specviz export running_example --html walk.html            the step player, one offline HTML file
+  specviz export my.json --html walk_zh.html --lang zh       the same in Chinese
+  specviz export running_example --json s.json --pytest test_s.py --svg tree.svg --png tree.png
+--svg / --png draw the end state's figure and need Graphviz's dot (apt-get install -y graphviz).
+"""
+
+
+def cmd_export(args) -> int:
+    from . import export
+    from .engine import run_scenario
+    from .playframes import frames_for
+
+    outs = [(flag, getattr(args, flag)) for flag in ("html", "json", "pytest", "svg", "png") if getattr(args, flag)]
+    if not outs:
+        raise SpecvizError("export", "name at least one file: --html, --json, --pytest, --svg or --png")
+    s = load_scenario(args.file)
+    for flag, path in outs:
+        if flag == "html":
+            body = export.animation_html(s, args.lang)
+        elif flag == "json":
+            body = export.scenario_json(s)
+        elif flag == "pytest":
+            body = export.pytest_file(s)
+        else:
+            dot = frames_for(s, run_scenario(s, "numpy"), args.lang)[-1].dot
+            body = export.dot_to_svg(dot) if flag == "svg" else export.dot_to_png(dot)
+        try:
+            with open(path, "wb") as fh:
+                fh.write(body if isinstance(body, bytes) else body.encode("utf-8"))
+        except OSError as exc:
+            raise SpecvizError(f"--{flag}", f"cannot write {path}: {exc.strerror or exc}") from None
+        print(f"wrote {path}")
+    return 0
+
+
 def _scenario_arg(value: str) -> str:
     """FILE as given; a bare preset name (``running_example`` or ``running_example.json``) that is no
     file here names the preset shipped with specviz, so ``specviz run running_example`` works anywhere."""
@@ -321,6 +359,16 @@ def main(argv=None) -> int:
     p.add_argument("file", type=_scenario_arg, help="a scenario JSON file (docs/scenario_format.md) or a preset name")
     p.add_argument("--topk", type=int, default=None)
     p.set_defaults(fn=cmd_convert)
+    p = sub.add_parser("export", help="write the step player as one offline HTML file, the scenario JSON, a pytest file, the figure",
+                       epilog=_EPILOG_EXPORT, formatter_class=fmt)
+    p.add_argument("file", type=_scenario_arg, help="a scenario JSON file (docs/scenario_format.md) or a preset name")
+    p.add_argument("--html", metavar="OUT.html", help="the step player, self-contained, plays offline")
+    p.add_argument("--json", metavar="OUT.json", help="the scenario file")
+    p.add_argument("--pytest", metavar="OUT.py", help="a ready-to-run pytest file checking the reference's outputs")
+    p.add_argument("--svg", metavar="OUT.svg", help="the end state's figure as SVG (needs dot)")
+    p.add_argument("--png", metavar="OUT.png", help="the end state's figure as PNG (needs dot)")
+    p.add_argument("--lang", default="en", choices=("en", "zh"), help="the player's language (default en)")
+    p.set_defaults(fn=cmd_export)
     args, extra = parser.parse_known_args(argv)
     try:
         if args.command == "app":

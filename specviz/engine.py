@@ -58,6 +58,11 @@ class Run:
 
         return run_html(self)
 
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        from .notebook import run_mimebundle
+
+        return run_mimebundle(self, include, exclude)
+
     def _repr_svg_(self) -> str | None:
         from .notebook import run_svg
 

@@ -6,7 +6,7 @@ and the whole animation as ONE self-contained HTML file that plays offline (for 
     dot_to_svg(dot) / dot_to_png(dot)     -> bytes (needs Graphviz's ``dot`` binary: apt-get install -y graphviz)
     figure_to_png(fig) / figure_to_svg(fig) -> bytes (plotly; needs kaleido + a chromium; else SpecvizError saying so)
     figure_to_html(fig)         -> str   (plotly, offline: plotly.js inlined; always works)
-    animation_html(s)           -> str   (inline SVG frames + inline JS, no network)
+    animation_html(s, lang)     -> str   (the step player, its frames inlined; no network)
 
 No streamlit here.
 """
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ast
 import functools
-import html
 import json
 import os
 import re
@@ -25,14 +24,11 @@ import textwrap
 import numpy as np
 
 from . import algorithms
-from .captions import outcome_sentence, plain, walk_summary
-from .steps import replay_steps
+from .captions import outcome_sentence, walk_summary
 from .algorithms import calls
 from .engine import Run, run_scenario
 from .naming import display_name, file_stem
 from .errors import SpecvizError
-from .render.palette import FONT_FAMILY, PALETTE, state_color, text_on
-from .safety import json_for_script
 from .scenario import Scenario
 
 # ---------------------------------------------------------------------------------------------
@@ -349,264 +345,26 @@ def figure_to_html(fig) -> str:
 # The animation as one self-contained HTML file
 # ---------------------------------------------------------------------------------------------
 
-NODE_W, NODE_H, GAP_X, GAP_Y = 78, 52, 22, 46
-MARK = {"accepted": "✓", "rejected": "✗", "current": "●", "compared": "?", "bonus": "★"}
+def animation_html(s: Scenario, lang: str = "en") -> str:
+    """The scenario's step player as one HTML file that plays offline (for slides): the app's player
+    module (``specviz.player``) with the frames its page shows (``specviz.playframes.frames_for``) inlined
+    as data. Figures are laid out by ``dot`` when it is installed here, else by Graphviz in WebAssembly
+    inlined in the file. Arrow keys step, space plays, ``#play`` in the URL starts playing. Every
+    user-controlled string (title, description, labels) travels only inside the JSON data."""
+    from .player import labels, layout_mode, payload, standalone_html
+    from .playframes import frames_for
 
-
-def _layout(parents) -> dict:
-    """Tidy layout: leaves at consecutive x slots (children in sibling order), parents centred."""
-    n = len(parents)
-    kids = {i: [c for c in range(1, n) if parents[c] == i] for i in range(n)}
-    depth = [0] * n
-    for i in range(1, n):
-        depth[i] = depth[parents[i]] + 1
-    x: dict = {}
-    nxt = [0]
-
-    def place(i):
-        if not kids[i]:
-            x[i] = nxt[0]
-            nxt[0] += 1
-        else:
-            for c in kids[i]:
-                place(c)
-            x[i] = (x[kids[i][0]] + x[kids[i][-1]]) / 2
-    place(0)
-    return {i: (x[i], depth[i]) for i in range(n)}, nxt[0], max(depth) + 1
-
-
-def _el(tag: str, attrs: dict, *children) -> list:
-    """One SVG element as data: [tag, {attribute: value}, [child elements or text]]. The player
-    builds it with createElementNS / setAttribute / text nodes: text is never parsed as markup."""
-    return [tag, {k: (f"{v:.1f}" if isinstance(v, float) else str(v)) for k, v in attrs.items()}, list(children)]
-
-
-def _svg_frame(s: Scenario, layouts, req_states, bonuses, row_word: str) -> list:
-    """One frame as an element tree: every request's tree side by side (tooltips via <title>)."""
-    parts, x0, height = [], 10, 0
-    n = s.n
-    for b in range(len(s.requests)):
-        pos, width_slots, depth = layouts[b]
-        tree = s.tree(b)
-        bonus = bonuses[b]
-        width_slots = max(width_slots, 1)
-
-        def cx(i):
-            return float(x0 + pos[i][0] * (NODE_W + GAP_X) + NODE_W / 2)
-
-        def cy(i):
-            return float(40 + pos[i][1] * (NODE_H + GAP_Y) + NODE_H / 2)
-        if len(s.requests) > 1:
-            parts.append(_el("text", {"x": x0, "y": 22, "font-size": 18, "fill": "#333"}, f"request {b}"))
-        for i in range(1, n):
-            p = tree.parents[i]
-            faded = req_states[b].get(i) == "discarded"
-            parts.append(_el("line", {"x1": cx(p), "y1": cy(p) + NODE_H / 2, "x2": cx(i), "y2": cy(i) - NODE_H / 2,
-                                      "stroke": "#BBBBBB" if faded else PALETTE["edge"], "stroke-width": 2}))
-        for i in range(n):
-            state = req_states[b].get(i, "pending")
-            fill = state_color(state)
-            tok = s.label(tree.tokens[i])
-            mark = MARK.get(state, "")
-            row = b * n + i
-            rect = {"x": cx(i) - NODE_W / 2, "y": cy(i) - NODE_H / 2, "width": NODE_W, "height": NODE_H, "rx": 10,
-                    "fill": fill, "stroke": PALETTE["edge"], "stroke-width": 2}
-            if state == "discarded":
-                rect["stroke-dasharray"] = "5,4"
-            parts.append(_el("g", {"class": "node", "data-node": f"{b}:{i}", "data-state": state},
-                             _el("title", {}, f"{tok} · node {i} · {row_word} {row} · {state}"),
-                             _el("rect", rect),
-                             _el("text", {"x": cx(i), "y": cy(i) - 3, "text-anchor": "middle", "font-size": 20,
-                                          "font-weight": "bold", "fill": text_on(fill)}, f"{tok} {mark}"),
-                             _el("text", {"x": cx(i), "y": cy(i) + 18, "text-anchor": "middle", "font-size": 14,
-                                          "fill": text_on(fill)}, f"{row_word} {row}")))
-        if bonus:
-            node, tok_id = bonus
-            # Beside the last accepted row, right of every node at its depth: the token emitted after it.
-            same_depth = [i for i in range(n) if pos[i][1] == pos[node][1]]
-            bx = float(x0 + (max(pos[i][0] for i in same_depth) + 1) * (NODE_W + GAP_X) + NODE_W / 2)
-            by = cy(node)
-            width_slots = max(width_slots, max(pos[i][0] for i in same_depth) + 2)
-            fill = state_color("bonus")
-            # a dashed curve under the row's siblings, from the node's bottom to the bonus's bottom
-            y0 = by + NODE_H / 2
-            parts.append(_el("path", {"d": f"M {cx(node):.1f} {y0:.1f} Q {(cx(node) + bx) / 2:.1f} {y0 + 34:.1f} {bx:.1f} {y0:.1f}",
-                                      "fill": "none", "stroke": fill, "stroke-width": 3, "stroke-dasharray": "6,4"}))
-            label = s.label(tok_id)
-            parts.append(_el("g", {"class": "bonus"},
-                             _el("title", {}, f"bonus {label}"),
-                             _el("rect", {"x": bx - NODE_W / 2, "y": by - NODE_H / 2, "width": NODE_W, "height": NODE_H,
-                                          "rx": 10, "fill": fill, "stroke": "#000", "stroke-width": 2}),
-                             _el("text", {"x": bx, "y": by - 3, "text-anchor": "middle", "font-size": 20,
-                                          "font-weight": "bold"}, f"{label} ★"),
-                             _el("text", {"x": bx, "y": by + 18, "text-anchor": "middle", "font-size": 14}, "bonus")))
-        x0 += width_slots * (NODE_W + GAP_X) + 40
-        height = max(height, 40 + depth * (NODE_H + GAP_Y) + 30)
-    return _el("svg", {"width": f"{x0:.0f}", "height": f"{height:.0f}", "viewBox": f"0 0 {x0:.0f} {height:.0f}",
-                       "font-family": FONT_FAMILY}, *parts)
-
-
-def svg_markup(element) -> str:
-    """An element tree of ``_svg_frame`` as SVG text (every text and attribute escaped): for
-    tests and debugging; the HTML player never parses markup."""
-    if isinstance(element, str):
-        return html.escape(element, quote=False)
-    tag, attrs, children = element
-    a = "".join(f' {k}="{html.escape(v, quote=True)}"' for k, v in attrs.items())
-    if tag == "svg":
-        a = ' xmlns="http://www.w3.org/2000/svg"' + a
-    return f"<{tag}{a}>" + "".join(svg_markup(c) for c in children) + f"</{tag}>"
-
-
-def animation_frames(s: Scenario, lang: str = "en") -> list[dict]:
-    """Per frame: {"svg", "text", "arrays"} (pure data; the HTML export and tests use it).
-
-    "svg" is an element tree ``[tag, {attr: value}, [children]]`` (see ``svg_markup``)."""
     run = run_scenario(s, "numpy")
     if run.trace is None or not run.trace.events:
         raise SpecvizError("export", "this scenario records no trace events to animate")
-    layouts = [_layout(s.tree(b).parents) for b in range(len(s.requests))]
-    row_word = "行" if lang == "zh" else "row"
-    out = []
-    for st_ in replay_steps(s, run):  # the one replay: node states, bonus and caption per step
-        req_states = [dict(w.states) for w in st_.walks]
-        bonuses = [w.bonus for w in st_.walks]
-        arrays = {name: np.asarray(a).tolist() for name, a in st_.arrays.items() if name != "draft_probs"}
-        out.append({"svg": _svg_frame(s, layouts, req_states, bonuses, row_word), "text": plain(st_.caption[lang if lang == "zh" else "en"]),
-                    "arrays": arrays})
-    return out
-
-
-# The page is fixed text with ONE slot, __DATA__, filled last with JSON escaped for a script
-# context (specviz.safety.json_for_script). The player puts every piece of data on the page as
-# text nodes and attribute values (textContent, createElementNS, setAttribute), never as markup.
-_HTML = """<!DOCTYPE html>
-<html><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
-<title>specviz</title>
-<style>
- body { font-family: Helvetica, Arial, 'Noto Sans CJK SC', 'Microsoft YaHei', sans-serif; font-size: 20px; margin: 24px; color: #111; background: #fff; }
- h1 { font-size: 28px; margin: 0 0 6px 0; } .sub { color: #555; margin-bottom: 14px; max-width: 70em; white-space: pre-wrap; }
- .controls { display: flex; gap: 8px; align-items: center; margin: 12px 0; flex-wrap: wrap; }
- button { font-size: 20px; padding: 6px 14px; border-radius: 8px; border: 2px solid #444; background: #f4f4f4; cursor: pointer;
-          display: inline-flex; align-items: center; gap: 6px; min-height: 44px; }
- /* Icons are inline SVG, the same as the app's player: no glyph (such as ⏮ ⏭) that a machine without an emoji font lacks. */
- button svg { width: 24px; height: 24px; fill: currentColor; }
- input[type=range] { width: 360px; } #step { min-width: 8em; font-family: ui-monospace, monospace; }
- #text { font-size: 22px; min-height: 2.6em; padding: 10px 14px; background: #F7F7F7; border-left: 6px solid #0072B2; margin: 10px 0; max-width: 60em; }
- #arrays { font-family: ui-monospace, monospace; font-size: 18px; white-space: pre; background: #fafafa; padding: 10px; border: 1px solid #ddd; display: inline-block; }
- .legend span { display: inline-block; padding: 2px 10px; margin-right: 6px; border-radius: 6px; font-size: 16px; }
-</style></head><body>
-<h1 id="title"></h1><div class="sub" id="desc"></div>
-<div class="legend" id="legend"></div>
-<div class="controls">
- <button id="first"><svg viewBox="0 0 24 24" aria-hidden="true"><path d="M6 6h2v12H6zm3.5 6 8.5 6V6z"/></svg></button>
- <button id="prev"><svg viewBox="0 0 24 24" aria-hidden="true"><path d="M15.4 7.4 14 6l-6 6 6 6 1.4-1.4L10.8 12z"/></svg></button>
- <button id="play"><svg viewBox="0 0 24 24" aria-hidden="true" id="icon-play"><path d="M8 5v14l11-7z"/></svg><svg viewBox="0 0 24 24" aria-hidden="true" id="icon-pause" style="display:none"><path d="M6 19h4V5H6v14zm8-14v14h4V5h-4z"/></svg><span id="playword"></span></button>
- <button id="next"><svg viewBox="0 0 24 24" aria-hidden="true"><path d="M8.6 16.6 10 18l6-6-6-6-1.4 1.4 4.6 4.6z"/></svg></button>
- <button id="last"><svg viewBox="0 0 24 24" aria-hidden="true"><path d="m6 18 8.5-6L6 6v12zM16 6v12h2V6h-2z"/></svg></button>
- <input id="scrub" type="range" min="0" max="0" value="0"><span id="step"></span>
- <label><span id="speedword"></span> <select id="speed"><option>0.5</option><option selected>1</option><option>2</option><option>4</option></select></label>
-</div>
-<div id="text"></div>
-<div id="stage"></div>
-<div id="arrays"></div>
-<script id="data" type="application/json">__DATA__</script>
-<script>
-(function () {
-  var DATA = JSON.parse(document.getElementById('data').textContent);
-  var frames = DATA.frames, W = DATA.words;
-  var SVGNS = 'http://www.w3.org/2000/svg';
-  var TAGS = {svg: 1, g: 1, line: 1, rect: 1, text: 1, title: 1, path: 1};
-  function el(id) { return document.getElementById(id); }
-  document.documentElement.lang = DATA.lang;
-  document.title = DATA.title;
-  el('title').textContent = DATA.title; el('desc').textContent = DATA.desc;
-  el('speedword').textContent = W.speed;
-  DATA.legend.forEach(function (item) {
-    var span = document.createElement('span');
-    span.style.background = item[0]; span.style.color = item[1]; span.textContent = item[2];
-    el('legend').appendChild(span);
-  });
-  function build(node) {  // data -> DOM; text stays text, only known tags, no event or link attributes
-    if (typeof node === 'string') { return document.createTextNode(node); }
-    if (!TAGS[node[0]]) { return document.createTextNode(''); }
-    var e = document.createElementNS(SVGNS, node[0]), attrs = node[1];
-    for (var k in attrs) {
-      if (Object.prototype.hasOwnProperty.call(attrs, k) && !/^on|href|^style$/i.test(k)) { e.setAttribute(k, String(attrs[k])); }
-    }
-    (node[2] || []).forEach(function (c) { e.appendChild(build(c)); });
-    return e;
-  }
-  var i = 0, timer = null;
-  var stage = el('stage'), text = el('text'), arrays = el('arrays'), scrub = el('scrub'), stepEl = el('step'), play = el('play');
-  scrub.max = frames.length - 1;
-  [['first', W.first], ['prev', W.back], ['next', W.next], ['last', W.last]].forEach(function (b) {
-    el(b[0]).title = b[1]; el(b[0]).setAttribute('aria-label', b[1]);
-  });
-  function playState(on) {
-    el('playword').textContent = on ? W.pause : W.play; play.title = on ? W.pause : W.play;
-    el('icon-play').style.display = on ? 'none' : ''; el('icon-pause').style.display = on ? '' : 'none';
-  }
-  playState(false);
-  function show(k) {
-    i = Math.max(0, Math.min(frames.length - 1, k));
-    var f = frames[i];
-    while (stage.firstChild) { stage.removeChild(stage.firstChild); }
-    stage.appendChild(build(f.svg)); text.textContent = f.text;
-    var lines = [DATA.vocab]; for (var name in f.arrays) { lines.push(name + ' = ' + JSON.stringify(f.arrays[name])); }
-    arrays.textContent = lines.join('\\n');
-    scrub.value = i; stepEl.textContent = W.step + ' ' + i + ' / ' + (frames.length - 1);
-    document.body.setAttribute('data-step', i);
-  }
-  function stop() { if (timer) { clearInterval(timer); timer = null; } playState(false); }
-  function start() {
-    if (i >= frames.length - 1) { show(0); }
-    var speed = parseFloat(el('speed').value) || 1;
-    timer = setInterval(function () { if (i >= frames.length - 1) { stop(); } else { show(i + 1); } }, 1000 / speed);
-    playState(true);
-  }
-  play.onclick = function () { if (timer) { stop(); } else { start(); } };
-  el('first').onclick = function () { stop(); show(0); };
-  el('last').onclick = function () { stop(); show(frames.length - 1); };
-  el('prev').onclick = function () { stop(); show(i - 1); };
-  el('next').onclick = function () { stop(); show(i + 1); };
-  scrub.oninput = function () { var k = parseInt(scrub.value, 10); stop(); show(k); };
-  document.addEventListener('keydown', function (e) {
-    if (e.key === 'ArrowRight') { stop(); show(i + 1); } else if (e.key === 'ArrowLeft') { stop(); show(i - 1); }
-    else if (e.key === ' ') { e.preventDefault(); play.onclick(); }
-  });
-  show(0);
-  if (location.hash === '#play') { start(); }
-})();
-</script></body></html>
-"""
-
-
-def animation_html(s: Scenario, lang: str = "en") -> str:
-    """The whole accept walk as one HTML file: SVG frames as data, inline JS controls, no network.
-
-    Open it in any browser, offline (arrow keys step, space plays); ``#play`` in the URL starts playing.
-    Every user-controlled string (title, description, labels, vocabulary) travels only inside the
-    JSON data and reaches the page as text."""
-    frames = animation_frames(s, lang)
-    zh = lang == "zh"
-    legend_items = [("accepted", "已接受" if zh else "accepted"), ("rejected", "已拒绝" if zh else "rejected"),
-                    ("compared", "比较中" if zh else "being compared"), ("current", "当前" if zh else "current"),
-                    ("bonus", "bonus"), ("discarded", "丢弃" if zh else "discarded"), ("pending", "待定" if zh else "pending")]
-    commit = run_scenario(s, with_trace=False).commits[0]
-    data = {
-        "lang": "zh-CN" if zh else "en",
-        # derived from the live result and the live inputs ("(edited)" once they differ from the preset), never preset text
-        "title": f"specviz · {display_name(s, lang)}: {walk_summary(s, commit, lang)}",
-        "desc": " ".join(x for x in (s.describe(lang), outcome_sentence(s, commit, lang)) if x),
-        "vocab": ("# 词表 token id: " if zh else "# vocab token ids: ") + "  ".join(f"{i}={t}" for i, t in enumerate(s.vocab[:40])),
-        "legend": [[state_color(k), text_on(state_color(k)), t] for k, t in legend_items],
-        "words": {"play": "播放" if zh else "play", "pause": "暂停" if zh else "pause",
-                  "speed": "速度" if zh else "speed", "step": "步骤" if zh else "step",
-                  "first": "第一步" if zh else "first step", "back": "上一步" if zh else "back",
-                  "next": "下一步" if zh else "next", "last": "最后一步" if zh else "last step"},
-        "frames": frames,
-    }
-    head, tail = _HTML.split("__DATA__")
-    return head + json_for_script(data) + tail
+    frames = frames_for(s, run, lang)
+    words = labels(lambda en, zh: zh if lang == "zh" else en)
+    try:
+        data = payload(frames, labels=words, layout=layout_mode())
+    except RuntimeError:  # dot is there but failed on these figures: the browser lays them out
+        data = payload(frames, labels=words, layout="browser")
+    commit = run.commits[0]
+    # derived from the live result and the live inputs ("(edited)" once they differ from the preset), never preset text
+    title = f"specviz · {display_name(s, lang)}: {walk_summary(s, commit, lang)}"
+    desc = " ".join(x for x in (s.describe(lang), outcome_sentence(s, commit, lang)) if x)
+    return standalone_html(data, title=title, desc=desc, lang=lang)

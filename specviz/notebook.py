@@ -1,48 +1,27 @@
-"""Rich display of a run in Jupyter: tables plus the tree drawn as SVG.
+"""Rich display of a run in Jupyter: the step player as a widget, or tables plus the tree drawn as SVG.
+
+``show(x)`` (a scenario, a preset name or a run) is the app's step player in the notebook: the one
+player module (``static/player.js``) as an anywidget with the frames of the scenario's page
+(``playframes.frames_for``), stepping in the notebook; ``Run._repr_mimebundle_`` shows it for a run.
+It needs the optional extra ``pip install specviz[notebook]`` (anywidget); without it a run shows the
+static view below, as before. Figures are laid out by ``dot`` when installed, else by Graphviz in
+WebAssembly shipped in the package (no download).
 
 ``engine.Run`` defines ``_repr_html_`` / ``_repr_svg_`` by calling these functions (``Scenario`` and
 ``Frame`` use ``specviz.display``, which needs nothing above their layer). The figure is drawn by
-graphviz's ``dot`` from ``specviz.render.tree.tree_dot`` (graphviz escapes label text); without a
-``dot`` binary it is left out and a note says why, and the tables still show. Everything a user
+graphviz's ``dot`` from ``specviz.render.tree.tree_dot`` (``specviz.render.svg``, as everywhere); without
+a ``dot`` binary it is left out and a note says why, and the tables still show. Everything a user
 typed is HTML-escaped.
 
-Pure functions: no streamlit, no IPython import (Jupyter finds the ``_repr_*_`` methods itself).
+The static view: pure functions, no streamlit, no IPython import (Jupyter finds the ``_repr_*_`` methods itself).
 """
 from __future__ import annotations
-
-import shutil
-import subprocess
 
 import numpy as np
 
 from .display import esc, table, tree_outline
+from .render.svg import dots_to_svgs
 from .render.tree import tree_dot
-
-_SVG_TIMEOUT_S = 20
-
-
-def dot_to_svg(dot_source: str) -> str | None:
-    """The SVG that ``dot -Tsvg`` draws for ``dot_source``; None when no ``dot`` binary is installed
-    or the result is not plain SVG (nothing that could run script is passed on)."""
-    exe = shutil.which("dot")
-    if exe is None:
-        return None
-    try:
-        proc = subprocess.run([exe, "-Tsvg"], input=dot_source.encode("utf-8"), capture_output=True,
-                              timeout=_SVG_TIMEOUT_S, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if proc.returncode != 0:
-        return None
-    svg = proc.stdout.decode("utf-8", errors="replace")
-    start = svg.find("<svg")
-    if start < 0:
-        return None
-    svg = svg[start:]
-    lowered = svg.lower()
-    if "<script" in lowered or "javascript:" in lowered or "<foreignobject" in lowered:
-        return None
-    return svg
 
 
 def _states(run, b: int) -> tuple[dict, tuple | None]:
@@ -59,7 +38,10 @@ def run_svg(run, b: int = 0) -> str | None:
     t = s.tree(b)
     states, bonus = _states(run, b)
     labels = [s.label(int(x)) for x in t.tokens]
-    return dot_to_svg(tree_dot(list(t.parents), labels, rows=[b * s.n + i for i in range(t.n)], states=states, bonus=bonus))
+    try:  # Graphviz escapes label text; our DOT builders put every label through specviz.safety.dot_quote
+        return dots_to_svgs([tree_dot(list(t.parents), labels, rows=[b * s.n + i for i in range(t.n)], states=states, bonus=bonus)])[0]
+    except RuntimeError:  # no dot here, or it failed
+        return None
 
 
 def run_html(run) -> str:
@@ -94,3 +76,73 @@ def run_html(run) -> str:
         parts.append(f"<p>warning: {esc(w)}</p>")
     parts.append("</div>")
     return "".join(parts)
+
+
+# -- the step player as a Jupyter widget ---------------------------------------------------------------
+
+NOTEBOOK_EXTRA = "the step player in Jupyter needs anywidget: pip install 'specviz[notebook]'"
+
+
+def _widget_class():
+    """The anywidget class (built once; ImportError naming the extra when anywidget is missing)."""
+    global _PLAYER
+    try:
+        return _PLAYER
+    except NameError:
+        pass
+    try:
+        import anywidget
+        import traitlets
+    except ImportError as exc:
+        raise ImportError(NOTEBOOK_EXTRA) from exc
+    from .player import asset
+
+    class Player(anywidget.AnyWidget):
+        """The step player: ``data`` (frames, figures, words) and ``step`` (the step shown, both ways)."""
+        _esm = asset("player.js") + asset("player_jupyter.js")
+        _css = asset("player.css")
+        data = traitlets.Dict().tag(sync=True)
+        step = traitlets.Int(0).tag(sync=True)
+        _graphviz = traitlets.Unicode("").tag(sync=True)
+
+    _PLAYER = Player
+    return Player
+
+
+def show(x, lang: str = "en", step: int | None = None):
+    """The step player for ``x`` (a Scenario, a preset name, or an engine Run) as a Jupyter widget,
+    opened at ``step`` (default: the last, the outcome). ``widget.step`` is the step it shows."""
+    from .engine import Run, run_scenario
+    from .player import GRAPHVIZ_JS, asset, labels, layout_mode, payload
+    from .playframes import frames_for
+
+    if isinstance(x, str):
+        from .pitfalls import preset
+
+        x = preset(x)
+    run = x if isinstance(x, Run) else run_scenario(x, "numpy")
+    if run.trace is None:
+        run = run_scenario(run.scenario, "numpy")
+    frames = frames_for(run.scenario, run, lang)
+    words = labels(lambda en, zh: zh if lang == "zh" else en)
+    try:
+        data = payload(frames, labels=words, layout=layout_mode())
+    except RuntimeError:  # dot failed on these figures: the notebook lays them out
+        data = payload(frames, labels=words, layout="browser")
+    last = len(frames) - 1
+    return _widget_class()(data=data, step=last if step is None else max(0, min(last, int(step))),
+                           _graphviz=asset(GRAPHVIZ_JS) if data["dots"] is not None else "")
+
+
+def run_mimebundle(run, include=None, exclude=None) -> dict | None:
+    """The run as the step player widget plus its static HTML (for a viewer without widgets); None
+    without anywidget (Jupyter then uses ``_repr_html_``)."""
+    try:
+        widget = show(run)
+    except ImportError:
+        return None
+    bundle = widget._repr_mimebundle_(include=include, exclude=exclude)
+    data = bundle[0] if isinstance(bundle, tuple) else bundle
+    data = dict(data or {})
+    data.setdefault("text/html", run_html(run))
+    return data

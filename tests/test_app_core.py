@@ -29,6 +29,7 @@ NO_DOT = "the step player draws with Graphviz's dot, which is not installed here
 
 from specviz.scenario import load_scenario  # noqa: E402
 from tests.figures import graphs  # noqa: E402
+from tests.player_read import players
 
 from pathlib import Path  # noqa: E402
 
@@ -49,14 +50,10 @@ def _texts(at) -> str:
 
 
 def _player(at) -> dict:
-    """The step player's data (every frame of the walk), read from the iframe document."""
-    frames = at.get("iframe")
-    if not frames and not have_dot():
-        pytest.skip(NO_DOT)
-    assert frames, "no step player on the page"
-    m = re.search(r'<script type="application/json" id="sv-data">(.*?)</script>', frames[0].proto.srcdoc, re.S)
-    assert m, "no player data"
-    return json.loads(m.group(1))
+    """The step player's data (every frame of the walk), as the page's rerun sent it."""
+    found = players(at)
+    assert found, "no step player on the page"
+    return found[0]
 
 
 def _accept_index_at(at, k: int | None = None) -> list[int]:

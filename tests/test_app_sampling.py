@@ -29,6 +29,7 @@ NO_DOT = "the step player draws with Graphviz's dot, which is not installed here
 
 from tests.figures import graphs
 from tests.svg_read import grid_rows, texts
+from tests.player_read import players
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAIN = str(ROOT / "pages" / "chain_sampling.py")
@@ -56,14 +57,10 @@ def _output(at: AppTest) -> str:
 
 
 def _player(at: AppTest) -> dict:
-    """The step player's data (every frame of the walk), read from its iframe document."""
-    frames = at.get("iframe")
-    if not frames and not have_dot():
-        pytest.skip(NO_DOT)
-    assert frames, "no step player on the page"
-    m = re.search(r'<script type="application/json" id="sv-data">(.*?)</script>', frames[0].proto.srcdoc, re.S)
-    assert m, "no player data"
-    return json.loads(m.group(1))
+    """The step player's data (every frame of the walk), as the page's rerun sent it."""
+    found = players(at)
+    assert found, "no step player on the page"
+    return found[0]
 
 
 def _cells(frame: dict) -> list[list[str]]:

@@ -73,7 +73,7 @@ def test_tree_builder_page(page, open_page, screenshot_dir):
 
 def _player(page):
     """The step player (an iframe): every frame is in the browser, stepping needs no server."""
-    player = page.frame_locator('[data-testid="stIFrame"]').first
+    player = page.locator(".sv-player").first
     player.locator("[data-sv-step]").wait_for(timeout=30_000)
     return player
 
@@ -107,7 +107,8 @@ def test_greedy_steps_fill_accept_index(page, open_page, screenshot_dir):
 
 @pytest.mark.exhaustive
 def test_greedy_keyboard_steps_without_a_rerun(page, open_page):
-    """→ / ← anywhere on the page step the player; space plays at its labelled speed; no rerun."""
+    """→ / ← anywhere on the page step the player; space plays at its labelled speed; no rerun per step
+    (the step reaches the server as the component's state once the viewer stops: a rerun per stop)."""
     open_page(page, "greedy")
     player = _player(page)
     runs = page.evaluate("""() => { window.__runs = 0; const app = document.querySelector('[data-testid="stApp"]');
@@ -127,7 +128,9 @@ def test_greedy_keyboard_steps_without_a_rerun(page, open_page):
     expect(player.locator("[data-sv-step]")).to_have_text(re.compile(rf"^Step {total}/{total}"), timeout=10_000)
     rate = (total - 3) / ((page.evaluate("performance.now()") - t0) / 1000)
     assert rate > 2.0, rate  # about 4 steps/s (a loaded CI machine may lag; a server round trip per step would not keep up)
-    assert page.evaluate("window.__runs") == runs == 0
+    # 8 key steps and a play of several steps: one run for the stop at step 3 (sent when the page was
+    # clicked), at most one for the stop at the end; none per step.
+    assert runs == 0 and page.evaluate("window.__runs") <= 2
 
 
 @pytest.mark.exhaustive
@@ -147,7 +150,7 @@ def test_presentation_mode_folds_editing_and_enlarges_text(page, open_page, scre
     wait_for_app(page)
     page.wait_for_timeout(500)
     player = _player(page)
-    expect(player.locator("body")).to_have_class(re.compile("present"))
+    expect(player).to_have_class(re.compile("present"))
     # The editing controls are folded into a closed expander; the selects are not shown.
     assert not page.get_by_role("combobox", name=re.compile(r"Target\(A\)")).first.is_visible()
     size = page.evaluate("parseFloat(getComputedStyle(document.querySelector('h1')).fontSize)")

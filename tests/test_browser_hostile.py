@@ -50,8 +50,10 @@ def test_hostile_link_runs_no_script_in_the_live_app(page, app_server, path, slo
     page.wait_for_timeout(1500)  # a 0 s meta refresh or an onerror would have fired by now
     assert page.locator('[data-testid="stException"]').count() == 0
     main = page.locator('[data-testid="stMain"], [data-testid="stAppViewContainer"]').first
-    # (the step player is an iframe of our own fixed page: its frames hold the labels as text only)
-    assert main.locator("iframe[srcdoc]:not([data-testid='stIFrame']), img[src='x'], meta[http-equiv]").count() == 0, path
+    # (the step player is a component of our own module, in the page: its frames hold the labels as text only)
+    assert main.locator("iframe, img[src='x'], meta[http-equiv]").count() == 0, path
+    for img in main.locator(".sv-player img[src]").all():  # the player's figures: SVG images, nothing else
+        assert img.get_attribute("src").startswith("data:image/svg+xml"), path
     for frame in page.frames[1:]:
         assert frame.locator("img[src='x'], meta[http-equiv], iframe").count() == 0, path
     for svg in main.locator(".sv-graph svg").all():  # a figure laid out on the server: labels as text only
@@ -69,7 +71,7 @@ def test_back_button_never_undoes_a_step(page, app_server):
     token = encode_state(ShareState(page="chain_sampling", slot="chain", scenario=s, step_key="chain", step=1))
     page.goto(f"{app_server}/chain_sampling?s={token}", wait_until="domcontentloaded")
     wait_for_app(page)
-    player = page.frame_locator('[data-testid="stIFrame"]').first
+    player = page.locator(".sv-player").first
     step = player.locator("[data-sv-step]")
     expect(step).to_have_text(re.compile(r"^Step 1/"), timeout=30_000)
     url, depth = page.url, page.evaluate("history.length")
@@ -138,3 +140,35 @@ def test_no_user_text_becomes_an_image_or_link_on_any_scenario_page(page, app_se
             assert bad == [], (lang, path, bad)
         assert page.get_by_text("Page not found").count() == 0, (lang, path)
     assert outside == [], outside
+
+
+def test_hostile_labels_in_the_player_component_stay_text(page, app_server):
+    """The step player runs in the app's page (a Components v2 component, no iframe): with hostile labels,
+    title and description it fires no dialog, loads no image but its own SVG figures, and shows every
+    caption and chip of every frame exactly as the frames hold them (textContent, never markup)."""
+    from specviz.engine import run_scenario
+    from specviz.playframes import greedy_frames
+
+    dialogs, navigations = _watch(page)
+    requests = []
+    page.on("request", lambda r: requests.append(r.url))
+    s = _relabel(preset("running_example"), labels=LABELS, title=IFRAME, description=LONG_PAYLOADS[2] + LONG_PAYLOADS[1])
+    token = encode_state(ShareState(page="greedy", slot="tree", scenario=s))
+    page.goto(f"{app_server}/greedy?s={token}", wait_until="domcontentloaded")
+    wait_for_app(page)
+    player = page.locator(".sv-player").first
+    expect(player.locator("[data-sv-step]")).to_have_text(re.compile(r"/\d+$"), timeout=30_000)
+    frames = greedy_frames(s, run_scenario(s), "en")
+    player.locator('[data-sv-btn="first"]').click()
+    for k, f in enumerate(frames):
+        if k:
+            player.locator('[data-sv-btn="next"]').click()
+        assert player.locator("[data-sv-caption]").text_content() == f.caption, k
+        chips = [c.text_content() for c in player.locator("[data-sv-rows] .chip").all()]
+        assert chips == [str(c[0]) for r in f.rows for c in r.chips if not isinstance(c, str)], k
+    assert player.locator("iframe, script, meta, object, embed, a").count() == 0
+    for img in player.locator("img[src]").all():
+        assert img.get_attribute("src").startswith("data:image/svg+xml")
+    page.wait_for_timeout(1000)  # an onerror or a 0 s refresh would have fired by now
+    assert dialogs == [] and all(u.startswith(app_server) for u in navigations), (dialogs, navigations)
+    assert all(u.startswith((app_server, "data:", "blob:")) for u in requests), [u for u in requests if not u.startswith(app_server)]

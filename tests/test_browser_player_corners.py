@@ -32,7 +32,7 @@ GRAPHVIZ_COMMANDS = {"dot", "neato", "twopi", "circo", "fdp", "sfdp", "patchwork
 
 
 def _player(page):
-    player = page.frame_locator('[data-testid="stIFrame"]').first
+    player = page.locator(".sv-player").first
     player.locator("[data-sv-step]").wait_for(timeout=30_000)
     return player
 
@@ -79,7 +79,7 @@ def test_scrubber_click_and_drag_move_the_step(page, open_page, url_path):
     assert 0 < k < total, k
     assert scrub.input_value() == str(k)
     assert player.locator("[data-sv-caption]").inner_text() == captions[k]
-    assert player.locator("body").get_attribute("data-sv-cur") == str(k)
+    assert player.get_attribute("data-sv-cur") == str(k)
     # A drag of the thumb from that step back towards the start, over several moves.
     thumb_x = box["x"] + box["width"] * 0.66
     page.mouse.move(thumb_x, y)
@@ -133,7 +133,7 @@ def server_without_dot(tmp_path_factory):
 
 def _figure(player) -> str:
     """The SVG text of the player's picture, once the browser has laid it out."""
-    expect(player.locator("body")).to_have_attribute("data-sv-figure", "ready", timeout=60_000)
+    expect(player).to_have_attribute("data-sv-figure", "ready", timeout=60_000)
     src = player.locator("[data-sv-img]").get_attribute("src")
     assert src.startswith("data:image/svg+xml"), src[:60]
     head, _, body = src.partition(",")
@@ -153,7 +153,13 @@ def test_player_steps_plays_and_scrubs_without_dot(page, server_without_dot, scr
     _, total = _step(player)
     import json
 
-    figure_of = [f["svg"] for f in json.loads(player.locator("#sv-data").text_content())["frames"]]  # step -> figure
+    from specviz.engine import run_scenario
+    from specviz.pitfalls import preset
+    from specviz.playframes import greedy_frames
+
+    s = preset("running_example")  # the greedy page's default scenario: step -> its figure
+    dots = [f.dot for f in greedy_frames(s, run_scenario(s), "en")]
+    figure_of = [dots.index(d) for d in dots]
     pictures = [_figure(player)]
     for _ in range(4):
         player.locator('[data-sv-btn="next"]').click()
@@ -177,7 +183,7 @@ def test_player_steps_plays_and_scrubs_without_dot(page, server_without_dot, scr
     assert _figure(player) == final
     # The script comes from the app's own server.
     gv = page.evaluate("document.querySelector('script[data-sv-graphviz]').src")
-    assert gv.startswith(url + "/component/") and gv.endswith("/graphviz.umd.js")
+    assert gv == url + "/app/static/graphviz.umd.js"
     with urllib.request.urlopen(gv, timeout=10) as resp:
         assert resp.status == 200 and b"@hpcc-js/wasm/graphviz" in resp.read(4000)
     assert "Traceback" not in log.read_text()
@@ -208,7 +214,7 @@ def test_other_pages_draw_their_figures_without_dot(page, server_without_dot, ur
 
 
 def test_layout_mode_follows_dot_and_the_environment(monkeypatch):
-    from specviz.ui import player
+    from specviz import player
 
     monkeypatch.delenv(player.LAYOUT_ENV, raising=False)
     monkeypatch.setattr(player, "have_dot", lambda: False)
@@ -218,12 +224,10 @@ def test_layout_mode_follows_dot_and_the_environment(monkeypatch):
     monkeypatch.setenv(player.LAYOUT_ENV, "browser")
     assert player.layout_mode() == "browser"
     frames = [player.Frame(dot='digraph { a [label="</script><b>"] }', caption="c")]
-    html = player.build_html(frames, labels=player.labels(lambda en, zh=None, **k: en), layout="browser",
-                             graphviz_url="/component/x/graphviz.umd.js")
-    data = html.split('id="sv-data">', 1)[1].split("</script>", 1)[0]
-    assert "\\u003c/script\\u003e" in data and data.count("<") == 0  # the label travels as escaped data
-    assert (player.STATIC / player.GRAPHVIZ_JS).stat().st_size > 500_000  # the vendored WebAssembly build
-    assert (player.STATIC / (player.GRAPHVIZ_JS + ".LICENSE.txt")).exists()
+    data = player.payload(frames, labels=player.labels(lambda en, zh=None, **k: en), layout="browser")
+    assert data["svgs"] is None and data["dots"] == [frames[0].dot]  # the DOT text is data, laid out in the browser
+    assert (player.static_dir() / player.GRAPHVIZ_JS).stat().st_size > 500_000  # the vendored WebAssembly build
+    assert (player.static_dir() / (player.GRAPHVIZ_JS + ".LICENSE.txt")).exists()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -245,9 +249,9 @@ def test_presentation_caption_is_on_the_first_screen(browser, app_server, size, 
         page.locator(f'[data-testid="stSidebarNav"] a[href$="/{url_path}"]').first.click()  # same session
         wait_for_app(page)
         player = _player(page)
-        expect(player.locator("body")).to_have_class(re.compile("present"))
+        expect(player).to_have_class(re.compile("present"))
         page.wait_for_timeout(300)
-        frame = page.locator('[data-testid="stIFrame"]').first.bounding_box()
+        frame = page.locator(".sv-player").first.bounding_box()
         cap = player.locator("[data-sv-caption]").bounding_box()  # page coordinates
         assert frame and cap and cap["height"] > 0
         assert 0 <= cap["y"] and cap["y"] + cap["height"] <= h, (url_path, size, cap)
@@ -322,8 +326,8 @@ def test_exported_animation_buttons_are_svg_icons(tmp_path, browser):
         page = context.new_page()
         page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file://") else r.abort())
         page.goto(path.as_uri())
-        for bid in ("first", "prev", "play", "next", "last"):
-            button = page.locator(f"#{bid}")
+        for bid in ("first", "back", "play", "next", "last"):
+            button = page.locator(f'[data-sv-btn="{bid}"]')
             # no pictograph or arrow glyph that depends on the machine's fonts: the icon is an SVG path
             assert not re.search("[\u2190-\u21ff\u2300-\u23ff\u25a0-\u25ff\u2700-\u27bf\U0001f300-\U0001faff]",
                                  button.inner_text()), (bid, button.inner_text())
@@ -332,12 +336,13 @@ def test_exported_animation_buttons_are_svg_icons(tmp_path, browser):
             assert icon and icon["width"] >= 20 and icon["height"] >= 20, bid
             assert shape and shape["width"] >= 5 and shape["height"] >= 10, bid  # a drawn arrow, not an empty box
             assert button.get_attribute("aria-label") or button.inner_text().strip(), bid
-        assert page.locator("#first").get_attribute("aria-label") == first_word
-        page.click("#last")
-        last = page.locator("#scrub").get_attribute("max")
-        assert page.locator("body").get_attribute("data-step") == last
-        page.click("#play")  # from the end it starts over: the pause icon shows while it plays
-        assert page.locator("#icon-pause").is_visible() and not page.locator("#icon-play").is_visible()
-        page.click("#play")
-        assert page.locator("#icon-play").is_visible()
+        assert page.locator('[data-sv-btn="first"]').get_attribute("aria-label") == first_word
+        page.click('[data-sv-btn="last"]')
+        last = page.locator("[data-sv-scrub]").get_attribute("max")
+        assert page.locator("#sv").get_attribute("data-sv-cur") == last
+        play = page.locator('[data-sv-btn="play"]')
+        play.click()  # from the end it starts over: the pause icon shows while it plays
+        assert play.locator('[data-sv-icon="pause"]').is_visible() and not play.locator('[data-sv-icon="play"]').is_visible()
+        play.click()
+        assert play.locator('[data-sv-icon="play"]').is_visible()
         context.close()

@@ -22,7 +22,7 @@ from tests.conftest import wait_for_app  # noqa: E402
 
 def _player(page):
     """The step player (an iframe of our fixed page): every frame is in the browser, stepping needs no server."""
-    player = page.frame_locator('[data-testid="stIFrame"]').first
+    player = page.locator(".sv-player").first
     player.locator("[data-sv-step]").wait_for(timeout=30_000)
     return player
 

@@ -101,3 +101,42 @@ def test_audit_bad_file_is_exit_2(tmp_path):
     f.write_text(json.dumps({}))
     r = cli("audit", str(f), "--scenario", "scenarios/running_example.json")
     assert r.returncode == 2 and r.stderr.startswith("error: claimed") and "Traceback" not in r.stderr
+
+
+def test_export_writes_the_player_and_the_files_the_export_box_offers(tmp_path):
+    """``specviz export PRESET --html ... --lang zh``: the offline player in Chinese with the frames the page
+    shows, plus the scenario JSON, the pytest file and (dot installed) the figure as SVG and PNG."""
+    import re
+    import shutil
+
+    from specviz.engine import run_scenario
+    from specviz.pitfalls import preset
+    from specviz.playframes import frames_for
+
+    out = {k: tmp_path / f"out.{k}" for k in ("html", "json", "svg", "png")}
+    args = ["export", "running_example", "--lang", "zh", "--html", str(out["html"]), "--json", str(out["json"]),
+            "--pytest", str(tmp_path / "test_out.py")]
+    if shutil.which("dot"):
+        args += ["--svg", str(out["svg"]), "--png", str(out["png"])]
+    r = cli(*args)
+    assert r.returncode == 0, r.stderr
+    page = out["html"].read_text(encoding="utf-8")
+    data = json.loads(re.search(r'id="sv-data">(.*?)</script>', page, re.S).group(1))
+    s = preset("running_example")
+    assert [f["caption"] for f in data["player"]["frames"]] == [f.caption for f in frames_for(s, run_scenario(s), "zh")]
+    assert json.loads(out["json"].read_text())["name"] == "running_example"
+    assert "def test_" in (tmp_path / "test_out.py").read_text()
+    if shutil.which("dot"):
+        assert b"<svg" in out["svg"].read_bytes() and out["png"].read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("args, start", [
+    (["export", "running_example"], "error: export: name at least one file"),
+    (["export", "no/such/file.json", "--html", "x.html"], "error: file:"),
+    (["export", "running_example", "--html", "/no/such/dir/x.html"], "error: --html: cannot write"),
+])
+def test_export_bad_input_is_one_line_exit_2(args, start):
+    r = cli(*args)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(start), r.stderr

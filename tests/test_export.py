@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from specviz.errors import SpecvizError
-from specviz.export import (animation_frames, animation_html, svg_markup, dot_to_png, dot_to_svg, figure_to_html, has_dot,
-                            pytest_file, scenario_json)
+from specviz.engine import run_scenario
+from specviz.export import animation_html, dot_to_png, dot_to_svg, figure_to_html, has_dot, pytest_file, scenario_json
+from specviz.playframes import frames_for
 from specviz.pitfalls import preset
 from specviz.scenario import scenario_from_json
 
@@ -167,72 +168,122 @@ def test_plotly_html_is_offline():
     assert "<script src=" not in text.lower() and "<script" in text
 
 
-def test_animation_frames_end_in_the_result():
-    frames = animation_frames(preset("running_example"))
-    last = frames[-1]
-    assert last["arrays"]["accept_index"] == [[0, 1, 3]]
-    assert "X" in frames[-2]["text"] or "X" in last["text"]
-    # frames hold SVG as an element tree (the player builds DOM from it, never parsing markup)
-    assert frames[0]["svg"][0] == "svg" and 'data-state="accepted"' in svg_markup(last["svg"])
+def _exported_data(text: str) -> dict:
+    import re
+
+    return json.loads(re.search(r'<script type="application/json" id="sv-data">(.*?)</script>', text, re.S).group(1))
 
 
 def test_animation_html_is_self_contained():
     text = animation_html(preset("batch_two_requests"), "zh")
-    lowered = text.lower().replace('xmlns="http://www.w3.org/2000/svg"', "").replace('xmlns=\\"http://www.w3.org/2000/svg\\"', "")
-    lowered = lowered.replace("svgns = 'http://www.w3.org/2000/svg'", "")  # the SVG namespace name, not a request
+    # the SVG and XLink namespaces' names (in the player and in the figures' SVG text) are names, not requests
+    lowered = text.lower().replace("http://www.w3.org/2000/svg", "").replace("http://www.w3.org/1999/xlink", "")
     for bad in ("http://", "https://", "src=", "@import", "url("):
         assert bad not in lowered, bad
-    assert "步骤" in text
-
-
-def test_animation_plays_offline_in_chromium(tmp_path, browser):
-    """pytest-playwright's browser (Debian chromium, see conftest); every non-file request is aborted."""
-    path = tmp_path / "walk.html"
-    path.write_text(animation_html(preset("running_example")), encoding="utf-8")
-    requests = []
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-
-    def route(r):
-        requests.append(r.request.url)
-        if r.request.url.startswith("file://"):
-            r.continue_()
-        else:
-            r.abort()
-    page.route("**/*", route)
-    page.goto(path.as_uri())
-    assert page.locator("body").get_attribute("data-step") == "0"
-    assert page.locator("g.node[data-state='accepted']").count() == 0
-    page.select_option("#speed", "4")
-    page.click("#play")
-    last = page.locator("#scrub").get_attribute("max")
-    deadline = time.monotonic() + 15
-    while page.locator("body").get_attribute("data-step") != last and time.monotonic() < deadline:
-        page.wait_for_timeout(200)  # the page's CSP forbids eval, so poll from here
-    assert page.locator("body").get_attribute("data-step") == last
-    assert page.locator("g.node[data-state='accepted']").count() == 3  # R, A, C
-    assert page.locator("g.bonus").count() == 1
-    page.click("#first")
-    assert page.locator("body").get_attribute("data-step") == "0"
-    page.keyboard.press("ArrowRight")
-    assert page.locator("body").get_attribute("data-step") == "1"
-    context.close()
-    assert all(u.startswith("file://") for u in requests), requests
+    assert "步骤" in text and "default-src 'none'" in text
 
 
 @pytest.mark.parametrize("name", PRESETS)
-def test_animation_frames_for_every_preset(name):
-    """Every preset animates: frame 0 is before any event, the last frame holds the reference's result."""
-    from specviz.engine import run_scenario
-
+def test_every_preset_exports_the_frames_its_page_shows(name):
+    """The file's player data is ``specviz.player.payload`` of ``playframes.frames_for``: the frames the
+    app's page shows (every request of a batch in turn), nothing computed a second time."""
     s = preset(name)
-    frames = animation_frames(s, "zh")
-    res = run_scenario(s).result
-    last = frames[-1]["arrays"]
-    for key in ("accept_index", "accept_token_num", "correct_len"):
-        if key in last and key in res:
-            assert last[key] == res[key].tolist(), key
-    assert all(svg_markup(f["svg"]).startswith("<svg") and f["text"] for f in frames[1:])
+    data = _exported_data(animation_html(s, "zh"))["player"]
+    frames = frames_for(s, run_scenario(s, "numpy"), "zh")
+    assert [f["caption"] for f in data["frames"]] == [f.caption for f in frames]
+    assert len(data["frames"]) >= 2 and data["labels"]["next"] == "下一步"
+
+
+# One preset per page that has a player: greedy, tree builder (greedy), batch, chain, target-only, DSpark.
+PLAYERS = [("running_example", "en"), ("running_example", "zh"), ("batch_two_requests", "en"), ("pq_example", "zh"),
+           ("target_only_sampling", "en"), ("dspark_chain", "en"), ("dspark_sampling", "zh")]
+
+
+def _shown(page) -> dict:
+    """What the player shows now: the caption, each value row as text, the table's cells."""
+    root = page.locator("#sv")
+    rows = [" ".join(x.split()) for x in root.locator("[data-sv-rows] > .row").all_inner_texts()]
+    cells = root.locator("[data-sv-table] th, [data-sv-table] td").all_inner_texts()
+    return {"caption": root.locator("[data-sv-caption]").inner_text(), "rows": rows, "cells": [c.strip() for c in cells]}
+
+
+def _expected(f) -> dict:
+    def text(chip):
+        return chip if isinstance(chip, str) else str(chip[0])
+    rows = [" ".join(" ".join([str(r.label)] + ([str(r.code)] if r.code is not None else []) + [text(c) for c in r.chips]).split())
+            for r in f.rows]
+    cells = [(c[0] if isinstance(c, (tuple, list)) else str(c)) for row in (f.table or []) for c in row]
+    return {"caption": " ".join(f.caption.split()), "rows": rows, "cells": [str(c).strip() for c in cells]}
+
+
+@pytest.mark.parametrize("name, lang", PLAYERS)
+def test_exported_player_steps_offline_through_every_frame(tmp_path, browser, name, lang):
+    """Chromium opens the file (file://, every other request aborted), steps it with "next" to the end
+    and compares each frame's caption, value rows and table with ``playframes``' frames."""
+    s = preset(name)
+    frames = frames_for(s, run_scenario(s, "numpy"), lang)
+    path = tmp_path / f"{name}_{lang}.html"
+    path.write_text(animation_html(s, lang), encoding="utf-8")
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    requests, errors = [], []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.route("**/*", lambda r: (requests.append(r.request.url),
+                                  r.continue_() if r.request.url.startswith("file://") else r.abort()))
+    page.goto(path.as_uri())
+    root = page.locator("#sv")
+    for k, f in enumerate(frames):
+        if k:
+            page.click('[data-sv-btn="next"]')
+        assert root.get_attribute("data-sv-cur") == str(k)
+        shown = _shown(page)
+        shown["caption"] = " ".join(shown["caption"].split())
+        assert shown == _expected(f), k
+        assert root.get_attribute("data-sv-figure") == "ready"
+    page.keyboard.press("Home")
+    assert root.get_attribute("data-sv-cur") == "0"
+    page.keyboard.press("End")
+    assert root.get_attribute("data-sv-cur") == str(len(frames) - 1)
+    context.close()
+    assert not errors and all(u.startswith("file://") for u in requests), (errors, requests)
+
+
+def test_animation_plays_offline_in_chromium(tmp_path, browser):
+    """Play at 4 steps/s runs to the end; keys step; laid out by the browser too (no dot: Graphviz in
+    WebAssembly inlined, the CSP allowing WebAssembly and nothing else more)."""
+    os.environ["SPECVIZ_LAYOUT"] = "browser"
+    try:
+        text = animation_html(preset("running_example"))
+    finally:
+        del os.environ["SPECVIZ_LAYOUT"]
+    assert "'wasm-unsafe-eval'" in text and _exported_data(text)["player"]["dots"]
+    path = tmp_path / "walk.html"
+    path.write_text(text, encoding="utf-8")
+    requests = []
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.route("**/*", lambda r: (requests.append(r.request.url),
+                                  r.continue_() if r.request.url.startswith("file://") else r.abort()))
+    page.goto(path.as_uri())
+    root = page.locator("#sv")
+    assert root.get_attribute("data-sv-cur") == "0"
+    page.select_option("[data-sv-speed]", "4")
+    page.click('[data-sv-btn="play"]')
+    last = page.locator("[data-sv-scrub]").get_attribute("max")
+    deadline = time.monotonic() + 15
+    while root.get_attribute("data-sv-cur") != last and time.monotonic() < deadline:
+        page.wait_for_timeout(200)
+    assert root.get_attribute("data-sv-cur") == last
+    deadline = time.monotonic() + 20
+    while root.get_attribute("data-sv-figure") != "ready" and time.monotonic() < deadline:
+        page.wait_for_timeout(200)
+    assert root.get_attribute("data-sv-figure") == "ready"
+    assert page.locator("[data-sv-img]").evaluate("i => i.naturalWidth") > 0
+    page.click('[data-sv-btn="first"]')
+    page.keyboard.press("ArrowRight")
+    assert root.get_attribute("data-sv-cur") == "1"
+    context.close()
+    assert all(u.startswith("file://") for u in requests), requests
 
 
 @pytest.mark.parametrize("body, why", [

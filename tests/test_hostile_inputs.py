@@ -20,6 +20,7 @@ import zlib
 from pathlib import Path
 
 import pytest
+from tests.player_read import players
 
 from specviz import safety
 from specviz.captions import walk_summary
@@ -407,7 +408,7 @@ def test_pytest_shape_check_refuses_anything_else(source):
 
 
 def _script_data(page: str) -> dict:
-    m = re.search(r'<script id="data" type="application/json">(.*?)</script>', page, re.S)
+    m = re.search(r'<script type="application/json" id="sv-data">(.*?)</script>', page, re.S)
     assert m
     return json.loads(m.group(1))
 
@@ -425,10 +426,15 @@ def test_animation_html_keeps_every_user_string_as_data(lang):
         commit = run_scenario(s, with_trace=False).commits[0]
         assert data["title"] == f"specviz · {display_name(s, lang)}: {walk_summary(s, commit, lang)}"  # "(edited)": relabelled
         assert data["desc"].startswith(s.describe(lang))
-        assert data["vocab"].count("__DESC__") == ("__DESC__" in s.vocab[:40])  # a placeholder-named label stays itself
-        flat = json.dumps(data["frames"], ensure_ascii=False)
+        import html as _html
+
+        # a label is in a frame's text, or in a figure (an SVG shown through <img>, its text escaped by Graphviz)
+        figures = [_html.unescape(svg) for svg in data["player"]["svgs"]]
+        flat = json.dumps(data["player"]["frames"], ensure_ascii=False) + "".join(figures)
+        assert not any("<script" in svg.lower() or "<iframe" in svg.lower() for svg in data["player"]["svgs"])
         for label in s.vocab[:6]:
-            assert json.dumps(label, ensure_ascii=False)[1:-1] in flat or label not in str(s.requests)
+            assert (json.dumps(label, ensure_ascii=False)[1:-1] in flat or label in flat
+                    or label not in str(s.requests)), label
         assert "innerHTML" not in page and "insertAdjacentHTML" not in page and "document.write" not in page
 
 
@@ -444,14 +450,24 @@ def test_exported_animation_runs_no_script_in_chromium(tmp_path, browser):
     page.on("framenavigated", lambda f: navigations.append(f.url))
     page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file://") else r.abort())
     page.goto(path.as_uri())
-    page.click("#next")
-    page.click("#next")
+    page.click('[data-sv-btn="next"]')
+    page.click('[data-sv-btn="next"]')
     page.wait_for_timeout(1500)  # a meta refresh of 0 s or an onerror would have fired by now
-    assert page.locator("body").get_attribute("data-step") == "2"
+    assert page.locator("#sv").get_attribute("data-sv-cur") == "2"
     commit = run_scenario(s, with_trace=False).commits[0]
     assert page.locator("h1").inner_text() == f"specviz · {display_name(s)}: {walk_summary(s, commit, 'en')}"  # text, as written
-    assert page.locator("#stage iframe, #stage img, #desc iframe, #desc meta, h1 img").count() == 0
-    assert page.locator("g.node text").first.text_content().startswith(s.label(s.tree(0).tokens[0]))
+    assert page.locator("#sv iframe, #sv script, #sv meta, [data-sv-desc] *, h1 *").count() == 0
+    assert page.locator("#sv img").count() == 2  # the figure and the (hidden) second figure: the player's own two
+    assert page.locator("[data-sv-img]").get_attribute("src").startswith("data:image/svg+xml")
+    from specviz.playframes import frames_for
+
+    frames = frames_for(s, run_scenario(s, "numpy"), "en")
+    page.keyboard.press("End")  # the walk's end names the labels in its caption and rows: shown as text, as written
+    assert page.locator("[data-sv-caption]").text_content() == frames[-1].caption
+    rows = page.locator("[data-sv-rows] .row").all()
+    assert [r.locator(".lab").text_content() for r in rows] == [str(r.label) for r in frames[-1].rows]
+    chips = [c.text_content() for c in page.locator("[data-sv-rows] .chip").all()]
+    assert chips == [str(c[0]) for r in frames[-1].rows for c in r.chips if not isinstance(c, str)]
     context.close()
     assert dialogs == [] and all(u == path.as_uri() for u in navigations), (dialogs, navigations)
 
@@ -611,12 +627,11 @@ def test_pages_render_hostile_strings_as_text(page, rotate):
     at.run()
     assert not at.exception, at.exception
     _check_markup(at)
-    # Every step of a walk is in the step player (one iframe of our fixed page): the labels sit there as
-    # JSON data written with textContent, never as markup (tests/test_player.py covers the escaping).
-    for f in at.get("iframe"):
-        src = f.proto.srcdoc
-        data = src[src.index('id="sv-data">'):]
-        assert "<script" not in data[len('id="sv-data">'):data.index("</script>")], page
+    # Every step of a walk is in the step player (a component of our fixed module): the labels are JSON
+    # data it writes with textContent, never markup; the component's own code holds none of them.
+    for el in at.get("bidi_component"):
+        assert not el.proto.html_content and not el.proto.css_content, page
+        assert not any(str(label) in el.proto.js_content for label in LABELS), page
 
 
 def test_bad_pitfall_link_leaves_the_page_working():
@@ -666,10 +681,7 @@ def test_older_link_in_the_url_never_undoes_a_click():
 
 
 def _player_start(at) -> int:
-    if not at.get("iframe") and shutil.which("dot") is None:
-        pytest.skip("the step player draws with Graphviz's dot, which is not installed here (apt-get install graphviz)")
-    src = at.get("iframe")[0].proto.srcdoc
-    return json.loads(re.search(r'id="sv-data">(.*?)</script>', src, re.S).group(1))["start"]
+    return players(at)[0]["start"]
 
 
 # ---------------------------------------------------------------------------------------------

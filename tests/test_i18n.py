@@ -23,6 +23,7 @@ import re
 from pathlib import Path
 
 import pytest
+from tests.player_read import players
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,10 +73,8 @@ def _texts(at: AppTest) -> list[tuple[str, str]]:
                 t = t.get("text") if isinstance(t, dict) else t
                 if t:
                     out.append(("chart.axis", t))
-    for el in at.get("iframe"):
-        m = re.search(r'id="sv-data">(.*?)</script>', getattr(el.proto, "srcdoc", "") or "", re.S)
-        if m:
-            data = json.loads(m.group(1))
+    for data in players(at):
+        if data:
             out += [("player.label", v) for v in data["labels"].values()]
             for f in data["frames"]:
                 out.append(("player.caption", f["caption"]))

@@ -14,6 +14,7 @@ from specviz.loop import metrics as M  # noqa: E402
 from specviz.loop.decode import LoopSettings, run_loop  # noqa: E402
 from tests.figures import graphs  # noqa: E402
 from tests.svg_read import elements, texts  # noqa: E402
+from tests.player_read import players
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages/decoding_loop.py")
@@ -34,10 +35,8 @@ def _run(lang="en", **state) -> AppTest:
 
 def _player(at) -> dict:
     """The step player's data (one frame per round)."""
-    if not at.get("iframe") and not __import__("specviz.render.svg", fromlist=["have_dot"]).have_dot():
-        pytest.skip("the step player draws with Graphviz's dot, which is not installed here (apt-get install graphviz)")
-    (frame,) = at.get("iframe")
-    return json.loads(re.search(r'id="sv-data">(.*?)</script>', frame.proto.srcdoc, re.S).group(1))
+    (data,) = players(at)
+    return data
 
 
 def _proofs(at):

@@ -19,7 +19,7 @@ def test_decoding_loop_page_screenshots(page, open_page, screenshot_dir, width, 
     open_page(page, "decoding_loop")
     expect(page.get_by_role("heading", name="Decoding loop").first).to_be_visible(timeout=60_000)
     assert page.locator('[data-testid="stException"]').count() == 0
-    player = page.frame_locator('[data-testid="stIFrame"]').first      # rounds step in the browser
+    player = page.locator(".sv-player").first      # rounds step in the browser
     expect(player.locator("[data-sv-img]")).to_have_attribute("src", re.compile("^data:image/svg"), timeout=60_000)
     expect(player.locator("[data-sv-img2]")).to_have_attribute("src", re.compile("^data:image/svg"))  # the tree mask
     # The timeline is SVG drawn on the server (the page loads no plotly script): tau labelled, a hover per bar,

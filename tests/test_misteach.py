@@ -27,6 +27,7 @@ from specviz.audit import audit  # noqa: E402
 from specviz.scenario import load_scenario  # noqa: E402
 from specviz.scenario import scenario_from_json as load_scenario_json  # noqa: E402
 from tests.figures import graphs, node_markup  # noqa: E402
+from tests.player_read import players
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT = 120
@@ -49,14 +50,10 @@ def _texts(at) -> str:
 
 
 def _player_frames(at) -> list[dict]:
-    """The greedy step player's frames (every step of the walk), read from its iframe document."""
-    frames = at.get("iframe")
-    if not frames and not have_dot():
-        pytest.skip(NO_DOT)
-    assert frames, "no step player on the page"
-    m = re.search(r'<script type="application/json" id="sv-data">(.*?)</script>', frames[0].proto.srcdoc, re.S)
-    assert m, "no player data"
-    return json.loads(m.group(1))["frames"]
+    """The greedy step player's frames (every step of the walk), as the page's rerun sent them."""
+    found = players(at)
+    assert found, "no step player on the page"
+    return found[0]["frames"]
 
 
 def _live_accept_index(at, k: int = -1) -> list[int]:
@@ -165,7 +162,7 @@ def test_exported_animation_title_is_the_live_walk():
     s = _running()
     s = edits.set_target_predict(s, edits.agree_along(s, "last"))  # R -> B
     html = animation_html(s)
-    raw = re.search(r'<script id="data" type="application/json">(.*?)</script>', html, re.S).group(1)
+    raw = re.search(r'<script type="application/json" id="sv-data">(.*?)</script>', html, re.S).group(1)
     data = json.loads(raw)  # the player sets the page title and description from this data
     title, desc = data["title"], data["desc"]
     assert "A C X" not in title and "R -> A -> C" not in title, title

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.player_read import players
 
 pytest.importorskip("hypothesis")
 pytest.importorskip("streamlit")
@@ -237,10 +238,9 @@ class LivePages(RuleBasedStateMachine):
         elif self.page == "greedy":
             assert f"W = {s.width}" in text  # the width is shown
             # the step player holds every frame (stepping happens in the browser): its last frame is the result
-            frames = self.at.get("iframe")
-            assert frames, "no step player on the greedy page"
-            m = re.search(r'<script type="application/json" id="sv-data">(.*?)</script>', frames[0].proto.srcdoc, re.S)
-            last = json.loads(m.group(1))["frames"][-1]
+            found = players(self.at)
+            assert found, "no step player on the greedy page"
+            last = found[0]["frames"][-1]
             code = next(r["code"] for r in last["rows"] if r.get("code", "").startswith("accept_index[0]"))
             assert json.loads(code.split("=", 1)[1]) == [int(x) for x in run.result["accept_index"][0]]
             # the end-state panel under the player: the shift sentence of the live walk
@@ -253,10 +253,9 @@ class LivePages(RuleBasedStateMachine):
             cs = scenario_from_json(self.at.session_state["sv_scn::chain"])
             want = [int(x) for x in engine.run_scenario(cs, with_trace=False).result["accept_index"][0]]
             # the step player's last frame (the outcome; stepping is client-side): its accept_index chips
-            frames = self.at.get("iframe")
-            assert frames, "no step player on the chain page"
-            m = re.search(r'<script type="application/json" id="sv-data">(.*?)</script>', frames[0].proto.srcdoc, re.S)
-            last = json.loads(m.group(1))["frames"][-1]
+            found = players(self.at)
+            assert found, "no step player on the chain page"
+            last = found[0]["frames"][-1]
             shown = [int(c[0]) for c in next(r for r in last["rows"] if r["label"] == "accept_index")["chips"]]
             assert shown == want, (shown, want)
             assert self.at.slider(key="w_chain_coin0").value == pytest.approx(cs.requests[0].coins[0])

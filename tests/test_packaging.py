@@ -28,7 +28,7 @@ from specviz.cli import APP_DEFAULTS, app_command
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ["pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "requirements.txt", "app.py",
-           "specviz", "kernels", "pages", "scenarios"]
+           "specviz", "kernels", "pages", "scenarios", "static"]
 
 
 def _clean_env(**extra) -> dict:
@@ -73,8 +73,8 @@ def test_wheel_carries_the_app_the_presets_and_the_console_command(wheel):
     want = {"specviz/_app/app.py", "specviz/paths.py", "specviz/cli.py", "kernels/triton_backend.py",
             "specviz/_app/scenarios/examples/audit_example.json",
             # the step player's page and the Graphviz it loads in the browser when the server has no dot
-            "specviz/ui/static/player.html", "specviz/ui/static/graphviz.umd.js",
-            "specviz/ui/static/graphviz.umd.js.LICENSE.txt"}
+            "specviz/_app/static/player.js", "specviz/_app/static/player.css", "specviz/_app/static/player_streamlit.js",
+            "specviz/_app/static/graphviz.umd.js", "specviz/_app/static/graphviz.umd.js.LICENSE.txt"}
     want |= {f"specviz/_app/pages/{p.name}" for p in (ROOT / "pages").glob("*.py")}
     want |= {f"specviz/_app/scenarios/{p.name}" for p in (ROOT / "scenarios").glob("*.json")}
     want |= {p.relative_to(ROOT).as_posix() for p in (ROOT / "specviz").rglob("*.py")}  # subpackages too (specviz.audit)

@@ -29,6 +29,7 @@ from specviz.pitfalls import preset
 from specviz.scenario import scenario_from_json
 from specviz.share import decode_state
 from tests.figures import graphs
+from tests.player_read import players
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT = 60
@@ -150,8 +151,7 @@ def shown(at: AppTest) -> list:
     out += [("table", t.value.to_json()) for t in at.main.get("table")]  # the values (a Styler's id is random)
     out += [("dataframe", str(d.proto.data)) for d in at.main.get("arrow_data_frame")]
     out += [("metric", m.label, m.value) for m in at.main.get("metric")]
-    for f in at.get("iframe"):  # the step player: its start step and what that frame shows
-        data = json.loads(re.search(r'id="sv-data">(.*?)</script>', f.proto.srcdoc, re.S).group(1))
+    for data in players(at):  # the step player: its start step and what that frame shows
         out.append(("player", data["start"], data["frames"][data["start"]]))
     return out
 
@@ -205,8 +205,7 @@ def test_greedy_link_shows_the_senders_accept_index():
     _ok(fresh.run())
 
     def view(at):  # the step player's frame at its start step: caption and value rows
-        src = at.get("iframe")[0].proto.srcdoc
-        data = json.loads(re.search(r'id="sv-data">(.*?)</script>', src, re.S).group(1))
+        data = players(at)[0]
         return data["start"], data["frames"][data["start"]]
 
     assert view(fresh) == view(sender)
@@ -325,7 +324,7 @@ def test_greedy_link_in_a_fresh_browser(page, browser, open_page, screenshot_dir
 
     open_page(page, "")  # the router first (a fresh server's first deep link skips app.py)
     open_page(page, "greedy")
-    player = page.frame_locator("iframe").first
+    player = page.locator(".sv-player").first
     for _ in range(4):
         player.locator('[data-sv-btn="next"]').click()
     expect(player.locator("[data-sv-step]")).to_have_text(re.compile(r"^Step 4/\d+"))
@@ -342,7 +341,7 @@ def test_greedy_link_in_a_fresh_browser(page, browser, open_page, screenshot_dir
         fresh.goto(url, wait_until="domcontentloaded")
         wait_for_app(fresh)
         assert fresh.locator('[data-testid="stException"]').count() == 0
-        got = fresh.frame_locator("iframe").first
+        got = fresh.locator(".sv-player").first
         expect(got.locator("[data-sv-step]")).to_have_text(step_text)
         assert got.locator("[data-sv-rows]").inner_text() == sent
         fresh.screenshot(path=str(screenshot_dir / "share_greedy_receiver.png"))

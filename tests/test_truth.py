@@ -18,12 +18,13 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from tests.player_read import players
 import torch
 
 from specviz import captions, edits, engine, steps
 from specviz.frames import replay
 from specviz.scenario import load_scenario
-from specviz.ui import playframes
+from specviz import playframes
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -75,7 +76,7 @@ def test_dspark_page_player_frames_come_from_the_capped_trace():
     at.session_state["sv_scn::dspark"] = _capped().to_json()
     at.run()
     assert not at.exception, at.exception
-    data = json.loads(re.search(r'id="sv-data">(.*?)</script>', at.get("iframe")[0].proto.srcdoc, re.S).group(1))
+    data = players(at)[0]
     captions_ = [f["caption"] for f in data["frames"]]
     assert not any("target_predict[2] = X" in c and "uncapped" not in c for c in captions_), captions_
     assert not any("commit_lens = correct_len + 1 = 3" in c for c in captions_), captions_

@@ -37,7 +37,8 @@ def test_warm_up_lays_out_every_step_players_default_figures():
     from specviz.render import svg
     from specviz.scenario import load_scenario, scenario_from_json
     from specviz.ui import backend_cache as bc
-    from specviz.ui import player, playframes
+    from specviz import playframes
+    from specviz.ui import player
 
     if player.layout_mode() != "server":
         pytest.skip("no Graphviz dot here: the browser lays the figures out (nothing to warm)")

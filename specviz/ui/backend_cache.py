@@ -310,7 +310,7 @@ def badge(diffs: dict | None, what: str = "") -> bool:
 
 @bounded_cache(share=0.1, copies=False)  # the page and the player only read the frames
 def _greedy_frames(key: str, backend_name: str, lang: str, b: int) -> list:
-    from specviz.ui import playframes
+    from specviz import playframes
 
     result = _run(key, backend_name)
     return playframes.greedy_frames(scenario_from_json(key), result, lang, b)

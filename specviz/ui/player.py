@@ -1,141 +1,59 @@
-"""The step player: every frame of a walk goes to the browser at once, and stepping happens there.
+"""The step player in the app: a Streamlit Custom Components v2 component around the one player
+module (``static/player.js``, the same the HTML export and the Jupyter widget use; ``specviz.player``
+builds its data from ``playframes``' frames; the host module is ``static/player_streamlit.js``).
 
-A click on step / back / first / last / play / the scrubber (or the keys ←, →, space, Home, End
-anywhere on the page) redraws the frame in the browser: no server round trip, no rerun. The
-server sends, per rerun, one self-contained HTML document (``static/player.html``) holding:
+Every frame goes to the browser at once and stepping happens there: a click on step / back / first /
+last / play / the scrubber, or the keys ←, →, space, Home, End anywhere on the page, redraws the frame
+with no server round trip. The module is registered once; a rerun sends the frames only when this
+session's browser does not hold them yet (``{digest, start}`` otherwise: a rerun that does not change
+the frames keeps the step on screen). The step shown is the component's state ``step``: when the
+viewer stops on a step the page's ``ui.step(key)`` follows (share link, language switch, the
+sidebar's figure export). Figures are SVG laid out by ``dot`` here, or DOT texts laid out by
+Graphviz in WebAssembly; the modules and Graphviz are served by the app itself (``static/`` beside
+``app.py``, ``server.enableStaticServing``); a figure is shown only through ``<img>``. Components run in the app's
+page (no iframe): the module writes every text with ``textContent`` and never parses data as markup.
 
-- the figures, one per distinct frame: SVG laid out on the server by ``dot`` when Graphviz is
-  installed there, or else the DOT text, which the browser lays out with the WebAssembly build of
-  Graphviz (``static/graphviz.umd.js``, served by the app's own server, loaded once per tab; see
-  ``layout_mode``). Either way a figure is shown through ``<img>``, so an SVG can run no script.
-  Optionally a second figure per frame (an SVG that ``specviz.render`` drew, e.g. the tree mask,
-  also through ``<img>``), and
-- per frame: the caption line and the value rows (label + coloured chips with hover text).
-
-All of it is JSON inside ``<script type="application/json">``, escaped for a script context;
-the player writes every text with ``textContent``, never as markup.
-
-    frames = [player.Frame(dot=..., caption="...", rows=[player.Row("accept_index", [("0", "accepted", "slot 0")])],
-                           table=[["slot", "p"], ["1", ("0.3", "accepted", "p(A)")]])]  # table: optional
     player.show(frames, key="greedy", start=ui.step("greedy"))
 """
 from __future__ import annotations
 
+import base64
+import gzip
+import hashlib
+import json
+import threading
 from collections import OrderedDict
 
-import json
-import os
-import threading
-from dataclasses import dataclass, field
-from pathlib import Path
+from specviz.player import Frame, Row, labels, layout_mode, payload  # noqa: F401  (pages use player.Frame, player.Row)
 
-from specviz.render.palette import PALETTE, STATES, text_on
-from specviz.render.svg import dots_to_svgs, have_dot, svg_data_url
-
-STATIC = Path(__file__).parent / "static"
-TEMPLATE = (STATIC / "player.html").read_text(encoding="utf-8")
-PLACEHOLDER = "__SV_PLAYER_DATA__"
-SPEEDS = (0.5, 1.0, 2.0, 4.0)
-GRAPHVIZ_JS = "graphviz.umd.js"  # Graphviz in WebAssembly (@hpcc-js/wasm 2.35.3; licence beside it)
-LAYOUT_ENV = "SPECVIZ_LAYOUT"  # "auto" (default), "server" or "browser"
+_COMPONENT = None
+_LOCK = threading.Lock()
 
 
-def layout_mode() -> str:
-    """Where the player's figures are laid out: ``"server"`` (Graphviz's ``dot`` here, every frame's
-    SVG sent with the page) or ``"browser"`` (the DOT text sent, laid out by Graphviz in WebAssembly
-    in the viewer's browser: no ``dot`` needed, and no layout work on the server).
+def static_url(name: str) -> str:
+    """The path of a file of ``static/`` (beside ``app.py``) on the app's own server (Streamlit's static
+    file serving, ``server.enableStaticServing``: .streamlit/config.toml and ``specviz app`` set it)."""
+    import streamlit as st
 
-    ``SPECVIZ_LAYOUT=browser`` or ``=server`` chooses; by default (``auto``) the server lays out
-    when ``dot`` is on PATH, the browser otherwise (a fresh machine after the README's first command)."""
-    want = os.environ.get(LAYOUT_ENV, "auto").strip().lower()
-    if want == "browser":
-        return "browser"
-    if want == "server":
-        return "server"
-    return "server" if have_dot() else "browser"
+    root = (st.get_option("server.baseUrlPath") or "").strip("/")
+    return ("/" + root if root else "") + f"/app/static/{name}"
 
 
-@dataclass
-class Row:
-    """One line of values: a label, then chips ``(text, state, hover)`` or plain strings; or ``code``."""
-    label: str
-    chips: list = field(default_factory=list)
-    code: str | None = None
+def component():
+    """The player component, registered once per process. Its code is a loader of the player's host module
+    (``static/player_streamlit.js``, which imports ``static/player.js``) from the app's own server: the
+    browser fetches them once a tab, and a rerun carries only the component's data."""
+    global _COMPONENT
+    with _LOCK:
+        if _COMPONENT is None:
+            import streamlit as st
 
-
-@dataclass
-class Frame:
-    dot: str  # the figure at this step (DOT text; identical texts are laid out once)
-    caption: str  # the explanation line
-    rows: list = field(default_factory=list)  # [Row]
-    alt: str = ""  # the figure's text alternative
-    table: list | None = None  # optional: rows of cells, the first row the header; a cell is text or (text, state, hover)
-    svg2: str | None = None  # optional: a second figure, SVG drawn by specviz.render (e.g. the tree mask), beside the rows
-
-
-def script_json(value) -> str:
-    """JSON that is safe inside <script>: no ``</script>``, ``<!--`` or line separators can end it."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return (text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
-            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
-
-
-def _row(r: Row) -> dict:
-    out = {"label": str(r.label), "chips": [c if isinstance(c, str) else [str(c[0]), str(c[1]), str(c[2]) if len(c) > 2 else ""]
-                                            for c in r.chips]}
-    if r.code is not None:
-        out["code"] = str(r.code)
-    return out
-
-
-def _cell(c) -> list:
-    if isinstance(c, (tuple, list)):
-        return [str(c[0]), str(c[1]) if len(c) > 1 and c[1] else "", str(c[2]) if len(c) > 2 else ""]
-    return [str(c), "", ""]
-
-
-def build_html(frames: list[Frame], *, start: int = 0, labels: dict, speed: float = 1.0, present: bool = False,
-               links: list[str] | None = None, layout: str = "server", graphviz_url: str = "") -> str:
-    """The player document for ``frames`` (pure: no streamlit).
-
-    ``layout="server"``: every distinct figure laid out here by ``dot`` (RuntimeError when ``dot`` is
-    missing or fails). ``layout="browser"``: the distinct DOT texts go to the page, which loads
-    Graphviz from ``graphviz_url`` and lays each out when it is first shown (the rest while idle)."""
-    dots = [f.dot for f in frames]
-    uniq = list(dict.fromkeys(dots))
-    if layout == "browser":
-        if not graphviz_url:
-            raise ValueError("browser layout needs the URL of graphviz.umd.js")
-        svgs, sources = None, uniq
-    else:
-        svgs, sources = [svg_data_url(s) for s in dots_to_svgs(uniq)], None
-    index = {d: k for k, d in enumerate(uniq)}
-    extras = list(dict.fromkeys(f.svg2 for f in frames if f.svg2))
-    extra_index = {x: k for k, x in enumerate(extras)}
-    colors = {s: [PALETTE[s], text_on(PALETTE[s])] for s in STATES}
-    data = {
-        "start": int(start), "speed": float(speed), "speeds": list(SPEEDS), "present": bool(present), "labels": labels,
-        "colors": colors, "svgs": svgs, "dots": sources, "gv": graphviz_url or None, "links": [str(u) for u in links] if links else None,
-        "svgs2": [svg_data_url(x) for x in extras],
-        "frames": [{"svg": index[f.dot], "caption": str(f.caption), "alt": str(f.alt), "rows": [_row(r) for r in f.rows],
-                    "table": [[_cell(c) for c in row] for row in f.table] if f.table else None,
-                    "svg2": extra_index[f.svg2] if f.svg2 else None}
-                   for f in frames],
-    }
-    head, tail = TEMPLATE.split(PLACEHOLDER)  # one slot, filled once: data cannot reach another placeholder
-    return head + script_json(data) + tail
-
-
-def labels(tr) -> dict:
-    """The player's words in the chosen language (``tr(en, zh)``)."""
-    return {"first": tr("first step", "第一步"), "back": tr("back", "上一步"), "next": tr("next", "下一步"),
-            "last": tr("last step", "最后一步"), "play": tr("play", "播放"), "pause": tr("pause", "暂停"),
-            "step": tr("Step", "步骤"), "speed": tr("speed (steps/s)", "速度（步/秒）"), "per_s": tr("steps/s", "步/秒"),
-            "link": tr("link to this step (copied)", "此步骤的链接（已复制）"),
-            "nofig": tr("This figure could not be drawn in the browser (Graphviz did not load). The steps, the caption and the values still work; "
-                        "installing Graphviz on the server (apt-get install -y graphviz) draws the figures there.",
-                        "浏览器未能绘制此图（Graphviz 未加载）。步骤、说明和数值仍可使用；在服务器上安装 Debian 的 graphviz 软件包后由服务器绘图。"),
-            "keys": tr("Keys: ← → step · space play/pause · Home / End", "按键：← → 单步 · 空格 播放/暂停 · Home / End")}
+            url = json.dumps(static_url("player_streamlit.js"))  # our server's path, not data
+            # (several lines: Streamlit reads a one-line string with a "/" as a file path, not inline code)
+            loader = (f"export default async function (c) {{\n  const m = await import(new URL({url}, window.location.origin).href);\n"
+                      "  return m.default(c);\n}\n")
+            _COMPONENT = st.components.v2.component("specviz.player", js=loader)
+    return _COMPONENT
 
 
 def step_links(page: str, slot: str, step_key: str, count: int, extra: dict | None = None) -> list[str] | None:
@@ -157,70 +75,76 @@ def step_links(page: str, slot: str, step_key: str, count: int, extra: dict | No
         return None
 
 
-def graphviz_url() -> str:
-    """The URL (on the app's own server) of the vendored Graphviz-in-WebAssembly script.
-
-    The folder ``static/`` is registered as a Streamlit component's file folder, which is only a way to
-    have Streamlit serve its files (``/component/<name>/<file>``); the player loads the one script."""
-    import streamlit as st
-    import streamlit.components.v1 as components
-
-    comp = components.declare_component("static", path=str(STATIC))
-    base = (st.get_option("server.customComponentBaseUrlPath") or "").rstrip("/")
-    if not base:
-        root = (st.get_option("server.baseUrlPath") or "").strip("/")
-        base = ("/" + root if root else "") + "/component"
-    return f"{base}/{comp.name}/{GRAPHVIZ_JS}"
+_PAYLOADS: "OrderedDict[object, tuple]" = OrderedDict()  # key of the inputs -> (digest, data)
+_PAYLOADS_MAX = 64
+_PAYLOADS_LOCK = threading.Lock()
 
 
-_DOCUMENTS: "OrderedDict[str, str]" = OrderedDict()  # digest of build_html's inputs -> the document
-_DOCUMENTS_MAX = 64  # a document is ~100-300 KB
-_DOCUMENTS_LOCK = threading.Lock()
-
-
-def _document_key(frames, content_key, mode: str, gv: str, kwargs: dict):
-    """Everything ``build_html`` reads, as a key: a class asks for the same few documents again and again
-    (an edit back and forth), and building one is ~0.5 ms of JSON and base64 a rerun. ``content_key``
-    (hashable) stands for ``frames`` when the caller knows what they were made from; else a digest of them."""
-    import hashlib
-    import pickle
-
-    rest = (mode, gv, kwargs["start"], kwargs["speed"], kwargs["present"], tuple(kwargs["links"] or ()),
-            tuple(sorted(kwargs["labels"].items())))
-    if content_key is not None:
-        return (content_key, *rest)
+def _payload(frames, content_key, kwargs: dict) -> tuple[str, str]:
+    """(digest, data packed as gzip + base64) of the player for ``frames``: a class asks for the same few
+    again and again, so they are kept by ``content_key`` (what the frames were made from) and the other inputs."""
+    rest = (kwargs["layout"], kwargs["speed"], kwargs["present"], tuple(kwargs["links"] or ()), tuple(sorted(kwargs["labels"].items())))
+    key = (content_key, *rest) if content_key is not None else None
+    with _PAYLOADS_LOCK:
+        hit = _PAYLOADS.get(key) if key is not None else None
+        if hit is not None:
+            _PAYLOADS.move_to_end(key)
+            return hit
     try:
-        return hashlib.sha256(pickle.dumps((frames, rest), protocol=5)).hexdigest()
-    except Exception:  # noqa: BLE001  something unpicklable: build it every time
-        return None
+        data = payload(frames, **kwargs)
+    except RuntimeError:  # dot is there but failed on these figures: the browser lays them out instead
+        data = payload(frames, **{**kwargs, "layout": "browser"})
+    raw = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    digest = hashlib.sha256(raw).hexdigest()[:32]
+    packed = base64.b64encode(gzip.compress(raw, 6, mtime=0)).decode("ascii")  # SVG and DOT texts repeat: ~15x smaller
+    with _PAYLOADS_LOCK:
+        if key is not None:
+            _PAYLOADS[key] = (digest, packed)
+        _PAYLOADS[digest] = (digest, packed)  # what data_of reads
+        while len(_PAYLOADS) > _PAYLOADS_MAX:
+            _PAYLOADS.popitem(last=False)
+    return digest, packed
 
 
-def show(frames: list[Frame], key: str, start: int = 0, links: list[str] | None = None, content_key=None) -> None:
-    """Draw the player (st.iframe, sized to its content). Its figures are laid out by ``dot`` on the
-    server, or by Graphviz in the browser (``layout_mode``): stepping works without ``dot``.
-    ``content_key``: a hashable key of what ``frames`` were computed from (e.g. ``ui.greedy_frames_key``)."""
+def data_of(sent: dict) -> dict | None:
+    """The player's data as the browser holds it for the component data ``sent`` (``{digest, start[, z]}``):
+    for tests and benchmarks, which read a rerun's elements; None when this process no longer has it."""
+    packed = sent.get("z")
+    if packed is None:
+        with _PAYLOADS_LOCK:
+            hit = _PAYLOADS.get(sent.get("digest"))
+        if hit is None:
+            return None
+        packed = hit[1]
+    return {**json.loads(gzip.decompress(base64.b64decode(packed))), "start": sent["start"]}
+
+
+def show(frames: list[Frame], key: str, start: int = 0, links: list[str] | None = None, content_key=None) -> int:
+    """Draw the player; returns the step it shows. ``start``: the step to show when the frames are new
+    to the browser (or when the page moves the step itself); ``content_key``: a hashable key of what
+    ``frames`` were computed from (e.g. ``ui.greedy_frames_key``)."""
     import streamlit as st
 
     from specviz.ui import common as ui
 
-    kwargs = dict(start=start, labels=labels(ui.tr), present=ui.presenting(),
-                  speed=float(st.session_state.get(f"sv_speed::{key}", 1.0)), links=links)
-    mode = layout_mode()
-    gv = graphviz_url() if mode == "browser" else ""
-    key_of = _document_key(frames, content_key, mode, gv, kwargs)
-    with _DOCUMENTS_LOCK:  # sessions run on their own threads
-        html = _DOCUMENTS.get(key_of) if key_of else None
-        if html is not None:
-            _DOCUMENTS.move_to_end(key_of)
-    if html is None:
-        try:
-            html = build_html(frames, layout=mode, graphviz_url=gv, **kwargs)
-        except RuntimeError:  # dot is there but failed on these figures: the browser lays them out instead
-            html = build_html(frames, layout="browser", graphviz_url=graphviz_url(), **kwargs)
-        if key_of:
-            with _DOCUMENTS_LOCK:
-                _DOCUMENTS[key_of] = html
-                while len(_DOCUMENTS) > _DOCUMENTS_MAX:
-                    _DOCUMENTS.popitem(last=False)
-    # The document is our fixed template; the scenario's text sits in it only as escaped JSON data.
-    st.iframe(html, height="content")
+    last = max(0, len(frames) - 1)
+    start = max(0, min(last, int(start)))
+    kwargs = dict(labels=labels(ui.tr), present=ui.presenting(), speed=float(st.session_state.get(f"sv_speed::{key}", 1.0)),
+                  links=links, layout=layout_mode())
+    digest, packed = _payload(frames, content_key, kwargs)
+    comp_key, sent_key = f"sv_player::{key}", f"sv_player_sent::{key}"
+
+    def on_step():  # the viewer stopped on a step: the page follows it
+        state = st.session_state.get(comp_key) or {}
+        if isinstance(state.get("step"), int):
+            ui.set_step(key, state["step"])
+
+    def on_missing():  # the browser does not hold these frames: send them with this rerun
+        st.session_state[sent_key] = None
+
+    send = {"digest": digest, "start": start}
+    if st.session_state.get(sent_key) != digest:
+        send["z"] = packed
+        st.session_state[sent_key] = digest
+    component()(key=comp_key, data=send, default={"step": start}, on_step_change=on_step, on_missing_change=on_missing)
+    return start

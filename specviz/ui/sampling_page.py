@@ -96,21 +96,21 @@ def step_player(views: list, box, title: tuple, *, key: str, slot: str, step_key
 
 def array_rows(arrays: dict, seen, vocab: list, compact: bool = False) -> list:
     """accept_index and predicts after the events ``seen`` (``playframes.array_rows`` in the page's language)."""
-    from specviz.ui import playframes
+    from specviz import playframes
 
     return playframes.array_rows(arrays, seen, vocab, ui.lang(), compact=compact)
 
 
 def dist_chips(vocab: list, values, chosen: int | None = None, fmt: str = "{:.3g}", skip_zero: bool = False) -> list:
     """One chip per token (``playframes.dist_chips``)."""
-    from specviz.ui import playframes
+    from specviz import playframes
 
     return playframes.dist_chips(vocab, values, chosen, fmt, skip_zero)
 
 
 def terminal_draw_rows(label: str, vocab: list, values, chosen: int | None, coin: float, skip_zero: bool = False) -> list:
     """The terminal draw as two player rows (``playframes.terminal_draw_rows`` in the page's language)."""
-    from specviz.ui import playframes
+    from specviz import playframes
 
     return playframes.terminal_draw_rows(label, vocab, values, chosen, coin, ui.lang(), skip_zero=skip_zero)
 

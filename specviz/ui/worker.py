@@ -55,7 +55,8 @@ def warm_up(pages_dir=None, wait_s: float = 300.0) -> float:
     from specviz.engine import scenario_key
     from specviz.scenario import load_scenario, scenario_from_json
     from specviz.render.svg import dots_to_svgs
-    from specviz.ui import player, playframes
+    from specviz import playframes
+    from specviz.ui import player
 
     FRAMES = {"chain": playframes.chain_frames, "target_only": playframes.target_only_frames,
               "dspark": playframes.dspark_frames}

@@ -13,7 +13,7 @@ from __future__ import annotations
 from specviz import captions, steps
 from specviz.events import AcceptTest, Cap, Commit, Compare, Finalize, Residual, Terminal
 from specviz.render import sampling_charts as sc
-from specviz.ui import player
+from specviz import player
 
 _TERMS = {"bonus": ("bonus", "bonus（奖励 token）"), "accepted": ("accepted", "已接受"), "rejected": ("rejected", "已拒绝"),
           "root": ("root", "根节点")}
@@ -403,3 +403,16 @@ def target_only_frames(s, run, lang: str = "en") -> list:
                             alt=_tr(lang, "the verify tree at step {k}", "第 {k} 步的验证树", k=k))
 
     return [frame(k) for k in range(len(events) + 1)]
+
+
+def frames_for(s, run, lang: str = "en") -> list:
+    """The player's frames of any scenario, as its page shows them: the greedy walk (every request's in
+    turn), chain rejection, target-only tree sampling or DSpark (request 0)."""
+    from specviz import algorithms
+
+    alg = algorithms.get(s.algorithm)
+    if alg.family == "dspark":
+        return dspark_frames(s, run, lang)
+    if alg.decision == "greedy":
+        return [f for b in range(len(s.requests)) for f in greedy_frames(s, run, lang, b)]
+    return chain_frames(s, run, lang) if alg.topology == "chain" else target_only_frames(s, run, lang)

@@ -1,0 +1,86 @@
+// The step player's host in the app: the module behind the Streamlit Custom Components v2 component
+// "specviz.player" (specviz/ui/player.py registers a two-line loader that imports this file from the
+// app's own server, once a tab). A rerun sends {digest, start} and, only when this tab does not hold
+// them yet, the frames (data.z: the player's data as gzip + base64; figures compress ~15x). The tab
+// keeps them by digest, so a rerun that does not change the frames sends none and keeps the step on
+// screen. The step goes back as the component's state "step" once the viewer stops on it (never
+// while playing), so the page's share link, language switch and exports follow the step shown.
+import {svGraphviz, svMount} from "./player.js";
+
+const DATA = new Map();  // digest -> the player's data, for this tab
+const LAYOUTS = new Map();  // DOT text -> laid-out figure, shared by every player of the tab
+const MOUNTED = new WeakMap();  // the component's element -> {player, digest, start, component, box}
+const GEN = new WeakMap();  // the component's element -> the number of its newest call
+const CSS = new URL("player.css", import.meta.url).href;
+const GRAPHVIZ = new URL("graphviz.umd.js", import.meta.url).href;
+const graphviz = () => svGraphviz(() => GRAPHVIZ);
+
+async function unpack(z) {
+  const bytes = Uint8Array.from(atob(z), (c) => c.charCodeAt(0));
+  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+  return JSON.parse(await new Response(stream).text());
+}
+
+export default async function (component) {
+  const {data, parentElement} = component;
+  const gen = (GEN.get(parentElement) || 0) + 1;  // this call; a newer one may start while it waits
+  GEN.set(parentElement, gen);
+  if (data.z && !DATA.has(data.digest)) {
+    DATA.set(data.digest, unpack(data.z));  // a promise: a call right after this one waits for the same frames
+    if (DATA.size > 16) DATA.delete(DATA.keys().next().value);
+  }
+  const held = await DATA.get(data.digest);
+  if (!held) {  // this tab does not hold the frames (e.g. its scripts were reloaded): ask for them once
+    component.setTriggerValue("missing", data.digest);
+    return undefined;
+  }
+  const D = Object.assign({}, held, {start: data.start});
+  let m = MOUNTED.get(parentElement);
+  if (!m) {
+    let timer = null, pending = null;
+    m = {digest: data.digest, start: data.start, component, box: document.createElement("div")};
+    const send = () => {
+      clearTimeout(timer);
+      if (pending === null) return;
+      m.sent = pending; pending = null;
+      m.component.setStateValue("step", m.sent);
+    };
+    // A step not sent yet goes before anything else the viewer does on the page: a click or a key sent
+    // after it would carry the widgets' values of before its own rerun, and a step request arriving
+    // after that rerun would carry them too and undo it (Streamlit reads an old value as an edit).
+    m.flush = (ev) => {
+      if (pending === null || ev.composedPath().includes(m.box)) return;
+      if (ev.type === "keydown" && (ev.target === document.body || ev.target === document.documentElement)) return;
+      send();
+    };
+    document.addEventListener("pointerdown", m.flush, true);
+    document.addEventListener("keydown", m.flush, true);
+    const host = {
+      layoutCache: LAYOUTS, graphviz,
+      onStep: (k, playing) => {
+        clearTimeout(timer);
+        pending = playing ? null : k;
+        if (!playing) timer = setTimeout(send, 1000);  // a click anywhere else sends it at once (flush)
+      },
+    };
+    const link = document.createElement("link");
+    link.rel = "stylesheet"; link.href = CSS;
+    parentElement.append(link, m.box);  // parentElement is the component's shadow root
+    m.player = svMount(m.box, D, host);
+    MOUNTED.set(parentElement, m);
+  } else {
+    m.component = component;
+    // New frames, or the page moved the step itself (not an echo of a step this player sent).
+    if (m.digest !== data.digest || (data.start !== m.start && data.start !== m.sent && data.start !== m.player.step())) {
+      m.player.update(D);
+    }
+    m.digest = data.digest; m.start = data.start;
+  }
+  // Streamlit calls the cleanup of a call that a newer one replaced, too: only the newest one unmounts.
+  return () => {
+    if (GEN.get(parentElement) !== gen) return;
+    document.removeEventListener("pointerdown", m.flush, true);
+    document.removeEventListener("keydown", m.flush, true);
+    m.player.destroy(); m.box.remove(); MOUNTED.delete(parentElement); GEN.delete(parentElement);
+  };
+}
