@@ -22,7 +22,9 @@ does the proxying (``apt-get install haproxy``).
 """
 from __future__ import annotations
 
+import errno
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -111,15 +113,41 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _port_taken(address: str, port: int) -> bool:
-    family = socket.AF_INET6 if ":" in address else socket.AF_INET
-    with socket.socket(family) as sock:
+# A host name or an IPv4/IPv6 address: letters, digits and . - _ : % (an IPv6 zone), nothing else (no
+# space, no newline: the address is written into HAProxy's config, one directive per line).
+_ADDRESS_RE = re.compile(r"[A-Za-z0-9._:%-]{1,253}")
+
+
+def check_address(address: str, port: int) -> None:
+    """Refuse an --address that HAProxy could not listen on, saying what is wrong with it (exit 2):
+    empty, not a host name or address, unresolvable, not an address of this machine, or the port taken."""
+    shown = ascii(address)  # one line, whatever was given
+    if address == "":
+        raise SpecvizError("--address", "is empty; give 127.0.0.1 (this machine only) or, to listen on every "
+                                        "interface, say so explicitly: --address 0.0.0.0 (or :: for IPv6)")
+    if not _ADDRESS_RE.fullmatch(address):
+        raise SpecvizError("--address", f"{shown} is not a host name or an IP address (allowed: letters, digits "
+                                        "and . - _ : %); e.g. 127.0.0.1 or 0.0.0.0")
+    try:
+        infos = socket.getaddrinfo(address, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise SpecvizError("--address", f"{shown} cannot be resolved ({exc}); give an IP address of this "
+                                        "machine, e.g. 127.0.0.1 or 0.0.0.0") from None
+    family, _, _, _, sockaddr = infos[0]
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            sock.bind((address, port))
-        except OSError:
-            return True
-    return False
+            sock.bind(sockaddr)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise SpecvizError("--port", f"{address}:{port} is already in use: choose another --port") from None
+            if exc.errno == errno.EADDRNOTAVAIL:
+                raise SpecvizError("--address", f"{shown} is not an address of this machine ({exc.strerror}); "
+                                                "e.g. 127.0.0.1 or 0.0.0.0") from None
+            if exc.errno == errno.EACCES:
+                raise SpecvizError("--port", f"{address}:{port}: permission denied (ports below 1024 need "
+                                             "privileges): choose a port from 1024 up") from None
+            raise SpecvizError("--address", f"cannot listen on {shown} port {port}: {exc.strerror}") from None
 
 
 def _die_with_parent() -> None:
@@ -210,8 +238,6 @@ class Serve:
                 time.sleep(0.1)
 
     def run(self) -> int:
-        if _port_taken(self.address, self.port):
-            raise SpecvizError("port", f"{self.address}:{self.port} is already in use: choose another --port")
         for w in self.workers:
             self._start_worker(w)
         for w in self.workers:
@@ -265,6 +291,7 @@ def serve(workers: int, address: str, port: int, haproxy: str | None = None, ext
         raise SpecvizError("--workers", f"must be between 1 and {MAX_WORKERS}, got {workers}")
     if not 1 <= port <= 65535:
         raise SpecvizError("--port", f"must be between 1 and 65535, got {port}")
+    check_address(address, port)  # before anything starts: one line naming what is wrong, exit 2
     exe = find_haproxy(haproxy)  # before anything starts: a missing HAProxy is one line and exit 2
     srv = Serve(workers, address, port, exe, list(extra or []))
 
