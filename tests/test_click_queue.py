@@ -146,3 +146,40 @@ def test_stop_drops_the_queue_and_refuses_later_presses():
     reqs.request_stop()
     assert not reqs.request_rerun(_press(add=True))
     assert reqs.on_scriptrunner_ready().type == ScriptRequestType.STOP
+
+
+def test_a_flood_of_presses_is_bounded_per_session_and_counted_as_refused():
+    """Issue 35 item 2: 500 presses while the runner is busy queued 500 requests (no cap). At most MAX_QUEUED
+    wait now, by count and by bytes; the rest are refused and counted for that tab; another session's queue
+    is untouched."""
+    reqs, other = _running(), _running()
+    for _ in range(500):
+        assert reqs.request_rerun(_press(add=True))  # True: never a second script runner
+    queue = reqs.__dict__[click_queue._QUEUE]
+    assert len(queue) == click_queue.MAX_QUEUED
+    assert reqs.__dict__[click_queue._REFUSED] == 500 - 1 - len(queue)  # (one is pending, not queued)
+    big = "x" * (click_queue.MAX_QUEUED_BYTES // 8)
+    reqs2 = _running()
+    for _ in range(20):
+        data = _press(add=True)
+        w = data.widget_states.widgets.add()
+        w.id, w.string_value = "text", big
+        reqs2.request_rerun(data)
+    assert sum(map(click_queue._size, reqs2.__dict__[click_queue._QUEUE])) <= click_queue.MAX_QUEUED_BYTES
+    assert reqs2.__dict__[click_queue._REFUSED] > 0
+    assert other.request_rerun(_press(add=True)) and not other.__dict__.get(click_queue._REFUSED)
+    assert len(_taken(reqs)) == 1 + click_queue.MAX_QUEUED  # the queued ones still run, in order
+
+
+def test_widget_states_for_ids_never_drawn_are_dropped_once_the_page_is_drawn():
+    from streamlit.proto.ClientState_pb2 import ClientState
+
+    cs = ClientState(page_name="greedy", widget_states=_states(add=True, step=3))
+    pad = cs.widget_states.widgets.add()
+    pad.id, pad.string_value = "$$ID-never-drawn", "x" * (1 << 20)
+    kept = click_queue.drawn_only(cs, {"add": None, "step": None})
+    assert [w.id for w in kept.widget_states.widgets] == ["add", "step"] and kept.page_name == "greedy"
+    assert kept.ByteSize() < 1000
+    # Nothing drawn yet (a fresh session, e.g. after a failover): every state is kept for the page to apply.
+    cs = ClientState(widget_states=_states(add=True, other=1))
+    assert [w.id for w in click_queue.drawn_only(cs, {}).widget_states.widgets] == ["add", "other"]
