@@ -242,7 +242,9 @@ class Serve:
         self.address, self.port, self.haproxy, self.extra, self.out = address, port, haproxy, extra, out
         self.backoff_base, self.backoff_cap = _backoff_from_env()  # (before anything is made: bad input, exit 2)
         self.dir = Path(tempfile.mkdtemp(prefix="specviz-serve-"))
-        self.secret = secrets.token_hex(32)
+        # One secret for every worker (XSRF cookies stay valid across a failover); from the environment when the
+        # operator shares one across machines or pods (deploy/kubernetes.yaml: a Secret), else a fresh one.
+        self.secret = os.environ.get("STREAMLIT_SERVER_COOKIE_SECRET") or secrets.token_hex(32)
         self.workers = [Worker(f"w{i + 1}", _free_port(), self.dir / f"w{i + 1}.log") for i in range(workers)]
         self.haproxy_proc: subprocess.Popen | None = None
         self.stopping = False
@@ -256,7 +258,10 @@ class Serve:
         cmd = app_command(["--server.address", "127.0.0.1", "--server.port", str(w.port), *self.extra])
         assert cmd[1:3] == ["-m", "specviz.ui.worker"]  # Streamlit, warmed up before it answers
         # (Streamlit takes the cookie secret only from its config or the environment, never a flag.)
-        env = dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false", STREAMLIT_SERVER_COOKIE_SECRET=self.secret)
+        from .ui.memory import MALLOC_ENV  # fewer malloc arenas: freed memory reused, not held (issue 35 item 3)
+
+        env = dict(MALLOC_ENV, **os.environ)
+        env.update(STREAMLIT_BROWSER_GATHER_USAGE_STATS="false", STREAMLIT_SERVER_COOKIE_SECRET=self.secret)
         with open(w.log, "a") as log:
             w.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
                                       start_new_session=True, preexec_fn=_die_with_parent)
