@@ -10,7 +10,8 @@ from its top. Two measures:
   dozens of half-empty arenas. It must be in a process's environment when it starts: ``specviz app``,
   ``specviz serve``'s workers, the Dockerfile and deploy/kubernetes.yaml set it;
 * ``start_trimmer()``: every ``TRIM_EVERY_S`` a daemon thread calls glibc's ``malloc_trim(0)``, which returns
-  the free pages of every arena (a few ms; nothing on other C libraries).
+  the free pages of every arena (a few ms; nothing on other C libraries), after a ``gc.collect()`` when
+  sessions have ended since the last time.
 """
 from __future__ import annotations
 
@@ -33,15 +34,38 @@ def trim() -> bool:
         return False
 
 
+def _sessions() -> int | None:
+    """Sessions this server holds (connected, and disconnected ones kept for a reconnect), or None outside one."""
+    try:
+        from streamlit.runtime import Runtime
+
+        if not Runtime.exists():
+            return None
+        return len(Runtime.instance()._session_mgr.list_sessions())  # (read only: a snapshot)
+    except Exception:  # noqa: BLE001  another Streamlit, or the list changed while read: just trim
+        return None
+
+
 def start_trimmer(every: float = TRIM_EVERY_S) -> bool:
-    """Start the trimming thread once per process; False if it was already running."""
+    """Start the trimming thread once per process; False if it was already running.
+
+    When sessions have gone since the last look, their objects are collected first (``gc.collect()``: an
+    ended session is a web of reference cycles, and with ``runner.postScriptGC`` off and torch's millions
+    of long-lived objects a full collection otherwise comes rarely), then the freed memory is trimmed."""
     if _started.is_set():
         return False
     _started.set()
 
     def loop():
+        import gc
+
+        seen = _sessions()
         while True:
             time.sleep(every)
+            now = _sessions()
+            if now is not None and seen is not None and now < seen:
+                gc.collect()
+            seen = now
             trim()
 
     threading.Thread(target=loop, name="specviz-malloc-trim", daemon=True).start()
