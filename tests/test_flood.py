@@ -12,6 +12,7 @@ on the greedy page): benchmarks/bench_flood.py.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from pathlib import Path
 
@@ -74,7 +75,11 @@ def test_a_flooding_tab_is_bounded_and_only_it_is_refused(tmp_path):
     log = tmp_path / "server.log"
     proc, url = start_server(ROOT, log, script="tests/apps/slow_callback_app.py")
     try:
-        out = asyncio.run(_scenario(url, proc.pid))
+        box: dict = {}  # in a thread: a Playwright test earlier in this process may hold this thread's event loop
+        th = threading.Thread(target=lambda: box.update(out=asyncio.run(_scenario(url, proc.pid))))
+        th.start()
+        th.join(timeout=240)
+        out = box["out"]
     finally:
         proc.terminate()
         proc.wait(timeout=20)
