@@ -366,12 +366,12 @@ class Serve:
         w.restart_at = now + delay
         message = (f"worker {w.name} is backing off: it {how} {w.exits_in_a_row} times in a row (the last after "
                    f"{up:.1f} s up); next start in {delay:g} s (log {w.log}); the other workers keep serving")
-        self.say(message)
         w.proc = None
-        try:
+        try:  # (before the log line: whoever reads the line finds the port answering)
             w.placeholder = _BackingOff(w.port, message)
         except OSError as exc:  # its port taken meanwhile: HAProxy sees a refused connection instead
             self.say(f"worker {w.name}: cannot answer its health checks while backing off ({exc})")
+        self.say(message)
 
     def _end_backoff(self, w: Worker) -> None:
         w.restart_at = None
