@@ -183,3 +183,24 @@ def test_widget_states_for_ids_never_drawn_are_dropped_once_the_page_is_drawn():
     # Nothing drawn yet (a fresh session, e.g. after a failover): every state is kept for the page to apply.
     cs = ClientState(widget_states=_states(add=True, other=1))
     assert [w.id for w in click_queue.drawn_only(cs, {}).widget_states.widgets] == ["add", "other"]
+
+
+def test_a_session_sending_faster_than_a_person_is_refused_beyond_its_rate(monkeypatch):
+    """After a burst of BURST requests, a session gets RATE_PER_S a second; the excess is refused and counted
+    for that session (on the AppSession: a script runner and its queue live one run only). Another session
+    has its own bucket."""
+    clock = [1000.0]
+    monkeypatch.setattr(click_queue.time, "monotonic", lambda: clock[0])
+
+    class Session:  # what _over_rate reads of an AppSession: its id and its own attributes
+        def __init__(self, sid):
+            self.id = sid
+
+    me, other = Session("me"), Session("other")
+    refused = sum(click_queue._over_rate(me) for _ in range(click_queue.BURST + 20))
+    assert refused == 20 and click_queue._RATE_REFUSED["me"] == 20
+    clock[0] += 1.0  # a second later: RATE_PER_S more
+    assert sum(click_queue._over_rate(me) for _ in range(int(click_queue.RATE_PER_S) + 5)) == 5
+    assert not click_queue._over_rate(other) and "other" not in click_queue._RATE_REFUSED
+    click_queue._RATE_REFUSED.pop("me")
+    click_queue._RATE_LOGGED.discard("me")

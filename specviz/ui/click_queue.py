@@ -35,9 +35,10 @@ a widget id the page never drew, grew a worker by 1.4 GB, and held it):
   session has drawn its page (before that, e.g. the first request after a failover, every state is kept:
   ``specviz.ui.failover`` replays it after the first run); the request is copied out of the websocket
   message, so a dropped state frees its bytes at once;
-* at most ``MAX_QUEUED`` requests and ``MAX_QUEUED_BYTES`` of widget states wait per session: a request
-  beyond either is refused (dropped, and logged once per flood), and the tab's next run says so
-  (``take_refused``). Only that session's queue is bounded: every other tab is untouched.
+* at most ``MAX_QUEUED`` requests and ``MAX_QUEUED_BYTES`` of widget states wait per session, and a session
+  sends at most ``RATE_PER_S`` requests a second after a burst of ``BURST``: a request beyond any of these is
+  refused (dropped, and logged once per flood), and the tab's next run says so (``take_refused``). Only
+  that session is bounded: every other tab is untouched.
 
 This reaches into ``ScriptRequests`` and ``SafeSessionState``, private classes of the pinned Streamlit
 (constraints.txt); ``tests/test_click_queue.py`` drives them directly and fails if their shape changes.
@@ -47,6 +48,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import time
 
 _log = logging.getLogger(__name__)
 _QUEUE = "_specviz_click_queue"
@@ -58,6 +60,12 @@ _REFUSED = "_specviz_refused"  # requests refused since the tab was last told
 # text areas' max_chars), so 64 of the largest real requests fit.
 MAX_QUEUED = 64
 MAX_QUEUED_BYTES = 4 << 20
+# And at most RATE_PER_S requests a second per session, after a burst of BURST (a token bucket): a student's
+# fastest is a burst of 40 presses, then a few a second; a script sending 60 a second for a minute kept a
+# worker's interpreter busy enough to slow every other tab's rerun ~10x (benchmarks/bench_flood.py).
+RATE_PER_S = 10.0
+BURST = 2 * MAX_QUEUED
+_BUCKET = "_specviz_bucket"  # (tokens, time.monotonic() of the last refill)
 
 
 def _size(rerun_data) -> int:
@@ -65,16 +73,59 @@ def _size(rerun_data) -> int:
     return states.ByteSize() if states is not None else 0
 
 
+_RATE_REFUSED: dict = {}  # session id -> requests refused by its rate, not yet told to the tab
+_RATE_LOGGED: set = set()  # session ids whose current flood was logged
+
+
+def _over_rate(session) -> bool:
+    """Take one token of this session's bucket (kept on the AppSession: a script runner, with its requests and
+    queue, lives for one run only); True, counted for the tab, when there is none."""
+    now = time.monotonic()
+    tokens, last = session.__dict__.get(_BUCKET, (float(BURST), now))
+    tokens = min(float(BURST), tokens + (now - last) * RATE_PER_S)
+    if tokens >= 1.0:
+        session.__dict__[_BUCKET] = (tokens - 1.0, now)
+        return False
+    session.__dict__[_BUCKET] = (tokens, now)
+    sid = getattr(session, "id", None)
+    if len(_RATE_REFUSED) >= 4096 and sid not in _RATE_REFUSED:  # sessions gone before being told
+        _RATE_REFUSED.clear()
+        _RATE_LOGGED.clear()
+    _RATE_REFUSED[sid] = _RATE_REFUSED.get(sid, 0) + 1
+    if sid not in _RATE_LOGGED:
+        _RATE_LOGGED.add(sid)
+        _log.warning("a tab sends more than %g requests a second (after a burst of %d): refusing the excess",
+                     RATE_PER_S, BURST)
+    return True
+
+
+_LOGGED = "_specviz_refusals_logged"  # which kinds of refusal were logged since the tab was last told
+
+
+def _refuse(requests, message: str, *args) -> None:
+    """Count a refused request for the tab; log each kind once per flood (until the tab is told)."""
+    requests.__dict__[_REFUSED] = requests.__dict__.get(_REFUSED, 0) + 1
+    logged = requests.__dict__.setdefault(_LOGGED, set())
+    if message not in logged:
+        logged.add(message)
+        _log.warning(message, *args)
+
+
 def take_refused() -> int:
     """In a script run: how many of this tab's requests were refused (queue full) since the last call."""
     from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
     ctx = get_script_run_ctx(suppress_warning=True)
+    sid = getattr(ctx, "session_id", None)
+    by_rate = _RATE_REFUSED.pop(sid, 0) if sid is not None else 0
+    if by_rate:
+        _RATE_LOGGED.discard(sid)
     requests = getattr(ctx, "script_requests", None)
     if requests is None or not requests.__dict__.get(_REFUSED):
-        return 0
+        return by_rate
     with requests._lock:
-        return requests.__dict__.pop(_REFUSED, 0)
+        requests.__dict__.pop(_LOGGED, None)
+        return by_rate + requests.__dict__.pop(_REFUSED, 0)
 
 
 def tell_refused() -> int:
@@ -180,10 +231,8 @@ def install() -> bool:
         is refused: counted for the tab (``take_refused``) and logged at the start of each flood."""
         if len(queue) < MAX_QUEUED and sum(map(_size, queue)) + _size(new_data) <= MAX_QUEUED_BYTES:
             return False
-        refused = self.__dict__[_REFUSED] = self.__dict__.get(_REFUSED, 0) + 1
-        if refused == 1:
-            _log.warning("a tab's click queue is full (%d requests, %d bytes at most): refusing its requests "
-                         "until it drains", MAX_QUEUED, MAX_QUEUED_BYTES)
+        _refuse(self, "a tab's click queue is full (%d requests, %d bytes at most): refusing its requests "
+                "until it drains", MAX_QUEUED, MAX_QUEUED_BYTES)
         return True
 
     @functools.wraps(fold)
@@ -256,6 +305,8 @@ def install() -> bool:
 
     @functools.wraps(app_rerun)
     def request_rerun(self, client_state):
+        if client_state is not None and _over_rate(self):
+            return None  # refused: this tab only (a script runner lives one run; the session keeps the bucket)
         if client_state is not None:
             widgets = getattr(getattr(getattr(self, "_session_state", None), "_new_widget_state", None),
                               "widget_metadata", None)
