@@ -150,7 +150,9 @@ def test_manifest_bounds_memory_disk_and_clients():
     pod = docs["Deployment"]["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     limit = container["resources"]["limits"]["memory"]
-    assert limit.endswith("Gi") and float(limit[:-2]) >= 2.5
+    # Issue 35 re-measured after its fixes: peak 0.77 GB over 340 links, +8 MB for a 2500-message flood, ~1.2 GB
+    # with a heavy computation on top: the limit keeps 1.5x that at least.
+    assert limit.endswith("Gi") and float(limit[:-2]) >= 1.5 * 1.2
     for vol in pod["volumes"]:
         assert "emptyDir" in vol and vol["emptyDir"].get("sizeLimit"), vol
     ing = docs["Ingress"]
