@@ -53,7 +53,10 @@ def links(n: int, seed: int = 0) -> list[tuple[str, str]]:
             def dist():
                 w = [rng.randint(0, 99) for _ in range(v - 1)] + [0]
                 s = sum(w)
-                return [round(x / s, 6) for x in w]
+                out = [round(x / s, 6) for x in w]
+                top = max(range(v), key=out.__getitem__)
+                out[top] = round(1.0 - (sum(out) - out[top]), 9)  # sums to 1 (6-digit rounding drifted 1e-4)
+                return out
 
             d = {"format": "specviz.scenario", "version": 1, "name": f"chain{k}", "algorithm": "chain_rejection",
                  "vocab": vocab, "requests": [{"chain": ["R", "t1"], "seq_len": 10, "target_probs": [dist(), dist()],
