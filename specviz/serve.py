@@ -258,7 +258,7 @@ class Serve:
         cmd = app_command(["--server.address", "127.0.0.1", "--server.port", str(w.port), *self.extra])
         assert cmd[1:3] == ["-m", "specviz.ui.worker"]  # Streamlit, warmed up before it answers
         # (Streamlit takes the cookie secret only from its config or the environment, never a flag.)
-        from .ui.memory import MALLOC_ENV  # fewer malloc arenas: freed memory reused, not held (issue 35 item 3)
+        from .limits import MALLOC_ENV  # fewer malloc arenas: freed memory reused, not held (issue 35 item 3)
 
         env = dict(MALLOC_ENV, **os.environ)
         env.update(STREAMLIT_BROWSER_GATHER_USAGE_STATS="false", STREAMLIT_SERVER_COOKIE_SECRET=self.secret)

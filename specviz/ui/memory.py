@@ -20,7 +20,7 @@ import ctypes.util
 import threading
 import time
 
-MALLOC_ENV = {"MALLOC_ARENA_MAX": "2"}
+from specviz.limits import MALLOC_ENV  # noqa: F401  (written once, read by the CLI and serve too)
 TRIM_EVERY_S = 20.0
 _started = threading.Event()
 
