@@ -70,6 +70,7 @@ def main() -> None:
 
     st.set_page_config(page_title="specviz: the Accept stage", page_icon=favicon_url(), layout="wide")
     zh = st.session_state.get("sv_lang", "en") == "zh"
+    click_queue.tell_refused()  # a flood of presses from this tab: what was refused (issue 35 item 2)
     # Built again only when pages/ changes (a file added or removed changes the folder's mtime).
     pages = page_objects((zh, os.stat(HERE / "pages").st_mtime_ns), lambda: build_pages(zh))
     if not pages:

@@ -184,7 +184,10 @@ def cmd_app(args, extra) -> int:
     sys.stderr.flush()
     sys.stdout.flush()
     if os.name == "posix":
-        os.execv(sys.executable, cmd)  # Streamlit takes this process: Ctrl-C and container signals reach it directly
+        from .limits import MALLOC_ENV  # (read by glibc at start: it must be in the new process's environment)
+
+        env = {**MALLOC_ENV, **os.environ}  # the user's own setting wins
+        os.execve(sys.executable, cmd, env)  # Streamlit takes this process: Ctrl-C and container signals reach it directly
     try:
         return subprocess.call(cmd)
     except KeyboardInterrupt:

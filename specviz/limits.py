@@ -48,3 +48,9 @@ MAX_LABEL_CHARS = 32  # a token label is drawn inside a node box
 MAX_NAME_CHARS = 80
 MAX_TITLE_CHARS = 200
 MAX_DESCRIPTION_CHARS = 4000
+
+# -- the server process -----------------------------------------------------------------------------
+# In the environment of every Streamlit worker (specviz app, specviz serve, the image, the pods): at most 2
+# glibc malloc arenas, so memory freed after sessions end is reused instead of held in one half-empty arena
+# per script thread (issue 35 item 3; specviz/ui/memory.py trims the rest).
+MALLOC_ENV = {"MALLOC_ARENA_MAX": "2"}

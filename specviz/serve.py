@@ -13,7 +13,9 @@ them, on the address students open:
   gets no new student, and a student whose worker died is sent to another one
   (``option redispatch``): the browser reconnects, and the page rebuilds its scenario from the
   share link that every page keeps in the address bar (``?s=...``). A worker that exits is
-  started again on its port;
+  started again on its port; one that keeps exiting is started again after a back-off that
+  doubles with each exit in a row (capped), while HAProxy and the other workers keep serving and
+  its port answers 503 with the reason (see ``backoff_delay``);
 * all workers share one cookie secret, so Streamlit's XSRF cookie stays valid on any worker.
 
 The HAProxy config and the workers' logs go to a temporary folder (printed at start, removed at
@@ -22,7 +24,9 @@ does the proxying (``apt-get install haproxy``).
 """
 from __future__ import annotations
 
+import errno
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -84,6 +88,9 @@ def haproxy_config(address: str, port: int, workers: list[tuple[str, int]], heal
         "    # A worker that refuses the connection (killed, restarting): try again, on another worker.",
         "    retries 3",
         "    option redispatch 1",
+        "    # ... and so is a 503 from a worker that is backing off (specviz serve answers its port with 503",
+        "    # until it starts it again), in the second or two before the health checks mark it down.",
+        "    retry-on conn-failure empty-response 503",
         "",
         "frontend specviz",
         f"    bind {bind}",
@@ -111,15 +118,41 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _port_taken(address: str, port: int) -> bool:
-    family = socket.AF_INET6 if ":" in address else socket.AF_INET
-    with socket.socket(family) as sock:
+# A host name or an IPv4/IPv6 address: letters, digits and . - _ : % (an IPv6 zone), nothing else (no
+# space, no newline: the address is written into HAProxy's config, one directive per line).
+_ADDRESS_RE = re.compile(r"[A-Za-z0-9._:%-]{1,253}")
+
+
+def check_address(address: str, port: int) -> None:
+    """Refuse an --address that HAProxy could not listen on, saying what is wrong with it (exit 2):
+    empty, not a host name or address, unresolvable, not an address of this machine, or the port taken."""
+    shown = ascii(address)  # one line, whatever was given
+    if address == "":
+        raise SpecvizError("--address", "is empty; give 127.0.0.1 (this machine only) or, to listen on every "
+                                        "interface, say so explicitly: --address 0.0.0.0 (or :: for IPv6)")
+    if not _ADDRESS_RE.fullmatch(address):
+        raise SpecvizError("--address", f"{shown} is not a host name or an IP address (allowed: letters, digits "
+                                        "and . - _ : %); e.g. 127.0.0.1 or 0.0.0.0")
+    try:
+        infos = socket.getaddrinfo(address, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise SpecvizError("--address", f"{shown} cannot be resolved ({exc}); give an IP address of this "
+                                        "machine, e.g. 127.0.0.1 or 0.0.0.0") from None
+    family, _, _, _, sockaddr = infos[0]
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            sock.bind((address, port))
-        except OSError:
-            return True
-    return False
+            sock.bind(sockaddr)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise SpecvizError("--port", f"{address}:{port} is already in use: choose another --port") from None
+            if exc.errno == errno.EADDRNOTAVAIL:
+                raise SpecvizError("--address", f"{shown} is not an address of this machine ({exc.strerror}); "
+                                                "e.g. 127.0.0.1 or 0.0.0.0") from None
+            if exc.errno == errno.EACCES:
+                raise SpecvizError("--port", f"{address}:{port}: permission denied (ports below 1024 need "
+                                             "privileges): choose a port from 1024 up") from None
+            raise SpecvizError("--address", f"cannot listen on {shown} port {port}: {exc.strerror}") from None
 
 
 def _die_with_parent() -> None:
@@ -132,6 +165,66 @@ def _die_with_parent() -> None:
         pass
 
 
+# A worker that exits is started again; one that keeps exiting (a crash loop, a student's input that
+# kills it, a machine out of memory) is started again after a back-off that doubles with each exit in
+# a row, from BACKOFF_BASE_S up to BACKOFF_CAP_S, while HAProxy and the other workers keep serving (its
+# students are redispatched to them). The run of exits ends when a worker has stayed up STABLE_S.
+BACKOFF_BASE_S = 1.0
+BACKOFF_CAP_S = 60.0
+STABLE_S = 60.0
+# A clean exit (code 0) is a deliberate stop, not a crash (Streamlit exits 0 when it is sent SIGTERM or
+# SIGINT, e.g. an operator restarting one worker): it is started again at once and does not lengthen the
+# back-off. But a worker that exits 0 within CLEAN_MIN_UP_S of its start is flapping whatever its code,
+# and is counted as a crash (otherwise a worker that exits 0 at once would be restarted in a busy loop).
+CLEAN_MIN_UP_S = 10.0
+
+
+def backoff_delay(exits_in_a_row: int, base: float = BACKOFF_BASE_S, cap: float = BACKOFF_CAP_S) -> float:
+    """Seconds to wait before starting a worker again after its ``exits_in_a_row``-th exit in a row:
+    the first is restarted at once (one crash: its students fail over, nothing to wait for), then
+    base, 2 base, 4 base, ... up to ``cap``."""
+    if exits_in_a_row <= 1:
+        return 0.0
+    return min(cap, base * 2.0 ** min(exits_in_a_row - 2, 60))
+
+
+class _BackingOff:
+    """While a worker backs off, its loopback port answers every request (its /_stcore/health too)
+    with 503 and one line saying why and until when: HAProxy keeps it marked down, and an operator
+    who asks that worker's health gets the reason instead of a refused connection. Only that worker's
+    port: HAProxy's own address and the other workers answer as before."""
+
+    def __init__(self, port: int, message: str):
+        import http.server
+        import threading
+
+        body = (message + "\n").encode("utf-8")
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802  (http.server's name)
+                self.send_response(503)
+                self.send_header("Content-Type", "text/plain; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Retry-After", "5")
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_HEAD = do_GET  # noqa: N815
+
+            def log_message(self, *args):  # no line per health check on serve's stderr
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+
 @dataclass
 class Worker:
     name: str
@@ -139,13 +232,19 @@ class Worker:
     log: Path
     proc: subprocess.Popen | None = None
     starts: list[float] = field(default_factory=list)
+    exits_in_a_row: int = 0  # crashes (and quick clean exits) since it last stayed up STABLE_S
+    restart_at: float | None = None  # backing off: start it again at this time.monotonic()
+    placeholder: _BackingOff | None = None
 
 
 class Serve:
     def __init__(self, workers: int, address: str, port: int, haproxy: str, extra: list[str], out=sys.stderr):
         self.address, self.port, self.haproxy, self.extra, self.out = address, port, haproxy, extra, out
+        self.backoff_base, self.backoff_cap = _backoff_from_env()  # (before anything is made: bad input, exit 2)
         self.dir = Path(tempfile.mkdtemp(prefix="specviz-serve-"))
-        self.secret = secrets.token_hex(32)
+        # One secret for every worker (XSRF cookies stay valid across a failover); from the environment when the
+        # operator shares one across machines or pods (deploy/kubernetes.yaml: a Secret), else a fresh one.
+        self.secret = os.environ.get("STREAMLIT_SERVER_COOKIE_SECRET") or secrets.token_hex(32)
         self.workers = [Worker(f"w{i + 1}", _free_port(), self.dir / f"w{i + 1}.log") for i in range(workers)]
         self.haproxy_proc: subprocess.Popen | None = None
         self.stopping = False
@@ -156,8 +255,13 @@ class Serve:
     def worker_env(self) -> dict:
         """Every worker's environment: one cookie secret (Streamlit takes it only from its config or the
         environment, never a flag) and one lock directory for the machine-wide heavy-work slots (ui.heavy)."""
-        return dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false", STREAMLIT_SERVER_COOKIE_SECRET=self.secret,
-                    SPECVIZ_HEAVY_DIR=str(self.dir))
+        from .limits import MALLOC_ENV  # fewer malloc arenas: freed memory reused, not held (issue 35 item 3)
+
+        env = dict(MALLOC_ENV)
+        env.update(os.environ)
+        env.update(STREAMLIT_BROWSER_GATHER_USAGE_STATS="false", STREAMLIT_SERVER_COOKIE_SECRET=self.secret,
+                   SPECVIZ_HEAVY_DIR=str(self.dir))
+        return env
 
     def _start_worker(self, w: Worker) -> None:
         from .cli import app_command
@@ -168,7 +272,7 @@ class Serve:
         with open(w.log, "a") as log:
             w.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
                                       start_new_session=True, preexec_fn=_die_with_parent)
-        w.starts.append(time.monotonic())
+        w.starts = [*w.starts[-9:], time.monotonic()]
         self.say(f"worker {w.name}: pid {w.proc.pid} on 127.0.0.1:{w.port} (log {w.log})")
 
     def _wait_healthy(self, w: Worker, timeout: float = HEALTH_TIMEOUT_S) -> None:
@@ -215,8 +319,6 @@ class Serve:
                 time.sleep(0.1)
 
     def run(self) -> int:
-        if _port_taken(self.address, self.port):
-            raise SpecvizError("port", f"{self.address}:{self.port} is already in use: choose another --port")
         for w in self.workers:
             self._start_worker(w)
         for w in self.workers:
@@ -233,18 +335,60 @@ class Serve:
                          "stopping the workers")
                 return 1
             for w in self.workers:
-                if w.proc.poll() is not None and not self.stopping:
-                    recent = [t for t in w.starts if time.monotonic() - t < 60]
-                    if len(recent) >= 5:
-                        self.say(f"worker {w.name} exited 5 times within a minute (log {w.log}); stopping")
-                        return 1
-                    self.say(f"worker {w.name} exited with code {w.proc.returncode}; its students reconnect to "
-                             "another worker; starting it again")
-                    self._start_worker(w)
+                if not self.stopping:
+                    self._supervise(w)
             time.sleep(0.25)
         return 0
 
+    def _supervise(self, w: Worker) -> None:
+        """Start again a worker that exited: at once after one exit, after a growing back-off when it
+        keeps exiting (it never stops the others: HAProxy sends its students to them meanwhile)."""
+        now = time.monotonic()
+        if w.restart_at is not None:
+            if now >= w.restart_at:
+                self._end_backoff(w)
+                self.say(f"worker {w.name}: back-off over; starting it again")
+                self._start_worker(w)
+            return
+        if w.proc is None or w.proc.poll() is None:
+            return
+        code = w.proc.returncode
+        up = now - (w.starts[-1] if w.starts else now)
+        if up >= STABLE_S:
+            w.exits_in_a_row = 0  # it had stayed up: this exit starts a new run
+        how = "exited cleanly (code 0)" if code == 0 else (f"exited (killed by signal {-code})" if code < 0
+                                                             else f"exited with code {code}")
+        if code == 0 and up >= CLEAN_MIN_UP_S:
+            self.say(f"worker {w.name} {how} after {up:.0f} s; its students reconnect to another worker; "
+                     "starting it again (a clean exit is not counted as a crash)")
+            self._start_worker(w)
+            return
+        w.exits_in_a_row += 1
+        delay = backoff_delay(w.exits_in_a_row, self.backoff_base, self.backoff_cap)
+        if delay <= 0:
+            self.say(f"worker {w.name} {how} after {up:.1f} s; its students reconnect to another worker; "
+                     "starting it again")
+            self._start_worker(w)
+            return
+        w.restart_at = now + delay
+        message = (f"worker {w.name} is backing off: it {how} {w.exits_in_a_row} times in a row (the last after "
+                   f"{up:.1f} s up); next start in {delay:g} s (log {w.log}); the other workers keep serving")
+        w.proc = None
+        try:  # (before the log line: whoever reads the line finds the port answering)
+            w.placeholder = _BackingOff(w.port, message)
+        except OSError as exc:  # its port taken meanwhile: HAProxy sees a refused connection instead
+            self.say(f"worker {w.name}: cannot answer its health checks while backing off ({exc})")
+        self.say(message)
+
+    def _end_backoff(self, w: Worker) -> None:
+        w.restart_at = None
+        if w.placeholder is not None:
+            w.placeholder.close()
+            w.placeholder = None
+
     def stop(self) -> None:
+        for w in self.workers:
+            self._end_backoff(w)
         procs = [p for p in [self.haproxy_proc, *(w.proc for w in self.workers)] if p is not None]
         for p in procs:
             if p.poll() is None:
@@ -259,6 +403,22 @@ class Serve:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def _backoff_from_env() -> tuple[float, float]:
+    """(base, cap) of the back-off: BACKOFF_BASE_S / BACKOFF_CAP_S, or $SPECVIZ_SERVE_BACKOFF="BASE,CAP"
+    in seconds (tests scale it down; an operator may lengthen it)."""
+    given = os.environ.get("SPECVIZ_SERVE_BACKOFF", "").strip()
+    if not given:
+        return BACKOFF_BASE_S, BACKOFF_CAP_S
+    try:
+        base, cap = (float(x) for x in given.split(","))
+        if not (0 < base <= cap <= 3600):
+            raise ValueError
+    except ValueError:
+        raise SpecvizError("SPECVIZ_SERVE_BACKOFF", f"{ascii(given)} is not BASE,CAP in seconds with "
+                                                    "0 < BASE <= CAP <= 3600, e.g. 1,60") from None
+    return base, cap
+
+
 def _last_line(text: str) -> str:
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     return lines[-1] if lines else "(no output)"
@@ -270,6 +430,7 @@ def serve(workers: int, address: str, port: int, haproxy: str | None = None, ext
         raise SpecvizError("--workers", f"must be between 1 and {MAX_WORKERS}, got {workers}")
     if not 1 <= port <= 65535:
         raise SpecvizError("--port", f"must be between 1 and 65535, got {port}")
+    check_address(address, port)  # before anything starts: one line naming what is wrong, exit 2
     exe = find_haproxy(haproxy)  # before anything starts: a missing HAProxy is one line and exit 2
     srv = Serve(workers, address, port, exe, list(extra or []))
 

@@ -140,3 +140,31 @@ def test_export_bad_input_is_one_line_exit_2(args, start):
     assert r.returncode == 2 and "Traceback" not in r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(start), r.stderr
+
+
+# `specviz serve --address`: what is wrong with the address, in one line, exit 2, before anything starts
+# (HAProxy "missing" on purpose: the address is checked first). Issue 35 item 7.
+@pytest.mark.parametrize("address, says", [
+    ("127.0.0.1\nfrontend evil", "is not a host name or an IP address"),  # would be a line of HAProxy's config
+    ("no-such-host.invalid", "cannot be resolved"),
+    ("192.0.2.7", "is not an address of this machine"),  # TEST-NET-1: routable nowhere, assigned to nobody
+    ("", "is empty"),  # would bind every interface without a word: refused, 0.0.0.0 must be said
+])
+def test_serve_names_what_is_wrong_with_the_address(tmp_path, address, says):
+    proc = cli("serve", "--workers", "1", "--port", "18999", "--address", address, "--haproxy", str(tmp_path / "none"))
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: --address:") and says in lines[0], proc.stderr
+    assert "already in use" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_serve_says_in_use_only_when_the_port_is_in_use(tmp_path):
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        proc = cli("serve", "--workers", "1", "--port", str(port), "--haproxy", str(tmp_path / "none"))
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"error: --port: 127.0.0.1:{port} is already in use: choose another --port"

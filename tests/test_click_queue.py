@@ -146,3 +146,61 @@ def test_stop_drops_the_queue_and_refuses_later_presses():
     reqs.request_stop()
     assert not reqs.request_rerun(_press(add=True))
     assert reqs.on_scriptrunner_ready().type == ScriptRequestType.STOP
+
+
+def test_a_flood_of_presses_is_bounded_per_session_and_counted_as_refused():
+    """Issue 35 item 2: 500 presses while the runner is busy queued 500 requests (no cap). At most MAX_QUEUED
+    wait now, by count and by bytes; the rest are refused and counted for that tab; another session's queue
+    is untouched."""
+    reqs, other = _running(), _running()
+    for _ in range(500):
+        assert reqs.request_rerun(_press(add=True))  # True: never a second script runner
+    queue = reqs.__dict__[click_queue._QUEUE]
+    assert len(queue) == click_queue.MAX_QUEUED
+    assert reqs.__dict__[click_queue._REFUSED] == 500 - 1 - len(queue)  # (one is pending, not queued)
+    big = "x" * (click_queue.MAX_QUEUED_BYTES // 8)
+    reqs2 = _running()
+    for _ in range(20):
+        data = _press(add=True)
+        w = data.widget_states.widgets.add()
+        w.id, w.string_value = "text", big
+        reqs2.request_rerun(data)
+    assert sum(map(click_queue._size, reqs2.__dict__[click_queue._QUEUE])) <= click_queue.MAX_QUEUED_BYTES
+    assert reqs2.__dict__[click_queue._REFUSED] > 0
+    assert other.request_rerun(_press(add=True)) and not other.__dict__.get(click_queue._REFUSED)
+    assert len(_taken(reqs)) == 1 + click_queue.MAX_QUEUED  # the queued ones still run, in order
+
+
+def test_widget_states_for_ids_never_drawn_are_dropped_once_the_page_is_drawn():
+    from streamlit.proto.ClientState_pb2 import ClientState
+
+    cs = ClientState(page_name="greedy", widget_states=_states(add=True, step=3))
+    pad = cs.widget_states.widgets.add()
+    pad.id, pad.string_value = "$$ID-never-drawn", "x" * (1 << 20)
+    kept = click_queue.drawn_only(cs, {"add": None, "step": None})
+    assert [w.id for w in kept.widget_states.widgets] == ["add", "step"] and kept.page_name == "greedy"
+    assert kept.ByteSize() < 1000
+    # Nothing drawn yet (a fresh session, e.g. after a failover): every state is kept for the page to apply.
+    cs = ClientState(widget_states=_states(add=True, other=1))
+    assert [w.id for w in click_queue.drawn_only(cs, {}).widget_states.widgets] == ["add", "other"]
+
+
+def test_a_session_sending_faster_than_a_person_is_refused_beyond_its_rate(monkeypatch):
+    """After a burst of BURST requests, a session gets RATE_PER_S a second; the excess is refused and counted
+    for that session (on the AppSession: a script runner and its queue live one run only). Another session
+    has its own bucket."""
+    clock = [1000.0]
+    monkeypatch.setattr(click_queue.time, "monotonic", lambda: clock[0])
+
+    class Session:  # what _over_rate reads of an AppSession: its id and its own attributes
+        def __init__(self, sid):
+            self.id = sid
+
+    me, other = Session("me"), Session("other")
+    refused = sum(click_queue._over_rate(me) for _ in range(click_queue.BURST + 20))
+    assert refused == 20 and click_queue._RATE_REFUSED["me"] == 20
+    clock[0] += 1.0  # a second later: RATE_PER_S more
+    assert sum(click_queue._over_rate(me) for _ in range(int(click_queue.RATE_PER_S) + 5)) == 5
+    assert not click_queue._over_rate(other) and "other" not in click_queue._RATE_REFUSED
+    click_queue._RATE_REFUSED.pop("me")
+    click_queue._RATE_LOGGED.discard("me")

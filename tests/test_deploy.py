@@ -67,7 +67,7 @@ def test_manifest_serves_a_class_from_several_replicas():
     for probe in ("readinessProbe", "livenessProbe"):
         assert container[probe]["httpGet"] == {"path": "/_stcore/health", "port": "http"}
     assert container["resources"]["requests"]["cpu"] and container["resources"]["limits"]["memory"]
-    env = {e["name"]: e["value"] for e in container["env"]}
+    env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["TRITON_INTERPRET"] == "1" and env["STREAMLIT_BROWSER_GATHER_USAGE_STATS"] == "false"
     # Service -> pods -> container port
     assert svc["spec"]["selector"].items() <= pod_labels.items()
@@ -125,9 +125,9 @@ def test_dockerfile_builds_a_small_cpu_non_root_image_with_a_health_check():
     assert re.match(r"python:3\.11-slim", final[0][1])
     runs = " ".join(a for w, a in final if w == "RUN")
     # torch only from PyTorch's CPU index: no CUDA wheels are downloaded
-    assert "--index-url https://download.pytorch.org/whl/cpu torch==" in runs
+    assert "--index-url https://download.pytorch.org/whl/cpu -r /tmp/lock/image-torch.lock" in runs
     assert "cuda" not in DOCKERFILE.read_text().lower().replace("no cuda download", "")
-    assert "-c /tmp/constraints.txt" in runs  # the locked versions
+    assert "-r /tmp/lock/image.lock" in runs  # the locked versions, hashed (test_pinned_by_digest_and_hashes)
     # a non-root user, set after the last RUN that installs anything
     users = [i for i, (w, _) in enumerate(final) if w == "USER"]
     assert users and final[users[-1]][1] not in ("root", "0")
@@ -150,7 +150,9 @@ def test_manifest_bounds_memory_disk_and_clients():
     pod = docs["Deployment"]["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     limit = container["resources"]["limits"]["memory"]
-    assert limit.endswith("Gi") and float(limit[:-2]) >= 2.5
+    # Issue 35 re-measured after its fixes: peak 0.77 GB over 340 links, +8 MB for a 2500-message flood, ~1.2 GB
+    # with a heavy computation on top: the limit keeps 1.5x that at least.
+    assert limit.endswith("Gi") and float(limit[:-2]) >= 1.5 * 1.2
     for vol in pod["volumes"]:
         assert "emptyDir" in vol and vol["emptyDir"].get("sizeLimit"), vol
     ing = docs["Ingress"]
@@ -161,3 +163,70 @@ def test_manifest_bounds_memory_disk_and_clients():
     assert int(ann["nginx.ingress.kubernetes.io/limit-rps"]) > 0
     assert int(ann["nginx.ingress.kubernetes.io/limit-connections"]) > 0
     assert ann["nginx.ingress.kubernetes.io/force-ssl-redirect"] == "true"
+
+
+# ----------------------------------------------------------------------------------------------
+# Issue 35 item 9: what the image is built from is pinned; the pods share a cookie secret
+# ----------------------------------------------------------------------------------------------
+
+def _lock(path: Path) -> dict:
+    """name (lower case) -> (version, [sha256 ...]) of a hashed requirements file."""
+    text = re.sub(r"\\\n\s*", " ", path.read_text())
+    out = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        m = re.fullmatch(r"([A-Za-z0-9_.\-]+)==(\S+)((?:\s+--hash=sha256:[0-9a-f]{64})+)", line)
+        assert m, f"{path.name}: not an exact pin with hashes: {line!r}"
+        out[m.group(1).lower().replace("_", "-")] = (m.group(2), re.findall(r"[0-9a-f]{64}", m.group(3)))
+    return out
+
+
+def test_image_is_pinned_by_digest_and_installs_only_hashed_files():
+    ins = _instructions()
+    froms = [a for w, a in ins if w == "FROM"]
+    assert len(froms) >= 2
+    args = {a.split("=")[0]: a for w, a in ins if w == "ARG"}
+    for image in froms:
+        ref = image.split()[0]
+        # by digest: a literal sha256, or a build argument that has no default (never a guessed digest)
+        m = re.fullmatch(r"python:3\.11-slim-bookworm@(sha256:[0-9a-f]{64}|\$\{(\w+)\})", ref)
+        assert m, f"FROM {image}: not pinned by digest"
+        if m.group(2):
+            assert args.get(m.group(2)) == m.group(2), f"ARG {m.group(2)} must have no default (a digest is not guessed)"
+    runs = [a for w, a in ins if w == "RUN"]
+    installs = [cmd.strip() for run in runs for cmd in run.split("&&") if re.search(r"\bpip (install|wheel)\b", cmd)]
+    assert installs
+    for cmd in installs:
+        local = "--no-index" in cmd or ("pip wheel" in cmd and "--no-build-isolation" in cmd and "--no-deps" in cmd)
+        assert local or ("--require-hashes" in cmd and "--no-deps" in cmd and " -r " in cmd), cmd
+    # The locks: every entry an exact version with a sha256; the versions are constraints.txt's.
+    lock = _lock(ROOT / "deploy" / "image.lock")
+    torch = _lock(ROOT / "deploy" / "image-torch.lock")
+    build = _lock(ROOT / "deploy" / "build.lock")
+    assert set(torch) == {"torch"} and torch["torch"][0].endswith("+cpu")
+    assert {"streamlit", "numpy", "plotly", "triton", "protobuf"} <= set(lock) and "torch" not in lock
+    assert {"setuptools", "wheel"} <= set(build)
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        m = re.match(r"([A-Za-z0-9_.\-]+)==(\S+)$", line.strip())
+        if m:
+            pins[m.group(1).lower().replace("_", "-")] = m.group(2)
+    for name, (version, _) in {**lock, **build}.items():
+        if name in pins:
+            assert version == pins[name], f"{name}: locked {version}, constraints.txt {pins[name]}"
+    assert pins["torch"] == torch["torch"][0].split("+")[0]
+
+
+def test_pods_share_one_cookie_secret_from_a_secret():
+    """`specviz serve` shares one cookie secret across its workers so that Streamlit's XSRF cookie stays
+    valid after a failover; the replicas behind the Ingress need the same, from a Kubernetes Secret (never a
+    value in the manifest)."""
+    (container,) = _docs()["Deployment"]["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e for e in container["env"]}
+    secret = env["STREAMLIT_SERVER_COOKIE_SECRET"]
+    assert "value" not in secret
+    ref = secret["valueFrom"]["secretKeyRef"]
+    assert ref["name"] and ref["key"] and ref.get("optional") is not True
+    assert env["MALLOC_ARENA_MAX"]["value"] == "2"

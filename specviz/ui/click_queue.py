@@ -28,6 +28,18 @@ Requests that arrive while the queue is non-empty fold into its last entry with 
 (values, different buttons, fragments), unless both carry the same button's trigger. A run that ends
 without reaching its callbacks (the runner asks for the next request) releases the hold too.
 
+**Bounded** (issue 35 item 2: one tab flooding its websocket with presses, each padded with 1 MB under
+a widget id the page never drew, grew a worker by 1.4 GB, and held it):
+
+* a request's widget states for ids this session's page never drew are dropped as it arrives, once the
+  session has drawn its page (before that, e.g. the first request after a failover, every state is kept:
+  ``specviz.ui.failover`` replays it after the first run); the request is copied out of the websocket
+  message, so a dropped state frees its bytes at once;
+* at most ``MAX_QUEUED`` requests and ``MAX_QUEUED_BYTES`` of widget states wait per session, and a session
+  sends at most ``RATE_PER_S`` requests a second after a burst of ``BURST``: a request beyond any of these is
+  refused (dropped, and logged once per flood), and the tab's next run says so (``take_refused``). Only
+  that session is bounded: every other tab is untouched.
+
 This reaches into ``ScriptRequests`` and ``SafeSessionState``, private classes of the pinned Streamlit
 (constraints.txt); ``tests/test_click_queue.py`` drives them directly and fails if their shape changes.
 """
@@ -36,11 +48,115 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import time
 
 _log = logging.getLogger(__name__)
 _QUEUE = "_specviz_click_queue"
 _HOLD = "_specviz_hold"  # the request the runner took has widget input whose callbacks have not run yet
 _TRIGGERS = ("trigger_value", "string_trigger_value", "json_trigger_value", "chat_input_value")
+_REFUSED = "_specviz_refused"  # requests refused since the tab was last told
+# Per session. 64 requests: a burst of 40 presses of one button (a student's fastest) is still applied press
+# by press; 4 MB: a page's widget states are a few KB (the largest, a pasted scenario, is bounded by the
+# text areas' max_chars), so 64 of the largest real requests fit.
+MAX_QUEUED = 64
+MAX_QUEUED_BYTES = 4 << 20
+# And at most RATE_PER_S requests a second per session, after a burst of BURST (a token bucket): a student's
+# fastest is a burst of 40 presses, then a few a second; a script sending 60 a second for a minute kept a
+# worker's interpreter busy enough to slow every other tab's rerun ~10x (benchmarks/bench_flood.py).
+RATE_PER_S = 10.0
+BURST = 2 * MAX_QUEUED
+_BUCKET = "_specviz_bucket"  # (tokens, time.monotonic() of the last refill)
+
+
+def _size(rerun_data) -> int:
+    states = getattr(rerun_data, "widget_states", None)
+    return states.ByteSize() if states is not None else 0
+
+
+_RATE_REFUSED: dict = {}  # session id -> requests refused by its rate, not yet told to the tab
+_RATE_LOGGED: set = set()  # session ids whose current flood was logged
+
+
+def _over_rate(session) -> bool:
+    """Take one token of this session's bucket (kept on the AppSession: a script runner, with its requests and
+    queue, lives for one run only); True, counted for the tab, when there is none."""
+    now = time.monotonic()
+    tokens, last = session.__dict__.get(_BUCKET, (float(BURST), now))
+    tokens = min(float(BURST), tokens + (now - last) * RATE_PER_S)
+    if tokens >= 1.0:
+        session.__dict__[_BUCKET] = (tokens - 1.0, now)
+        return False
+    session.__dict__[_BUCKET] = (tokens, now)
+    sid = getattr(session, "id", None)
+    if len(_RATE_REFUSED) >= 4096 and sid not in _RATE_REFUSED:  # sessions gone before being told
+        _RATE_REFUSED.clear()
+        _RATE_LOGGED.clear()
+    _RATE_REFUSED[sid] = _RATE_REFUSED.get(sid, 0) + 1
+    if sid not in _RATE_LOGGED:
+        _RATE_LOGGED.add(sid)
+        _log.warning("a tab sends more than %g requests a second (after a burst of %d): refusing the excess",
+                     RATE_PER_S, BURST)
+    return True
+
+
+_LOGGED = "_specviz_refusals_logged"  # which kinds of refusal were logged since the tab was last told
+
+
+def _refuse(requests, message: str, *args) -> None:
+    """Count a refused request for the tab; log each kind once per flood (until the tab is told)."""
+    requests.__dict__[_REFUSED] = requests.__dict__.get(_REFUSED, 0) + 1
+    logged = requests.__dict__.setdefault(_LOGGED, set())
+    if message not in logged:
+        logged.add(message)
+        _log.warning(message, *args)
+
+
+def take_refused() -> int:
+    """In a script run: how many of this tab's requests were refused (queue full) since the last call."""
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    ctx = get_script_run_ctx(suppress_warning=True)
+    sid = getattr(ctx, "session_id", None)
+    by_rate = _RATE_REFUSED.pop(sid, 0) if sid is not None else 0
+    if by_rate:
+        _RATE_LOGGED.discard(sid)
+    requests = getattr(ctx, "script_requests", None)
+    if requests is None or not requests.__dict__.get(_REFUSED):
+        return by_rate
+    with requests._lock:
+        requests.__dict__.pop(_LOGGED, None)
+        return by_rate + requests.__dict__.pop(_REFUSED, 0)
+
+
+def tell_refused() -> int:
+    """In a script run (app.py, every page): tell this tab, in its language, how many of its requests were
+    refused since it was last told (a flood of presses); returns that number."""
+    n = take_refused()
+    if n:
+        import streamlit as st
+
+        from .i18n import tr
+
+        st.warning(tr("{n} of this tab's clicks or edits were refused: too many arrived at once (at most {m} "
+                      "wait per tab). Wait until the page has finished running, then try again.",
+                      "此标签页有 {n} 次点击或编辑被拒绝：同时到达的太多（每个标签页最多排队 {m} 个）。"
+                      "请等页面运行完毕后再试。", n=n, m=MAX_QUEUED), icon=":material/block:")
+    return n
+
+
+def drawn_only(client_state, known) -> object:
+    """A copy of ``client_state`` (a ClientState proto) keeping only the widget states whose id is in
+    ``known`` (the widgets this session has drawn), or all of them when ``known`` is empty (nothing drawn
+    yet). A copy, never an edit in place: the queued request must not keep the websocket message alive."""
+    from streamlit.proto.ClientState_pb2 import ClientState
+
+    states = client_state.widget_states
+    kept = [w for w in states.widgets if not known or w.id in known]
+    client_state.ClearField("widget_states")  # (the message is this request's alone; failover copies its own)
+    out = ClientState()
+    out.CopyFrom(client_state)
+    out.widget_states.widgets.extend(kept)
+    return out
 
 
 def _active_triggers(rerun_data) -> set[str]:
@@ -110,11 +226,14 @@ def install() -> bool:
         fold(scratch, new_data)
         return scratch._rerun_data
 
-    def _enqueue(queue, new_data):
-        if queue and not (_active_triggers(queue[-1]) & _active_triggers(new_data)):
-            queue[-1] = _fold_into(queue[-1], new_data)
-        else:
-            queue.append(new_data)
+    def _full(self, queue, new_data) -> bool:
+        """Whether ``new_data`` would make this session's queue longer or larger than its bound; if so it
+        is refused: counted for the tab (``take_refused``) and logged at the start of each flood."""
+        if len(queue) < MAX_QUEUED and sum(map(_size, queue)) + _size(new_data) <= MAX_QUEUED_BYTES:
+            return False
+        _refuse(self, "a tab's click queue is full (%d requests, %d bytes at most): refusing its requests "
+                "until it drains", MAX_QUEUED, MAX_QUEUED_BYTES)
+        return True
 
     @functools.wraps(fold)
     def request_rerun_locked(self, new_data):
@@ -122,10 +241,15 @@ def install() -> bool:
         if self._state == STOP:
             return fold(self, new_data)
         if queue or self.__dict__.get(_HOLD):  # older requests, or callbacks still to run: wait behind them
-            _enqueue(queue, new_data)
-            return True
+            if queue and not (_active_triggers(queue[-1]) & _active_triggers(new_data)):
+                if not _full(self, queue[:-1], new_data):  # (the fold takes the newer values: about its size)
+                    queue[-1] = _fold_into(queue[-1], new_data)
+            elif not _full(self, queue, new_data):
+                queue.append(new_data)
+            return True  # (False would make Streamlit start a second script runner for this session)
         if self._state == RERUN and _active_triggers(self._rerun_data) & _active_triggers(new_data):
-            queue.append(new_data)  # folding would swallow the pending press of the same button
+            if not _full(self, queue, new_data):
+                queue.append(new_data)  # folding would swallow the pending press of the same button
             return True
         return fold(self, new_data)
 
@@ -175,6 +299,21 @@ def install() -> bool:
             if isinstance(requests, cls):
                 release(requests)
 
+    from streamlit.runtime.app_session import AppSession
+
+    app_rerun = AppSession.request_rerun
+
+    @functools.wraps(app_rerun)
+    def request_rerun(self, client_state):
+        if client_state is not None and _over_rate(self):
+            return None  # refused: this tab only (a script runner lives one run; the session keeps the bucket)
+        if client_state is not None:
+            widgets = getattr(getattr(getattr(self, "_session_state", None), "_new_widget_state", None),
+                              "widget_metadata", None)
+            client_state = drawn_only(client_state, widgets if widgets is not None else ())
+        return app_rerun(self, client_state)
+
+    AppSession.request_rerun = request_rerun
     cls._request_rerun_locked = request_rerun_locked
     cls.on_scriptrunner_yield = on_scriptrunner_yield
     cls.on_scriptrunner_ready = on_scriptrunner_ready

@@ -15,13 +15,16 @@ from specviz import wording
 from specviz.safety import md_text as md
 from specviz.ui import common as ui
 from specviz.ui import markup, player, share_ui
+from specviz.ui.bounded_cache import bounded_cache
 
 # The key numbers (correct_len, TV distance, ...) must read from the back of a room.
 METRIC_CSS = ("<style>[data-testid='stMetricValue'], [data-testid='stMetricValue'] * {font-size: 2.4rem !important; "
               "font-weight: 700 !important; line-height: 1.2 !important;}</style>")
 
 
-@st.cache_resource(show_spinner=False, max_entries=768)
+# In the byte budget of every result cache (ui/bounded_cache.py), no longer an st.cache_resource of 768
+# entries beside it (one 1024-token residual figure is ~0.5 MB: up to ~400 MB outside any budget; issue 35).
+@bounded_cache(share=0.25, copies=False)
 def _cached_figure(module: str, name: str, *args, **kwargs):
     return getattr(importlib.import_module(module), name)(*args, **kwargs)
 

@@ -102,9 +102,13 @@ def main(argv: list[str]) -> None:
     quiet = logging.getLogger("streamlit.runtime.caching.cache_data_api")
     no_runtime = _DropMessage("No runtime found")
     quiet.addFilter(no_runtime)
-    from specviz.ui import click_queue, failover, wakeups
+    from specviz.ui import click_queue, failover, heapdump, wakeups
     from specviz.ui.backend_cache import start_loading_backends
 
+    heapdump.install()  # only with SPECVIZ_HEAPDUMP set (benchmarks/bench_links.py --heap)
+    from specviz.ui.memory import start_trimmer
+
+    start_trimmer()  # freed memory back to the system after sessions end (issue 35 item 3)
     start_loading_backends()
     # Before the first session connects (app.py installs them too, but only once a page has run here):
     # a tab that fails over to this worker straight after it (re)started keeps its first edit.
