@@ -35,18 +35,20 @@ KERNELS = {
             "retrieve_index_ptr": I64, "next_token_ptr": I64, "next_sibling_ptr": I64, "target_predict_ptr": I64,
             "N": "constexpr", "W": "constexpr", "PREDICTS_INIT": "constexpr", "BLOCK_N": "constexpr",
             "BLOCK_W": "constexpr"}, {"N": 64, "W": 6, "PREDICTS_INIT": 0, "BLOCK_N": 64, "BLOCK_W": 8}),
-        **{f"tree_sampling_target_only_kernel[new={new}]": ("tree_sampling_target_only_kernel", {
-            "predicts_ptr": I32, "accept_index_ptr": I32, "accept_token_num_ptr": I32, "buf_ptr": F32,
+        **{f"tree_sampling_target_only_kernel[new={new},zero={zero}]": ("tree_sampling_target_only_kernel", {
+            "predicts_ptr": I32, "accept_index_ptr": I32, "accept_token_num_ptr": I32, "buf_ptr": I32 if zero else F32,
             "candidates_ptr": I64, "retrieve_index_ptr": I64, "next_token_ptr": I64, "next_sibling_ptr": I64,
             "coins_ptr": F32, "final_coins_ptr": F32, "target_probs_ptr": F32, "n": "constexpr", "W": "constexpr",
             "V": "constexpr",
             "stride_p_b": "i64", "stride_p_row": "i32", "threshold_single": "fp32", "threshold_acc": "fp32",
-            "NEW_SEMANTICS": "constexpr", "BLOCK_N": "constexpr", "BLOCK_W": "constexpr", "BLOCK_V": "constexpr"},
-            {"n": 64, "W": 6, "V": 128256, "NEW_SEMANTICS": new, "BLOCK_N": 64, "BLOCK_W": 8, "BLOCK_V": 4096})
-            for new in (True, False)},
+            "NEW_SEMANTICS": "constexpr", "BLOCK_N": "constexpr", "BLOCK_W": "constexpr", "BLOCK_V": "constexpr",
+            "ZERO_BUF": "constexpr"},
+            {"n": 64, "W": 6, "V": 128256, "NEW_SEMANTICS": new, "BLOCK_N": 64, "BLOCK_W": 8, "BLOCK_V": 4096,
+             "ZERO_BUF": zero})
+            for new in (True, False) for zero in (True, False)},
         **{f"tree_sampling_target_only_split_kernel[new={new},NC={nc},n={n}]": ("tree_sampling_target_only_split_kernel", {
-            "predicts_ptr": I32, "accept_index_ptr": I32, "accept_token_num_ptr": I32, "buf_ptr": F32,
-            "sums_ptr": F32, "ints_ptr": I32,
+            "predicts_ptr": I32, "accept_index_ptr": I32, "accept_token_num_ptr": I32, "rec_ptr": I32,
+            "count_ptr": I32, "ints_ptr": I32,
             "candidates_ptr": I64, "retrieve_index_ptr": I64, "next_token_ptr": I64, "next_sibling_ptr": I64,
             "coins_ptr": F32, "final_coins_ptr": F32, "target_probs_ptr": F32, "n": "constexpr", "W": "constexpr",
             "V": "constexpr",
@@ -59,7 +61,7 @@ KERNELS = {
             for n in (8, 64)},
         **{f"chain_rejection_sampling_kernel[new={new},bonus={bonus},N={N},V={V},bpp={bpp}]": ("chain_rejection_sampling_kernel", {
             "predicts_ptr": I32, "accept_index_ptr": I32, "accept_token_num_ptr": I32, "bonus_ptr": I64,
-            "sums_ptr": F32, "count_ptr": I32, "k_ptr": I32, "candidates_ptr": I64, "retrieve_index_ptr": I64, "coins_ptr": F32, "final_coins_ptr": F32,
+            "count_ptr": I32, "work_ptr": I32, "k_off": "i32", "candidates_ptr": I64, "retrieve_index_ptr": I64, "coins_ptr": F32, "final_coins_ptr": F32,
             "target_probs_ptr": F32, "draft_probs_ptr": F32, "N": "constexpr", "V": "constexpr", "stride_coin_b": "i32",
             "stride_p_b": "i64", "stride_p_row": "i32", "stride_q_b": "i64", "stride_q_row": "i32",
             "NEW_SEMANTICS": "constexpr", "WRITE_BONUS": "constexpr", "BLOCK_S": "constexpr", "BLOCK_V": "constexpr",
@@ -144,7 +146,7 @@ def _jit_kernels():
 
 def test_every_kernel_is_listed():
     """The compile list covers every kernel (helpers called from kernels compile with their callers)."""
-    helpers = {"_chain_accept_len", "_node", "_pick", "_zero_buffer_terminal_chunk", "chain_inverse_cdf_row", "chain_inverse_cdf_row_from_sums", "target_only_inverse_cdf_row", "_terminal_block", "_probs_block"}
+    helpers = {"_record_rejection", "_chain_accept_len", "_node", "_pick", "_zero_buffer_terminal_chunk", "chain_inverse_cdf_row", "chain_inverse_cdf_row_from_sums", "target_only_inverse_cdf_row", "_terminal_block", "_probs_block"}
     for module, names in _jit_kernels().items():
         listed = {spec[0] for spec in KERNELS[module].values()}
         assert names - helpers == listed, (module, names - helpers - listed)
