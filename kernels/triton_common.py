@@ -123,6 +123,19 @@ def _driver():
     return driver.active
 
 
+def _constexpr_flags(fn) -> tuple:
+    """Which of a @triton.jit function's parameters are constexprs (a JITFunction lists its params; the
+    interpreter's function is read from the annotations, as the JIT reads them)."""
+    if hasattr(fn, "params"):
+        return tuple(p.is_constexpr for p in fn.params)
+    import inspect
+
+    import triton.language as tl
+    sig = inspect.signature(fn.fn)
+    return tuple(p.annotation is tl.constexpr or p.annotation in ("tl.constexpr", "constexpr")
+                 for p in sig.parameters.values())
+
+
 class FastLaunch:
     """``FastLaunch(jit_fn)(grid, *args, **options)`` == ``jit_fn[grid](*args, **options)``, minus the JIT's
     per-call dispatch after the first call with the same specialization. ``args`` are every parameter
@@ -135,7 +148,7 @@ class FastLaunch:
 
     def _key(self, args):
         if self.constexpr is None:
-            self.constexpr = tuple(p.is_constexpr for p in self.fn.params)
+            self.constexpr = _constexpr_flags(self.fn)
         assert len(args) == len(self.constexpr), "FastLaunch takes every kernel parameter, positionally"
         return tuple(a if c else _spec(a) for a, c in zip(args, self.constexpr))
 

@@ -81,11 +81,13 @@ KERNELS = {
             for new in (True, False) for N in (2, 8)},
     },
     "kernels.triton_sampling_kernels": {
-        f"target_probs_kernel[k={k},p={p}]": ("target_probs_kernel", {
+        f"{name}[k={k},p={p},scalars={sc}]": (name, {
             "logits_ptr": F32, "temperature_ptr": F32, "top_k_ptr": F32, "top_p_ptr": F32, "probs_ptr": F32,
-            "V": "i32", "HAS_TOP_K": "constexpr", "HAS_TOP_P": "constexpr", "BLOCK_V": "constexpr"},
-            {"HAS_TOP_K": k, "HAS_TOP_P": p, "BLOCK_V": 4096})
-        for k in (True, False) for p in (True, False)
+            "V": "i32", "temp_s": "fp32", "k_s": "fp32", "p_s": "fp32", "HAS_TOP_K": "constexpr",
+            "HAS_TOP_P": "constexpr", "SCALARS": "constexpr", "BLOCK_V": "constexpr"},
+            {"HAS_TOP_K": k, "HAS_TOP_P": p, "SCALARS": sc, "BLOCK_V": block})
+        for name, block in (("target_probs_kernel", 4096), ("target_probs_row_kernel", 4096))
+        for k in (True, False) for p in (True, False) for sc in (True, False)
     },
     "kernels.triton_dspark_kernels": {
         "dspark_accept_greedy_kernel": ("dspark_accept_greedy_kernel", {
@@ -146,7 +148,7 @@ def _jit_kernels():
 
 def test_every_kernel_is_listed():
     """The compile list covers every kernel (helpers called from kernels compile with their callers)."""
-    helpers = {"_record_rejection", "_chain_accept_len", "_node", "_pick", "_zero_buffer_terminal_chunk", "chain_inverse_cdf_row", "chain_inverse_cdf_row_from_sums", "target_only_inverse_cdf_row", "_terminal_block", "_probs_block"}
+    helpers = {"_record_rejection", "_chain_accept_len", "_node", "_pick", "_zero_buffer_terminal_chunk", "chain_inverse_cdf_row", "chain_inverse_cdf_row_from_sums", "target_only_inverse_cdf_row", "_terminal_block", "_probs_block", "_row_values"}
     for module, names in _jit_kernels().items():
         listed = {spec[0] for spec in KERNELS[module].values()}
         assert names - helpers == listed, (module, names - helpers - listed)
