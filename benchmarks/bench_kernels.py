@@ -438,6 +438,13 @@ def run(args):
                     call = lambda: tb["tree_sampling_target_only"](tree_cand, ri, nt, ns, u, uf, p,  # noqa: E731
                                                                    num_speculative_tokens=W, validate=False)
                     impls["torch"] = (call, call)
+                if triton_verify.target_only_walk_first(bs, -(-V // 4096)) or ONLY_IMPLS & {"triton_one_launch"}:
+                    # the same kernel without its first (walk) launch: the rule's other side, measured
+                    saved = triton_verify.TARGET_ONLY_WALK_FIRST_MIN_PROGRAMS
+                    triton_verify.TARGET_ONLY_WALK_FIRST_MIN_PROGRAMS = None
+                    one = triton_verify.tree_sampling_prepare(tree_cand, ri, nt, ns, u, uf, p, **skw)[1]
+                    triton_verify.TARGET_ONLY_WALK_FIRST_MIN_PROGRAMS = saved
+                    impls["triton_one_launch"] = (one, one)
                 if bf is not None:
                     impls["before"] = (lambda: bf.triton_verify.tree_sampling_target_only(
                         tree_cand, ri, nt, ns, u, uf, p, num_speculative_tokens=W, validate=False),

@@ -19,7 +19,7 @@ for key, ck in ts._ROW_KERNEL.compiled.items():
     ck._init_handles()
     print("target_probs_row_kernel", key[1][-4:], "regs", ck.n_regs, "spills", ck.n_spills)
 PY
-timeout 420 python3 benchmarks/bench_kernels.py --before .before --impls triton before sglang torch_user --bits \
+timeout 420 python3 benchmarks/bench_kernels.py --before .before --impls triton before sglang torch_user triton_one_launch --bits \
     --out "$OUT/results.json" --markdown "$OUT/table.md" > "$OUT/bench.log" 2>&1; echo "bench rc $?"
 grep -h '"check\|error\|Error' "$OUT/bench.log" | grep -v '"same": true\|same_as_sglang": true' | head -20
 timeout 120 python3 benchmarks/bench_loop.py --round-only --backends torch triton --repeats 3 2>&1 | tee "$OUT/loop.log"

@@ -101,10 +101,19 @@ def tree_sampling_prepare(cand, ri, nt, ns, u, uf, p, *, W, threshold_single, th
         if split:
             counters = _TARGET_ONLY_COUNTERS.get(bs, device)
             work = _TARGET_ONLY_WORK.get(bs * 2 * nc, device)
-            launch = functools.partial(
-                _TARGET_ONLY_SPLIT_KERNEL, (bs * nc,), predicts, accept_index, accept_token_num, rec, counters, work,
-                cand, ri, nt, ns, u, uf, p, *scalars, new, bn, bw, chunk, nc, pow2(nc), n <= 16, num_warps=warps,
-                **_regs(TARGET_ONLY_MAXNREG))
+            walk_first = target_only_walk_first(bs, nc)
+            walk = _TARGET_ONLY_WALK.get(bs * (3 + bn + 2 * bw), device) if walk_first else work
+            args = (predicts, accept_index, accept_token_num, rec, counters, work, cand, ri, nt, ns, u, uf, p, *scalars,
+                    new, bn, bw, chunk, nc, pow2(nc), n <= 16, walk)
+            opts = dict(num_warps=warps, **_regs(TARGET_ONLY_MAXNREG))
+            launch = functools.partial(_TARGET_ONLY_SPLIT_KERNEL, (bs * nc,), *args, 2 if walk_first else 0, **opts)
+            if walk_first:
+                draw = launch
+                walker = functools.partial(_TARGET_ONLY_SPLIT_KERNEL, (bs,), *args, 1, **opts)
+
+                def launch():
+                    walker()
+                    return draw()
         else:
             launch = functools.partial(
                 _TARGET_ONLY_KERNEL, (bs,), predicts, accept_index, accept_token_num, rec, cand, ri, nt, ns, u, uf, p,
@@ -117,6 +126,20 @@ def tree_sampling_prepare(cand, ri, nt, ns, u, uf, p, *, W, threshold_single, th
     return (predicts, accept_index, accept_token_num, buf), launch
 
 
+# The target-only split kernel walks each tree in a first launch (WALK = 1, one program a request), and
+# its bs * NC chunk programs load the walk's outcome (WALK = 2), when the launch has at least
+# TARGET_ONLY_WALK_FIRST_MIN_PROGRAMS chunk programs: each of them would otherwise walk the whole tree
+# (dependent loads) before its chunk's loads start. 0: always (tests); None: never.
+TARGET_ONLY_WALK_FIRST_MIN_PROGRAMS = 4096
+
+
+def target_only_walk_first(bs: int, nc: int) -> bool:
+    if TARGET_ONLY_WALK_FIRST_MIN_PROGRAMS is None or nc == 1:
+        return False
+    return bs * nc >= TARGET_ONLY_WALK_FIRST_MIN_PROGRAMS
+
+
+_TARGET_ONLY_WALK = DeviceCache()
 _TARGET_ONLY_COUNTERS = DeviceCache()
 _TARGET_ONLY_WORK = DeviceCache()
 _TARGET_ONLY_KERNEL = FastLaunch(tree_sampling_target_only_kernel)

@@ -471,7 +471,8 @@ def tree_sampling_target_only_split_kernel(predicts_ptr, accept_index_ptr, accep
                                            stride_p_row, threshold_single, threshold_acc,
                                            NEW_SEMANTICS: tl.constexpr, BLOCK_N: tl.constexpr,
                                            BLOCK_W: tl.constexpr, CHUNK: tl.constexpr, NC: tl.constexpr,
-                                           NC_P2: tl.constexpr, WALK_IN_REGISTERS: tl.constexpr):
+                                           NC_P2: tl.constexpr, WALK_IN_REGISTERS: tl.constexpr,
+                                           walk_ptr, WALK: tl.constexpr):
     """``tree_sampling_target_only_kernel`` for a work buffer that is zero on entry (SGLang's call),
     parallel over the vocabulary: grid (bs * NC,), program pid serves request b = pid // NC and
     chunk g = pid % NC of the NC = cdiv(V, CHUNK) chunks (FlashInfer's chunk, target_only_chunk(V)).
@@ -488,65 +489,91 @@ def tree_sampling_target_only_split_kernel(predicts_ptr, accept_index_ptr, accep
     request's last program (acq_rel counter, reset to 0 for a replay) folds the chunk sums in
     chunk order, exactly the single program's ``agg = agg + local``, finds the chunk where agg
     passes thr, re-reads that chunk alone for the scan, and writes every output.
+
+    WALK = 0: every program walks its request's tree (above). Large batches split the launch in two:
+    WALK = 1 (grid (bs,)) walks each tree once, writes the record and stores the walk's outcome in
+    walk_ptr [bs, 3 + BLOCK_N + 2 * BLOCK_W] i32 (node, k, rejected count, rejected tokens, accepted
+    rows, accepted tokens); WALK = 2 (grid (bs * NC,)) loads that outcome instead of walking, so each
+    program's chunk loads wait on one load round, not on the walk's dependent loads.
     """
     pid = tl.program_id(0).to(tl.int64)
-    b = pid // NC
-    g = (pid % NC).to(tl.int32)
+    if WALK == 1:
+        b = pid
+        g = tl.zeros([], dtype=tl.int32)
+    else:
+        b = pid // NC
+        g = (pid % NC).to(tl.int32)
+    WS: tl.constexpr = 3 + BLOCK_N + 2 * BLOCK_W
+    walk_req = walk_ptr + b * WS
     base = b * n
     offs_n = tl.arange(0, BLOCK_N)
     offs_w = tl.arange(0, BLOCK_W)
     valid = offs_n < n
-    cand = tl.load(candidates_ptr + base + offs_n, mask=valid, other=0)
-    first_child = tl.load(next_token_ptr + base + offs_n, mask=valid, other=-1)
-    next_sib = tl.load(next_sibling_ptr + base + offs_n, mask=valid, other=-1)
-    rows = tl.load(retrieve_index_ptr + base + offs_n, mask=valid, other=0)
-    coins = tl.load(coins_ptr + base + offs_n, mask=valid, other=0.0)
     p_req = target_probs_ptr + b * stride_p_b
     sums_ptr = ints_ptr.to(tl.pointer_type(tl.float32), bitcast=True)
-    rec_req = rec_ptr + b * 2 * n
-    write_buf = g == 0
-    if write_buf:
-        tl.store(rec_req + offs_n, tl.full([BLOCK_N], -1, tl.int32), mask=valid)
-        tl.debug_barrier()  # the record's initial values before the walk's scattered writes
+    if WALK == 2:  # the walk's outcome, from the first launch
+        node = tl.load(walk_req).to(tl.int64)
+        k = tl.load(walk_req + 1)
+        n_rejected = tl.load(walk_req + 2)
+        rejected = tl.load(walk_req + 3 + offs_n).to(tl.int64)
+    else:
+        cand = tl.load(candidates_ptr + base + offs_n, mask=valid, other=0)
+        first_child = tl.load(next_token_ptr + base + offs_n, mask=valid, other=-1)
+        next_sib = tl.load(next_sibling_ptr + base + offs_n, mask=valid, other=-1)
+        rows = tl.load(retrieve_index_ptr + base + offs_n, mask=valid, other=0)
+        coins = tl.load(coins_ptr + base + offs_n, mask=valid, other=0.0)
+        rec_req = rec_ptr + b * 2 * n
+        write_buf = g == 0
+        if write_buf:
+            tl.store(rec_req + offs_n, tl.full([BLOCK_N], -1, tl.int32), mask=valid)
+            tl.debug_barrier()  # the record's initial values before the walk's scattered writes
 
-    acc_rows = tl.where(offs_w == 0, _node(rows, retrieve_index_ptr + base, offs_n, 0, WALK_IN_REGISTERS), -1)  # accept_index of the request
-    acc_toks = tl.zeros([BLOCK_W], dtype=tl.int64)  # acc_toks[i]: the draft token accepted at level i + 1
-    rejected = tl.full([BLOCK_N], -1, dtype=tl.int64)  # the current level's rejected children's tokens
-    n_rejected = tl.zeros([], dtype=tl.int32)
-    node = tl.zeros([], dtype=tl.int64)
-    k = tl.zeros([], dtype=tl.int32)
-    go = tl.full([], 1, dtype=tl.int32)
-    coin = _node(coins, coins_ptr + base, offs_n, 0, WALK_IN_REGISTERS)
-    for _level in range(1, W):
-        if go != 0:
-            child = _node(first_child, next_token_ptr + base, offs_n, node, WALK_IN_REGISTERS)
-            acc = tl.zeros([], dtype=tl.float32)
-            accepted = tl.zeros([], dtype=tl.int32)
-            tok = tl.zeros([], dtype=tl.int64)
-            n_rejected = tl.zeros([], dtype=tl.int32)
-            while (child != -1) & (accepted == 0):
-                tok = _node(cand, candidates_ptr + base, offs_n, child, WALK_IN_REGISTERS)
-                pt = tl.load(p_req + node * stride_p_row + tok)
-                acc = acc + pt
-                bound = tl.math.div_rn(acc, threshold_acc)
-                if NEW_SEMANTICS:
-                    ok = (pt > 0.0) & ((coin < bound) | (pt >= threshold_single))
+        acc_rows = tl.where(offs_w == 0, _node(rows, retrieve_index_ptr + base, offs_n, 0, WALK_IN_REGISTERS), -1)  # accept_index of the request
+        acc_toks = tl.zeros([BLOCK_W], dtype=tl.int64)  # acc_toks[i]: the draft token accepted at level i + 1
+        rejected = tl.full([BLOCK_N], -1, dtype=tl.int64)  # the current level's rejected children's tokens
+        n_rejected = tl.zeros([], dtype=tl.int32)
+        node = tl.zeros([], dtype=tl.int64)
+        k = tl.zeros([], dtype=tl.int32)
+        go = tl.full([], 1, dtype=tl.int32)
+        coin = _node(coins, coins_ptr + base, offs_n, 0, WALK_IN_REGISTERS)
+        for _level in range(1, W):
+            if go != 0:
+                child = _node(first_child, next_token_ptr + base, offs_n, node, WALK_IN_REGISTERS)
+                acc = tl.zeros([], dtype=tl.float32)
+                accepted = tl.zeros([], dtype=tl.int32)
+                tok = tl.zeros([], dtype=tl.int64)
+                n_rejected = tl.zeros([], dtype=tl.int32)
+                while (child != -1) & (accepted == 0):
+                    tok = _node(cand, candidates_ptr + base, offs_n, child, WALK_IN_REGISTERS)
+                    pt = tl.load(p_req + node * stride_p_row + tok)
+                    acc = acc + pt
+                    bound = tl.math.div_rn(acc, threshold_acc)
+                    if NEW_SEMANTICS:
+                        ok = (pt > 0.0) & ((coin < bound) | (pt >= threshold_single))
+                    else:
+                        ok = (coin <= bound) | (pt >= threshold_single)
+                    miss = ok.to(tl.int32) == 0
+                    _record_rejection(rec_req, n, child, node, pt, miss & write_buf)
+                    rejected = tl.where((offs_n == n_rejected) & miss, tok, rejected)
+                    n_rejected += miss.to(tl.int32)
+                    child = tl.where(ok, child, _node(next_sib, next_sibling_ptr + base, offs_n, child, WALK_IN_REGISTERS))
+                    accepted = ok.to(tl.int32)
+                if accepted != 0:
+                    acc_toks = tl.where(offs_w == k, tok, acc_toks)
+                    k += 1
+                    acc_rows = tl.where(offs_w == k, _node(rows, retrieve_index_ptr + base, offs_n, child, WALK_IN_REGISTERS), acc_rows)
+                    node = child
+                    coin = _node(coins, coins_ptr + base, offs_n, child, WALK_IN_REGISTERS)  # the next level's coin is the accepted node's
                 else:
-                    ok = (coin <= bound) | (pt >= threshold_single)
-                miss = ok.to(tl.int32) == 0
-                _record_rejection(rec_req, n, child, node, pt, miss & write_buf)
-                rejected = tl.where((offs_n == n_rejected) & miss, tok, rejected)
-                n_rejected += miss.to(tl.int32)
-                child = tl.where(ok, child, _node(next_sib, next_sibling_ptr + base, offs_n, child, WALK_IN_REGISTERS))
-                accepted = ok.to(tl.int32)
-            if accepted != 0:
-                acc_toks = tl.where(offs_w == k, tok, acc_toks)
-                k += 1
-                acc_rows = tl.where(offs_w == k, _node(rows, retrieve_index_ptr + base, offs_n, child, WALK_IN_REGISTERS), acc_rows)
-                node = child
-                coin = _node(coins, coins_ptr + base, offs_n, child, WALK_IN_REGISTERS)  # the next level's coin is the accepted node's
-            else:
-                go = 0
+                    go = 0
+    if WALK == 1:
+        tl.store(walk_req, node.to(tl.int32))
+        tl.store(walk_req + 1, k)
+        tl.store(walk_req + 2, n_rejected)
+        tl.store(walk_req + 3 + offs_n, rejected.to(tl.int32))
+        tl.store(walk_req + 3 + BLOCK_N + offs_w, acc_rows.to(tl.int32))
+        tl.store(walk_req + 3 + BLOCK_N + BLOCK_W + offs_w, acc_toks.to(tl.int32))
+        return
     use_sub = k < W - 1  # at the depth limit the terminal distribution is the plain target row
     n_drop = tl.where(use_sub, n_rejected, 0)
     p_row = p_req + node * stride_p_row
@@ -563,6 +590,9 @@ def tree_sampling_target_only_split_kernel(predicts_ptr, accept_index_ptr, accep
     else:
         is_last = g == 0
     if is_last:
+        if WALK == 2:
+            acc_rows = tl.load(walk_req + 3 + BLOCK_N + offs_w).to(tl.int64)
+            acc_toks = tl.load(walk_req + 3 + BLOCK_N + BLOCK_W + offs_w).to(tl.int64)
         if NC > 1:
             tl.store(count_ptr + b, 0)  # zero again for the next launch
         offs_c = tl.arange(0, NC_P2)  # every chunk's sum and last-valid index in one round trip each

@@ -12,7 +12,25 @@ import torch
 from kernels import triton_common, triton_sampling, triton_verify
 from kernels.random_cases import eagle_rollout, plausible_candidates, random_probs
 from specviz.results import TreeSampleResult
-from test_kernels_helpers import DEVICE, REF, assert_same, on_device
+from specviz.backends import cdf_order
+from specviz.reference import cdf
+from test_kernels_helpers import REF as _REF
+from test_kernels_helpers import assert_same, on_device
+
+
+class _RefInKernelOrder:
+    """The numpy reference summing in the order of the Triton backend here (interpreter or GPU)."""
+
+    def __getattr__(self, name):
+        fn = getattr(_REF, name)
+
+        def call(*args, **kwargs):
+            with cdf.summation_order(cdf_order("triton")):
+                return fn(*args, **kwargs)
+        return call
+
+
+REF = _RefInKernelOrder()
 
 pytestmark = pytest.mark.filterwarnings("ignore::specviz.errors.SpecvizWarning")
 
@@ -126,3 +144,18 @@ def test_fast_launch_key_tells_apart_what_triton_specializes_on():
     assert triton_common._spec(2**40) != triton_common._spec(32)
     with pytest.raises(AssertionError):
         fast._key(base[:-1])
+
+
+@pytest.mark.parametrize("case_seed", [0, 1])
+def test_target_only_walk_in_a_first_launch(monkeypatch, case_seed):
+    """The split target-only sampler with the tree walk in its own first launch (forced for every size)
+    gives the reference's tokens, accept paths and work buffer, for narrow and wide trees."""
+    monkeypatch.setattr(triton_verify, "TARGET_ONLY_SPLIT", True)
+    monkeypatch.setattr(triton_verify, "TARGET_ONLY_WALK_FIRST_MIN_PROGRAMS", 0)
+    for shape, V in (((2, 3, 6), 4097), ((4, 5, 24), 5000)):
+        args, kw = _tree_case(case_seed, 3, shape, V)
+        assert triton_verify.target_only_walk_first(3, -(-V // triton_common.target_only_chunk(V)))
+        for semantics in ("0.5.23", "earlier"):
+            expected = REF.tree_sampling_target_only(*args, **kw, semantics=semantics)
+            got = triton_verify.tree_sampling_target_only(*[on_device(a) for a in args], **kw, semantics=semantics)
+            assert_same(expected, got, f"walk first {shape} {V} {semantics}")

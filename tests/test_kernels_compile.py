@@ -46,7 +46,7 @@ KERNELS = {
             {"n": 64, "W": 6, "V": 128256, "NEW_SEMANTICS": new, "BLOCK_N": 64, "BLOCK_W": 8, "BLOCK_V": 4096,
              "ZERO_BUF": zero})
             for new in (True, False) for zero in (True, False)},
-        **{f"tree_sampling_target_only_split_kernel[new={new},NC={nc},n={n}]": ("tree_sampling_target_only_split_kernel", {
+        **{f"tree_sampling_target_only_split_kernel[new={new},NC={nc},n={n},walk={walk}]": ("tree_sampling_target_only_split_kernel", {
             "predicts_ptr": I32, "accept_index_ptr": I32, "accept_token_num_ptr": I32, "rec_ptr": I32,
             "count_ptr": I32, "ints_ptr": I32,
             "candidates_ptr": I64, "retrieve_index_ptr": I64, "next_token_ptr": I64, "next_sibling_ptr": I64,
@@ -54,11 +54,12 @@ KERNELS = {
             "V": "constexpr",
             "stride_p_b": "i64", "stride_p_row": "i32", "threshold_single": "fp32", "threshold_acc": "fp32",
             "NEW_SEMANTICS": "constexpr", "BLOCK_N": "constexpr", "BLOCK_W": "constexpr", "CHUNK": "constexpr",
-            "NC": "constexpr", "NC_P2": "constexpr", "WALK_IN_REGISTERS": "constexpr"},
+            "NC": "constexpr", "NC_P2": "constexpr", "WALK_IN_REGISTERS": "constexpr", "walk_ptr": I32,
+            "WALK": "constexpr"},
             {"n": n, "W": 6, "V": V, "NEW_SEMANTICS": new, "BLOCK_N": n, "BLOCK_W": 8, "CHUNK": chunk,
-             "NC": nc, "NC_P2": max(2, 1 << (nc - 1).bit_length()), "WALK_IN_REGISTERS": n <= 16})
+             "NC": nc, "NC_P2": max(2, 1 << (nc - 1).bit_length()), "WALK_IN_REGISTERS": n <= 16, "WALK": walk})
             for new in (True, False) for V, chunk, nc in ((128256, 4096, 32), (50257, 1024, 50), (1000, 4096, 1))
-            for n in (8, 64)},
+            for n in (8, 64) for walk in ((0, 1, 2) if new else (0,))},
         **{f"chain_rejection_sampling_kernel[new={new},bonus={bonus},N={N},V={V},bpp={bpp}]": ("chain_rejection_sampling_kernel", {
             "predicts_ptr": I32, "accept_index_ptr": I32, "accept_token_num_ptr": I32, "bonus_ptr": I64,
             "count_ptr": I32, "work_ptr": I32, "k_off": "i32", "candidates_ptr": I64, "retrieve_index_ptr": I64, "coins_ptr": F32, "final_coins_ptr": F32,
