@@ -21,7 +21,8 @@ for key, ck in ts._ROW_KERNEL.compiled.items():
 PY
 timeout 420 python3 benchmarks/bench_kernels.py --before .before --impls triton before sglang torch_user triton_one_launch --bits \
     --out "$OUT/results.json" --markdown "$OUT/table.md" > "$OUT/bench.log" 2>&1; echo "bench rc $?"
-grep -h '"check\|error\|Error' "$OUT/bench.log" | grep -v '"same": true\|same_as_sglang": true' | head -20
+grep -h '"error\|Error' "$OUT/bench.log" | head -10
+python3 benchmarks/issue36_summary.py "$OUT/results.json" > "$OUT/summary.md"; grep -v '"same": true' "$OUT/summary.md" | grep -v 'same_as_sglang": true' | cut -c1-230
 timeout 120 python3 benchmarks/bench_loop.py --round-only --backends torch triton --repeats 3 2>&1 | tee "$OUT/loop.log"
 if [ -z "$NO_SUITE" ]; then
   timeout 300 python3 -m pytest -q -n 14 -rs -p no:cacheprovider --timeout 300 -m "exhaustive or not exhaustive" \
