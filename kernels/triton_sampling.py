@@ -20,6 +20,7 @@ from . import triton_verify
 ROW_IN_REGISTERS_MAX = 32768
 _ROW_KERNEL = FastLaunch(target_probs_row_kernel)
 _PASS_KERNEL = FastLaunch(target_probs_kernel)
+_FILL_BONUS = FastLaunch(fill_bonus_tokens_kernel)
 
 
 def _scalar(value) -> bool:
@@ -83,7 +84,7 @@ def fill_bonus_tokens(accept_tokens, accept_lens, *, stride, validate=True) -> t
     bs = al.shape[0]
     bonus = torch.empty(bs, dtype=INT32, device=device)
     if bs:
-        fill_bonus_tokens_kernel[(max(1, -(-bs // 256)),)](at, al, bonus, bs, int(stride), BLOCK=256)
+        _FILL_BONUS((max(1, -(-bs // 256)),), at, al, bonus, bs, int(stride), 256)
     return bonus
 
 

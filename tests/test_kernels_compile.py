@@ -25,8 +25,9 @@ KERNELS = {
             "tree_mask_ptr": {0: "*i1", 1: "*i1", 2: f"*i{bits}"}[mode], "positions_ptr": I64,
             "retrieve_index_ptr": I64, "next_token_ptr": I64, "next_sibling_ptr": I64,
             "parent_list_stride": "constexpr", "topk": "constexpr", "depth": "constexpr", "n": "constexpr",
-            "MASK_MODE": "constexpr", "BLOCK_N": "constexpr", "SQUARINGS": "constexpr"},
-            {"parent_list_stride": 17, "topk": 4, "depth": 5, "n": 64, "MASK_MODE": mode, "BLOCK_N": 64, "SQUARINGS": 3})
+            "MASK_MODE": "constexpr", "BLOCK_N": "constexpr", "SQUARINGS": "constexpr", "BLOCK_S": "constexpr"},
+            {"parent_list_stride": 17, "topk": 4, "depth": 5, "n": 64, "MASK_MODE": mode, "BLOCK_N": 64, "SQUARINGS": 3,
+             "BLOCK_S": 32})
         for mode, bits in ((0, 8), (1, 8), (2, 8), (2, 16), (2, 32))
     },
     "kernels.triton_verify_kernels": {
