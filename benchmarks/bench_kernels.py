@@ -16,7 +16,7 @@ Each kernel is timed two ways:
   For the torch backend "the kernel" is the whole function.
 
 Every figure is also given as a ratio to SGLang's Triton kernel on the same inputs (where SGLang
-has one: tree build, greedy verify, chain sampler; loaded by path, see kernels/sglang_oracle.py)
+has one: tree build, greedy verify, chain sampler; loaded by path, see specviz/engines/sglang_engine.py)
 and to an empty Triton kernel timed the same way. ``--smoke`` runs tiny sizes on the CPU
 (Triton interpreter, wall clock, no graphs) to check the script itself.
 """
@@ -37,8 +37,9 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-from kernels import sglang_oracle, torch_backend, triton_dspark, triton_sampling, triton_tree, triton_verify  # noqa: E402
-from kernels.random_cases import eagle_rollout  # noqa: E402
+from kernels import torch_backend, triton_dspark, triton_sampling, triton_tree, triton_verify  # noqa: E402
+from tests.support import sglang_oracle  # noqa: E402
+from tests.support.random_cases import eagle_rollout  # noqa: E402
 
 SHAPES = [(1, 7, 8), (4, 5, 64), (8, 4, 64)]  # (topk, depth, n)
 BATCHES = [1, 64, 512, 4096]
@@ -603,7 +604,7 @@ def main():
     ap.add_argument("--smoke", action="store_true", help="tiny sizes (CPU interpreter check of the script)")
     ap.add_argument("--ops", nargs="*", default=[], help="time only these ops (e.g. chain_rejection_sampling)")
     ap.add_argument("--bits", action="store_true",
-                    help="also count chain-sampler draws bit-identical to SGLang's kernel (kernels.sglang_oracle.chain_bits)")
+                    help="also count chain-sampler draws bit-identical to SGLang's kernel (tests.support.sglang_oracle.chain_bits)")
     ap.add_argument("--impls", nargs="*", default=[], help="time only these implementations (triton, torch, sglang)")
     ap.add_argument("--rounds", type=int, default=GRAPH_ROUNDS,
                     help="alternated, rested graph timings of each implementation (the table gives their median)")

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from kernels import triton_common, triton_sampling, triton_verify
-from kernels.random_cases import eagle_rollout, plausible_candidates, random_probs
+from tests.support.random_cases import eagle_rollout, plausible_candidates, random_probs
 from specviz.results import TreeSampleResult
 from specviz.backends import cdf_order
 from specviz.reference import cdf
