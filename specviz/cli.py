@@ -192,7 +192,7 @@ def cmd_app(args, extra) -> int:
 def cmd_serve(args, extra) -> int:
     from .serve import serve
 
-    return serve(args.workers, args.address, args.port, haproxy=args.haproxy, extra=extra)
+    return serve(args.workers, args.address, args.port, haproxy=args.haproxy, extra=extra, command=app_command)
 
 
 _HELP_BACKENDS = ("Backends: numpy (the reference), torch, triton. Without a CUDA GPU the Triton backend "

@@ -142,8 +142,9 @@ class Worker:
 
 
 class Serve:
-    def __init__(self, workers: int, address: str, port: int, haproxy: str, extra: list[str], out=sys.stderr):
+    def __init__(self, workers: int, address: str, port: int, haproxy: str, extra: list[str], out=sys.stderr, *, command):
         self.address, self.port, self.haproxy, self.extra, self.out = address, port, haproxy, extra, out
+        self.command = command  # extra flags -> the app's command line (cli.app_command; passed in: cli imports serve)
         self.dir = Path(tempfile.mkdtemp(prefix="specviz-serve-"))
         self.secret = secrets.token_hex(32)
         self.workers = [Worker(f"w{i + 1}", _free_port(), self.dir / f"w{i + 1}.log") for i in range(workers)]
@@ -154,9 +155,7 @@ class Serve:
         print(f"specviz serve: {text}", file=self.out, flush=True)
 
     def _start_worker(self, w: Worker) -> None:
-        from .cli import app_command
-
-        cmd = app_command(["--server.address", "127.0.0.1", "--server.port", str(w.port), *self.extra])
+        cmd = self.command(["--server.address", "127.0.0.1", "--server.port", str(w.port), *self.extra])
         assert cmd[1:3] == ["-m", "specviz.ui.worker"]  # Streamlit, warmed up before it answers
         # (Streamlit takes the cookie secret only from its config or the environment, never a flag.)
         env = dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false", STREAMLIT_SERVER_COOKIE_SECRET=self.secret)
@@ -259,14 +258,16 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else "(no output)"
 
 
-def serve(workers: int, address: str, port: int, haproxy: str | None = None, extra: list[str] | None = None) -> int:
-    """Run until Ctrl-C / SIGTERM; returns the exit code."""
+def serve(workers: int, address: str, port: int, haproxy: str | None = None, extra: list[str] | None = None, *,
+          command) -> int:
+    """Run until Ctrl-C / SIGTERM; returns the exit code. ``command(extra)``: a worker's command line
+    (``specviz.cli.app_command``, handed in so that serve never imports cli back)."""
     if not 1 <= workers <= MAX_WORKERS:
         raise SpecvizError("--workers", f"must be between 1 and {MAX_WORKERS}, got {workers}")
     if not 1 <= port <= 65535:
         raise SpecvizError("--port", f"must be between 1 and 65535, got {port}")
     exe = find_haproxy(haproxy)  # before anything starts: a missing HAProxy is one line and exit 2
-    srv = Serve(workers, address, port, exe, list(extra or []))
+    srv = Serve(workers, address, port, exe, list(extra or []), command=command)
 
     def on_signal(signum, frame):
         srv.stopping = True
