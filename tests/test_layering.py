@@ -9,7 +9,8 @@ level (a lazy import inside a function counts too).
     4 backends   specviz.backends (the registry that loads kernels.*_backend)
     5 render     specviz.render.* (pure figures and tables, no Streamlit)
     6 library    engine, steps, algorithms.calls, edits, invariants, audit, pitfalls, distributions, export, naming, cli,
-                 notebook, loop (the decoding-loop package), engines (SGLang / vLLM / transformers)
+                 notebook, loop (the decoding-loop package), engines (SGLang / vLLM / transformers),
+                 app_runtime (Streamlit patches; imports Streamlit only, so the CLI's doctor may report on it)
     7 ui         specviz.ui.*
     8 pages      pages/*.py, app.py
 """
@@ -30,7 +31,7 @@ LAYERS = [
     ("specviz.render",),
     ("specviz.engine", "specviz.steps", "specviz.algorithms.calls", "specviz.edits", "specviz.invariants", "specviz.audit", "specviz.pitfalls",
      "specviz.distributions", "specviz.export", "specviz.naming", "specviz.cli", "specviz.serve", "specviz.__main__", "specviz.notebook", "specviz.loop",
-     "specviz.engines"),
+     "specviz.engines", "specviz.app_runtime"),
     ("specviz.ui",),
     ("pages", "app"),
 ]
