@@ -30,6 +30,18 @@ without reaching its callbacks (the runner asks for the next request) releases t
 
 This reaches into ``ScriptRequests`` and ``SafeSessionState``, private classes of the pinned Streamlit
 (constraints.txt); ``tests/test_click_queue.py`` drives them directly and fails if their shape changes.
+
+Upstream: a rerun request stops the running script at its next yield point, session-state writes
+included, a deliberate trade for responsiveness (streamlit/streamlit#10578, open: a maintainer
+confirms an interrupted session-state write is not protected); requests that arrive before the
+script reaches a widget are folded into one, so a callback sees the folded state
+(streamlit/streamlit#8365, the same folding; #8291 shows presses of two buttons folded into one run).
+Checked on: Streamlit 1.67.0 (the pin; ``specviz.app_runtime.CHECKED_ON``).
+Without it: a student's second quick press of "Add child" adds one child, not two, and under a class's
+load an edit applied in a callback can vanish (the press is shown, the tree does not change).
+To drop it: when a Streamlit release queues requests instead of folding and preempting them (or lets an
+app mark callbacks as uninterruptible), delete this module and its name in ``app_runtime.PATCHES``; keep
+``tests/test_browser_clicks.py``, which must then pass against Streamlit alone.
 """
 from __future__ import annotations
 
@@ -38,6 +50,7 @@ import functools
 import logging
 
 _log = logging.getLogger(__name__)
+UPSTREAM = "streamlit/streamlit#10578 (a rerun interrupts callbacks), #8365 (requests folded)"  # what `specviz doctor` prints beside the patch
 _QUEUE = "_specviz_click_queue"
 _HOLD = "_specviz_hold"  # the request the runner took has widget input whose callbacks have not run yet
 _TRIGGERS = ("trigger_value", "string_trigger_value", "json_trigger_value", "chat_input_value")
