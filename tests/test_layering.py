@@ -1,6 +1,9 @@
 """Layers point down (issue 9): a module never imports a layer above its own, and no module
 imports another module's private (underscored) name. Imports are read with ``ast``, at every
-level (a lazy import inside a function counts too).
+level (a lazy import inside a function counts too). No two files import each other, directly or
+round a longer circle (issue 34; today's known circle is allow-listed in KNOWN_CIRCLES below).
+A module's layer is that of its longest listed prefix: a folder's files take the folder's place in
+the order below (once issue 34's folder restructure lands, the list becomes the folder order).
 
     0 base       errors, results, validate, trace, events, rollout, probs, paths, display, safety, wheels
     1 model      model, scenario, algorithms (the registry's metadata), share, captions, wording
