@@ -21,11 +21,11 @@ if not (HERE / "pages").is_dir():
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from specviz.ui import click_queue, failover, wakeups  # noqa: E402
+from specviz import app_runtime  # noqa: E402
 
-click_queue.install()  # a burst of presses of one button is applied press by press, never folded into one
-failover.install()  # behind `specviz serve`, the first edit on the worker a tab failed over to is applied
-wakeups.install()  # one event-loop wake-up per burst of a session's elements, not one per element
+# Streamlit runtime patches (specviz/app_runtime: click queue, failover replay, wake-up batching); `specviz doctor`
+# says which are active on this Streamlit.
+app_runtime.install()
 
 # (file names, English title, Chinese title, icon), in teaching order; the first file that exists is used.
 PAGES = [

@@ -4,8 +4,8 @@ tokens from the same dense row and coin? (issue 10, docs/sampling_numerics.md)
     TRITON_INTERPRET=1 python benchmarks/bench_fidelity.py --draws 10000 --V 50000 --workers 4
     python benchmarks/bench_fidelity.py --root /path/to/an/older/checkout ...   # "before" figures
 
-Cases come from this checkout's ``kernels/fidelity_cases.py`` (loaded by file path, so the same
-rows and coins reach every code version); the backends come from ``--root`` (default: this
+Cases come from this checkout's ``tests/support/fidelity_cases.py`` (loaded by file path, so the same
+rows and coins reach every code version; so does SGLang's loader, ``specviz/engines/sglang_engine.py``); the backends come from ``--root`` (default: this
 checkout). Families: chain_plain / chain_residual (the chain sampler's bonus and residual draw,
 also run through SGLang's ``chain_speculative_sampling_triton`` where the wheel or ``.sglang/``
 is present), target_plain / target_residual (the target-only sampler: no SGLang Triton version).
@@ -36,11 +36,20 @@ PAIRS = (("numpy", "torch"), ("numpy", "triton"), ("torch", "triton"), ("numpy",
          ("triton", "sglang"), ("numpy_gpu", "triton"), ("numpy_gpu", "sglang"), ("numpy", "numpy_gpu"))
 
 
-def _cases_module():
-    spec = importlib.util.spec_from_file_location("_fidelity_cases", HERE / "kernels" / "fidelity_cases.py")
+def _by_path(name: str, rel: str):
+    """A file of this checkout under a private module name (``--root`` may be an older checkout)."""
+    spec = importlib.util.spec_from_file_location(name, HERE / rel)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def _cases_module():
+    return _by_path("_fidelity_cases", "tests/support/fidelity_cases.py")
+
+
+def _sglang_engine():
+    return _by_path("_sglang_engine", "specviz/engines/sglang_engine.py")
 
 
 _STATE = {}
@@ -53,15 +62,14 @@ def _init(root: str, backends: list[str]):
     # "numpy_gpu": the reference in a compiled GPU kernel's order (specviz.reference.cdf.summation_order)
     _STATE["backends"] = {b: get_backend("numpy" if b == "numpy_gpu" else b) for b in backends if b != "sglang"}
     if "sglang" in backends:
-        from kernels import sglang_oracle  # noqa: PLC0415
-        _STATE["sgl"] = sglang_oracle.load()
+        _STATE["sgl"] = _sglang_engine().load()
+        _STATE["chain_draw"] = _by_path("_sglang_oracle", "tests/support/sglang_oracle.py").chain_draw
 
 
 def _sglang_draw(args) -> np.ndarray:
     import torch  # noqa: PLC0415
-    from kernels.sglang_oracle import chain_draw  # noqa: PLC0415
     dev = "cuda" if torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1" else "cpu"
-    return chain_draw(_STATE["sgl"], args, dev)
+    return _STATE["chain_draw"](_STATE["sgl"], args, dev)
 
 
 def _run_chunk(job):
@@ -97,8 +105,7 @@ def main(argv=None):
     backends = list(a.backends)
     if "sglang" in backends:
         sys.path.insert(0, a.root)
-        from kernels import sglang_oracle  # noqa: PLC0415
-        if sglang_oracle.locate()[0] is None:
+        if _sglang_engine().locate()[0] is None:
             print("sglang 0.5.23 not found: measuring without it")
             backends.remove("sglang")
         sys.path.pop(0)

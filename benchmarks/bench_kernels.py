@@ -16,7 +16,7 @@ Each kernel is timed two ways:
   For the torch backend "the kernel" is the whole function.
 
 Every figure is also given as a ratio to SGLang's Triton kernel on the same inputs (where SGLang
-has one: tree build, greedy verify, chain sampler; loaded by path, see kernels/sglang_oracle.py)
+has one: tree build, greedy verify, chain sampler; loaded by path, see specviz/engines/sglang_engine.py)
 and to an empty Triton kernel timed the same way. ``--smoke`` runs tiny sizes on the CPU
 (Triton interpreter, wall clock, no graphs) to check the script itself.
 """
@@ -37,8 +37,9 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-from kernels import sglang_oracle, torch_backend, triton_dspark, triton_sampling, triton_tree, triton_verify  # noqa: E402
-from kernels.random_cases import eagle_rollout  # noqa: E402
+from kernels import torch_backend, triton_dspark, triton_sampling, triton_tree, triton_verify  # noqa: E402
+from tests.support import sglang_oracle  # noqa: E402
+from tests.support.random_cases import eagle_rollout  # noqa: E402
 
 SHAPES = [(1, 7, 8), (4, 5, 64), (8, 4, 64)]  # (topk, depth, n)
 BATCHES = [1, 64, 512, 4096]
@@ -51,6 +52,48 @@ REST_FACTOR = 20.0  # idle before a graph burst, in multiples of the burst's own
 MAX_REST_S = 0.5
 ONLY_OPS: set = set()  # --ops: time only these ops (empty: all)
 ONLY_IMPLS: set = set()  # --impls: time only these implementations (empty: all)
+BEFORE = None  # --before DIR: the kernels package of an earlier commit (DIR/kernels_before), timed as impl "before"
+
+
+def load_before(path):
+    """The kernels package copied from an earlier commit into DIR/kernels_before (``git archive REV kernels``)."""
+    import importlib
+    sys.path.insert(0, str(Path(path).resolve()))
+    mods = {name: importlib.import_module(f"kernels_before.{name}") for name in ("triton_tree", "triton_verify", "triton_sampling")}
+    return type("Before", (), mods)
+
+
+def torch_user_probs(logits, temperature, top_k, top_p):
+    """What a user writes in torch for temperature + top-k + top-p (the sort-based filter): softmax, one
+    descending sort, top-k cut, top-p cut on the cumulative sum (a token is kept while the mass before it
+    is under top_p), renormalised, scattered back."""
+    probs = torch.softmax(logits / temperature, dim=-1)
+    sorted_p, idx = probs.sort(dim=-1, descending=True)
+    sorted_p[:, top_k:] = 0.0
+    sorted_p = sorted_p / sorted_p.sum(-1, keepdim=True)
+    before = sorted_p.cumsum(-1) - sorted_p
+    sorted_p = torch.where(before < top_p, sorted_p, 0.0)
+    sorted_p = sorted_p / sorted_p.sum(-1, keepdim=True)
+    return torch.empty_like(probs).scatter_(-1, idx, sorted_p)
+
+
+def check_before(results, op, meta, ours, before):
+    """Record whether our outputs equal the earlier commit's (tensors, or tuples / dataclasses of them)."""
+    def flat(x):
+        if hasattr(x, "as_dict"):
+            return [flat(v) for v in x.as_dict().values()]
+        if isinstance(x, (tuple, list)):
+            return [flat(v) for v in x]
+        return x
+    a, b = flat(ours), flat(before)
+    pairs = list(zip(a, b)) if isinstance(a, list) else [(a, b)]
+    row = dict(op=op, impl="check_vs_before", same=all(torch.equal(x, y) for x, y in pairs), **meta)
+    if not row["same"]:
+        diffs = [(x != y).sum().item() for x, y in pairs]
+        row["mismatches"] = diffs
+        if len(pairs) == 1 and pairs[0][0].is_floating_point():
+            row["max_abs_diff"] = float((pairs[0][0] - pairs[0][1]).abs().max())
+    record(results, **row)
 
 
 @triton.jit
@@ -266,6 +309,11 @@ def run(args):
                      graph_us_back_to_back=round(back, 2))
         del graph
     record(results, op="empty_triton_kernel", impl="triton", **empty)
+    from kernels.triton_common import FastLaunch
+    fast_empty = FastLaunch(empty_kernel)
+    record(results, op="empty_triton_kernel", impl="triton_fast_launch",
+           python_us=round(timer.python(lambda: fast_empty((1,), x), 200), 2), graph_us=None)
+    bf = BEFORE
 
     rng = np.random.default_rng(0)
     rollouts = {s: eagle_rollout(rng, max(batches), *s) for s in shapes}
@@ -283,6 +331,9 @@ def run(args):
                 "torch": (lambda: tb["build_tree"](pl, si, sl, validate=False, **kw),
                           lambda: tb["build_tree"](pl, si, sl, validate=False, **kw)),
             }
+            if bf is not None:
+                impls["before"] = (lambda: bf.triton_tree.build_tree(pl, si, sl, validate=False, **kw),
+                                   bf.triton_tree.build_prepare(pl, si, sl, **kw)[1])
             if sgl is not None:
                 mask_size = sl_sum * n + n * n * bs
                 s_mask = torch.ones(mask_size, dtype=torch.bool, device=device)
@@ -332,6 +383,10 @@ def run(args):
                 "torch": (lambda: tb["verify_tree_greedy"](cand, ri, nt, ns, tp, num_speculative_tokens=W, validate=False),
                           lambda: tb["verify_tree_greedy"](cand, ri, nt, ns, tp, num_speculative_tokens=W, validate=False)),
             }
+            if bf is not None:
+                impls["before"] = (lambda: bf.triton_verify.verify_tree_greedy(
+                    cand, ri, nt, ns, tp, num_speculative_tokens=W, validate=False),
+                    bf.triton_verify.greedy_prepare(cand, ri, nt, ns, tp, W=W)[1])
             if sgl is not None:
                 g_pred = torch.zeros(bs * n, dtype=torch.int32, device=device)
                 g_acc = torch.full((bs, W), -1, dtype=torch.int32, device=device)
@@ -384,8 +439,30 @@ def run(args):
                     call = lambda: tb["tree_sampling_target_only"](tree_cand, ri, nt, ns, u, uf, p,  # noqa: E731
                                                                    num_speculative_tokens=W, validate=False)
                     impls["torch"] = (call, call)
+                if triton_verify.target_only_walk_first(bs, -(-V // 4096)) or ONLY_IMPLS & {"triton_one_launch"}:
+                    # the same kernel without its first (walk) launch: the rule's other side, measured
+                    saved = triton_verify.TARGET_ONLY_WALK_FIRST_MIN_PROGRAMS
+                    triton_verify.TARGET_ONLY_WALK_FIRST_MIN_PROGRAMS = None
+                    one = triton_verify.tree_sampling_prepare(tree_cand, ri, nt, ns, u, uf, p, **skw)[1]
+                    triton_verify.TARGET_ONLY_WALK_FIRST_MIN_PROGRAMS = saved
+                    impls["triton_one_launch"] = (one, one)
+                if bf is not None:
+                    impls["before"] = (lambda: bf.triton_verify.tree_sampling_target_only(
+                        tree_cand, ri, nt, ns, u, uf, p, num_speculative_tokens=W, validate=False),
+                        bf.triton_verify.tree_sampling_prepare(tree_cand, ri, nt, ns, u, uf, p, **skw)[1])
                 bench_impls(results, timer, "tree_sampling_target_only", vmeta, impls, bytes_touched=bs * V * 4)
                 del launch, impls
+                if bf is not None and (not ONLY_OPS or "tree_sampling_target_only" in ONLY_OPS):
+                    kw_t = dict(num_speculative_tokens=W, validate=False)
+                    new_r = triton_verify.tree_sampling_target_only(tree_cand, ri, nt, ns, u, uf, p, **kw_t)
+                    old_r = bf.triton_verify.tree_sampling_target_only(tree_cand, ri, nt, ns, u, uf, p, **kw_t)
+                    check_before(results, "tree_sampling_target_only", vmeta,
+                                 (new_r.predicts, new_r.accept_index, new_r.accept_token_num),
+                                 (old_r.predicts, old_r.accept_index, old_r.accept_token_num))
+                    if p_bytes <= 2e9:  # the work buffer rebuilt from the record == the one the earlier kernel wrote
+                        check_before(results, "tree_sampling_target_only.draft_probs", vmeta, new_r.draft_probs,
+                                     old_r.draft_probs)
+                    del new_r, old_r
 
                 if topk == 1:  # the chain sampler needs a chain: N = n slots
                     # The draft's proposals resemble the target's rows (a useful draft): q ~ softmax(0.8 log p + noise).
@@ -398,6 +475,10 @@ def run(args):
                     call = lambda: triton_verify.chain_rejection_sampling(  # noqa: E731
                         chain_cand, cri, u, uf, p, q, num_speculative_tokens=n, validate=False)
                     impls = {"triton": (call, launch)}
+                    if bf is not None:
+                        impls["before"] = (lambda: bf.triton_verify.chain_rejection_sampling(
+                            chain_cand, cri, u, uf, p, q, num_speculative_tokens=n, validate=False),
+                            bf.triton_verify.chain_prepare(chain_cand, cri, u, uf, p, q, new=True)[1])
                     if p_bytes <= MAX_TORCH_PROB_BYTES:
                         tcall = lambda: tb["chain_rejection_sampling"](chain_cand, cri, u, uf, p, q,  # noqa: E731
                                                                        num_speculative_tokens=n, validate=False)
@@ -423,6 +504,11 @@ def run(args):
                     # bytes counted: one full p row and one q row per request
                     bench_impls(results, timer, "chain_rejection_sampling", vmeta, impls, bytes_touched=2 * bs * V * 4)
                     launch()
+                    if bf is not None and (not ONLY_OPS or "chain_rejection_sampling" in ONLY_OPS):
+                        old_r = bf.triton_verify.chain_rejection_sampling(chain_cand, cri, u, uf, p, q,
+                                                                         num_speculative_tokens=n, validate=False)
+                        check_before(results, "chain_rejection_sampling", vmeta, (c_pred, c_acc, c_num),
+                                     (old_r.predicts, old_r.accept_index, old_r.accept_token_num))
                     if sgl_chain:
                         sgl.chain_sampling(s_pred, s_acc, s_num, chain_cand, cri, None, None, u, uf, p, q, 1.0, 1.0, True)
                         record(results, op="chain_rejection_sampling", impl="check",
@@ -437,9 +523,33 @@ def run(args):
                                                                                 validate=False)
                         tcall = lambda: tb["target_probs_from_logits"](logits, temperature=0.7,  # noqa: E731
                                                                        validate=False)
-                        bench_impls(results, timer, "target_probs_from_logits", vmeta, {"triton": (call, call),
-                                                                                        "torch": (tcall, tcall)},
+                        impls = {"triton": (call, call), "torch": (tcall, tcall)}
+                        if bf is not None:
+                            bcall = lambda: bf.triton_sampling.target_probs_from_logits(  # noqa: E731
+                                logits, temperature=0.7, validate=False)
+                            impls["before"] = (bcall, bcall)
+                        bench_impls(results, timer, "target_probs_from_logits", vmeta, impls,
                                     bytes_touched=bs * n * V * 4 * 2)
+                        # with top-k 50 and top-p 0.9: ours, the earlier kernel, and the torch a user would write
+                        kcall = lambda: triton_sampling.target_probs_from_logits(  # noqa: E731
+                            logits, temperature=0.7, top_k=50, top_p=0.9, validate=False)
+                        ucall = lambda: torch_user_probs(logits, 0.7, 50, 0.9)  # noqa: E731
+                        impls = {"triton": (kcall, kcall), "torch_user": (ucall, ucall)}
+                        if bf is not None:
+                            bkcall = lambda: bf.triton_sampling.target_probs_from_logits(  # noqa: E731
+                                logits, temperature=0.7, top_k=50, top_p=0.9, validate=False)
+                            impls["before"] = (bkcall, bkcall)
+                        bench_impls(results, timer, "target_probs_top_k_top_p", vmeta, impls,
+                                    bytes_touched=bs * n * V * 4 * 2)
+                        if bf is not None and (not ONLY_OPS or "target_probs_from_logits" in ONLY_OPS):
+                            check_before(results, "target_probs_from_logits", vmeta, call(), bcall())
+                            check_before(results, "target_probs_top_k_top_p", vmeta, kcall(), bkcall())
+                            ref = tb["target_probs_from_logits"](logits[:64], temperature=0.7, top_k=50, top_p=0.9,
+                                                                 validate=False)
+                            ours = kcall()[:64]
+                            record(results, op="target_probs_top_k_top_p", impl="check_vs_torch_backend",
+                                   max_abs_diff=float((ours - ref).abs().max()),
+                                   same_support=bool(torch.equal(ours > 0, ref > 0)), **vmeta)
                         del logits
                 del p
             if topk == 1:  # DSpark window = the chain; small per-request kernels
@@ -494,16 +604,20 @@ def main():
     ap.add_argument("--smoke", action="store_true", help="tiny sizes (CPU interpreter check of the script)")
     ap.add_argument("--ops", nargs="*", default=[], help="time only these ops (e.g. chain_rejection_sampling)")
     ap.add_argument("--bits", action="store_true",
-                    help="also count chain-sampler draws bit-identical to SGLang's kernel (kernels.sglang_oracle.chain_bits)")
+                    help="also count chain-sampler draws bit-identical to SGLang's kernel (tests.support.sglang_oracle.chain_bits)")
     ap.add_argument("--impls", nargs="*", default=[], help="time only these implementations (triton, torch, sglang)")
     ap.add_argument("--rounds", type=int, default=GRAPH_ROUNDS,
                     help="alternated, rested graph timings of each implementation (the table gives their median)")
+    ap.add_argument("--before", help="DIR holding kernels_before/ (an earlier commit's kernels), timed as impl 'before'")
     ap.add_argument("--chain-bpp", type=int, choices=(1, 2, 4, 8), default=None,
                     help="blocks per program of the chain sampler (triton_verify.CHAIN_BLOCKS_PER_PROGRAM)")
     args = ap.parse_args()
     ONLY_OPS.update(args.ops)
     ONLY_IMPLS.update(args.impls)
     GRAPH_ROUNDS = args.rounds
+    global BEFORE
+    if args.before:
+        BEFORE = load_before(args.before)
     if args.chain_bpp:
         triton_verify.CHAIN_BLOCKS_PER_PROGRAM = args.chain_bpp
     results = run(args)

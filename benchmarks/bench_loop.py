@@ -2,6 +2,8 @@
 and print the measured tau next to the closed forms for a few settings.
 
     .venv/bin/python benchmarks/bench_loop.py [--repeats 5] [--rounds 64]
+    python3 benchmarks/bench_loop.py --round-only --backends torch triton   (on a GPU machine: the round with
+        the accept kernels on the CPU (torch) and on the GPU (compiled Triton), each algorithm; issue 36)
 
 Default sizes = the page's defaults: greedy, topk 2, depth 4, num_draft_tokens 8, the default prompt.
 The loop runs torch on one thread (specviz.loop.model.one_thread). On a shared machine compare the
@@ -34,12 +36,42 @@ def spread(xs):
     return f"median {statistics.median(xs) * 1e3:8.1f} ms  (min {min(xs) * 1e3:.1f}, max {max(xs) * 1e3:.1f})"
 
 
+ROUND_SETTINGS = [dict(algorithm="greedy", topk=2, depth=4, num_draft_tokens=8),
+                  dict(algorithm="target_only", topk=2, depth=4, num_draft_tokens=8, temperature=0.8),
+                  dict(algorithm="chain", topk=1, depth=4, temperature=0.8)]
+
+
+def round_table(models, backends, repeats) -> None:
+    """One round's time (median of repeats x 8 rounds after a warm-up loop) per algorithm and backend: the
+    models run on the CPU either way; the backend runs build_tree, target_probs_from_logits and the accept
+    kernel (compiled Triton on a GPU: inputs cross to it and results back once a round)."""
+    for backend in backends:
+        for kw in ROUND_SETTINGS:
+            s = LoopSettings(rounds=16, backend=backend, **kw)
+            run_loop(PROMPT, s, models)  # warm-up: compiles, first calls
+            one = []
+            for _ in range(repeats):
+                dec = Decoder(PROMPT, s, models)
+                for _ in range(8):
+                    t0 = time.perf_counter()
+                    dec.step()
+                    one.append(time.perf_counter() - t0)
+            print(f"one round ({kw['algorithm']:11s} topk {kw['topk']} depth {kw['depth']}, {backend:6s}): {spread(one)}",
+                  flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=64)
+    ap.add_argument("--round-only", action="store_true",
+                    help="time one round per algorithm and backend only (no 64-round runs, no tau table)")
+    ap.add_argument("--backends", nargs="*", default=["torch"], help="accept-step backends for --round-only")
     args = ap.parse_args()
     models = load_models()
+    if args.round_only:
+        round_table(models, args.backends, args.repeats)
+        return
     s = LoopSettings(rounds=args.rounds, backend="torch")
     run_loop(PROMPT, s, models)                                   # warm-up (imports, first calls)
 

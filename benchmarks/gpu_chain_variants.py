@@ -43,7 +43,8 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from kernels import sglang_oracle, triton_verify, triton_verify_kernels  # noqa: E402
+from kernels import triton_verify, triton_verify_kernels  # noqa: E402
+from tests.support import sglang_oracle  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_kernels import GRAPH_REPS, Timer, gumbel_sample  # noqa: E402

@@ -8,8 +8,8 @@ from specviz.reference import cdf
 from specviz.backends import get_backend
 spec = importlib.util.spec_from_file_location("bf", "benchmarks/bench_fidelity.py"); bf = importlib.util.module_from_spec(spec); spec.loader.exec_module(bf)
 cases = bf._cases_module()
-from kernels import sglang_oracle
-bf._STATE["sgl"] = sglang_oracle.load()
+from tests.support import sglang_oracle
+bf._STATE["sgl"] = sglang_oracle.load(); bf._STATE["chain_draw"] = sglang_oracle.chain_draw
 tri, npb = get_backend("triton"), get_backend("numpy")
 orig = cdf.gpu_vector_width
 R = int(os.environ.get("ROWS", "400"))

@@ -26,7 +26,8 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-from kernels import sglang_oracle, triton_verify  # noqa: E402
+from kernels import triton_verify  # noqa: E402
+from tests.support import sglang_oracle  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_kernels import Timer  # noqa: E402

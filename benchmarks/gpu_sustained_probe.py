@@ -25,7 +25,8 @@ import torch  # noqa: E402
 
 from benchmarks.bench_kernels import GRAPH_REPS, capture_graph, gumbel_sample, probs  # noqa: E402
 from benchmarks.gpu_read_floor import floor_kernel  # noqa: E402
-from kernels import sglang_oracle, triton_verify  # noqa: E402
+from kernels import triton_verify  # noqa: E402
+from tests.support import sglang_oracle  # noqa: E402
 
 QUERY = "timestamp,power.draw,clocks.sm,clocks.mem,temperature.gpu,clocks_event_reasons.active"
 

@@ -89,3 +89,104 @@ def sampler_warps(V: int) -> int:
     """Warps of the sampling kernels: 4, as SGLang launches its chain kernel (the warp count shapes
     a GPU's reduction tree, so matching it keeps the GPU's last bits equal to SGLang's)."""
     return 4
+
+
+# ---------------------------------------------------------------------------------------------
+# Launch without the JIT's per-call dispatch
+# ---------------------------------------------------------------------------------------------
+# ``kernel[grid](*args)`` binds the arguments, computes the specialization key, checks globals and
+# builds launch metadata on every call: on the H200's VM that is ~14 us of host time, more than most of
+# these kernels run. ``FastLaunch`` goes through the JIT once per specialization (that call compiles if
+# need be and returns the CompiledKernel), then launches the compiled kernel directly
+# (``CompiledKernel[grid](*args)``, Triton's own launcher for a compiled kernel). The specialization
+# key is computed here the way Triton specializes arguments (dtype and 16-byte alignment of a tensor,
+# int == 1 / % 16 == 0 / 64-bit, constexpr values, launch options), so a call that Triton would compile
+# differently never reuses a kernel built for other arguments; the compiled kernel's launcher calls
+# Triton's launch hooks (profilers) as the JIT would. Under the interpreter, or with
+# SPECVIZ_FAST_LAUNCH=0, every launch goes through the JIT.
+_FAST = os.environ.get("SPECVIZ_FAST_LAUNCH", "1") != "0"
+
+
+def _spec(a):
+    if isinstance(a, torch.Tensor):
+        return a.dtype, a.data_ptr() & 15 == 0
+    t = type(a)
+    if t is int:
+        return a == 1, a & 15 == 0, not -0x80000000 <= a <= 0x7FFFFFFF
+    if t is float:
+        return float
+    return a  # constexpr values (bool, None, str, ...) are part of the kernel
+
+
+def _driver():
+    from triton.runtime import driver
+    return driver.active
+
+
+def _constexpr_flags(fn) -> tuple:
+    """Which of a @triton.jit function's parameters are constexprs (a JITFunction lists its params; the
+    interpreter's function is read from the annotations, as the JIT reads them)."""
+    if hasattr(fn, "params"):
+        return tuple(p.is_constexpr for p in fn.params)
+    import inspect
+
+    import triton.language as tl
+    sig = inspect.signature(fn.fn)
+    return tuple(p.annotation is tl.constexpr or p.annotation in ("tl.constexpr", "constexpr")
+                 for p in sig.parameters.values())
+
+
+class FastLaunch:
+    """``FastLaunch(jit_fn)(grid, *args, **options)`` == ``jit_fn[grid](*args, **options)``, minus the JIT's
+    per-call dispatch after the first call with the same specialization. ``args`` are every parameter
+    of the kernel in order, constexprs included (positionally); ``options``: num_warps, maxnreg, ..."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.compiled = {}
+        self.constexpr = None  # which parameters are constexprs (keyed by value), read on first use
+
+    def _key(self, args):
+        if self.constexpr is None:
+            self.constexpr = _constexpr_flags(self.fn)
+        assert len(args) == len(self.constexpr), "FastLaunch takes every kernel parameter, positionally"
+        return tuple(a if c else _spec(a) for a, c in zip(args, self.constexpr))
+
+    def __call__(self, grid, *args, **options):
+        if not _FAST or interpreting():
+            return self.fn[grid](*args, **options)
+        device = _driver().get_current_device()
+        key = (device, self._key(args), tuple(options.items()))
+        ck = self.compiled.get(key)
+        if ck is None:
+            ck = self.fn[grid](*args, **options)  # compiles if need be, launches
+            self.compiled[key] = ck
+            return ck
+        ck[(grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1)](
+            *args, stream=_driver().get_current_stream(device))
+        return ck
+
+    def __getitem__(self, grid):
+        return functools.partial(self, grid)
+
+
+class DeviceCache:
+    """Zeroed int32 scratch a kernel leaves zero after each launch (counters), one per (device, stream),
+    grown when a call needs more and reused otherwise: no allocation or fill per call. Calls on one
+    stream run in order, so they may share it; another stream gets its own."""
+
+    def __init__(self):
+        self.buffers = {}
+
+    def get(self, numel: int, device) -> torch.Tensor:
+        if device.type == "cuda":
+            index = device.index if device.index is not None else torch.cuda.current_device()
+            stream = _driver().get_current_stream(index)
+        else:
+            stream = 0
+        key = (device, stream)
+        buf = self.buffers.get(key)
+        if buf is None or buf.numel() < numel:
+            buf = torch.zeros(max(numel, 2 * (0 if buf is None else buf.numel())), dtype=torch.int32, device=device)
+            self.buffers[key] = buf
+        return buf

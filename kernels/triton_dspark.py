@@ -12,12 +12,16 @@ from specviz.reference.dspark import dspark_windows, check_greedy_args
 from .torch_common import F32, INT32, INT64, as_tensor
 from .torch_dspark import check_cap_args, check_finalize_args, check_out_tokens_args
 from .torch_verify import check_chain_inputs
-from .triton_common import pow2, triton_device
+from .triton_common import FastLaunch, pow2, triton_device
 from .triton_dspark_kernels import (build_out_tokens_kernel, cap_correct_len_kernel, dspark_accept_greedy_kernel,
                                     finalize_accept_lens_kernel)
 from .triton_verify import chain_launch
 
 ELEMENTWISE_BLOCK = 256
+_DSPARK_GREEDY = FastLaunch(dspark_accept_greedy_kernel)
+_CAP = FastLaunch(cap_correct_len_kernel)
+_FINALIZE = FastLaunch(finalize_accept_lens_kernel)
+_OUT_TOKENS = FastLaunch(build_out_tokens_kernel)
 
 
 def dspark_accept_greedy(candidates, target_predict, *, validate=True):
@@ -30,7 +34,7 @@ def dspark_accept_greedy(candidates, target_predict, *, validate=True):
     bs, T = cand.shape
     correct_len = torch.empty(bs, dtype=INT32, device=device)
     bonus = torch.empty(bs, dtype=INT64, device=device)
-    dspark_accept_greedy_kernel[(bs,)](cand, tp, correct_len, bonus, T, BLOCK_T=pow2(T), num_warps=1)
+    _DSPARK_GREEDY((bs,), cand, tp, correct_len, bonus, T, pow2(T), num_warps=1)
     return correct_len, bonus
 
 
@@ -69,7 +73,7 @@ def cap_correct_len(correct_len, verify_lens, *, validate=True):
     bs = cl.shape[0]
     capped = torch.empty(bs, dtype=INT32, device=device)
     trim = torch.empty(bs, dtype=INT32, device=device)
-    cap_correct_len_kernel[_grid(bs)](cl, vl, capped, trim, bs, BLOCK=ELEMENTWISE_BLOCK)
+    _CAP((_grid(bs)[0],), cl, vl, capped, trim, bs, ELEMENTWISE_BLOCK)
     return capped, trim
 
 
@@ -83,7 +87,7 @@ def finalize_accept_lens(correct_len, prefix_lens, *, validate=True):
     bs = cl.shape[0]
     commit = torch.empty(bs, dtype=INT32, device=device)
     new_seq = torch.empty(bs, dtype=INT64, device=device)
-    finalize_accept_lens_kernel[_grid(bs)](cl, pl, commit, new_seq, bs, BLOCK=ELEMENTWISE_BLOCK)
+    _FINALIZE((_grid(bs)[0],), cl, pl, commit, new_seq, bs, ELEMENTWISE_BLOCK)
     return commit, new_seq
 
 
@@ -97,5 +101,5 @@ def build_out_tokens(draft_tokens, correct_len, bonus, *, validate=True):
     bn = as_tensor("bonus", bonus, INT64, device)
     bs, gamma = dt.shape
     out = torch.empty((bs, gamma + 1), dtype=INT64, device=device)
-    build_out_tokens_kernel[(bs,)](dt, cl, bn, out, gamma, BLOCK_T=pow2(gamma + 1), num_warps=1)
+    _OUT_TOKENS((bs,), dt, cl, bn, out, gamma, pow2(gamma + 1), num_warps=1)
     return out

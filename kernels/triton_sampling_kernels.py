@@ -8,8 +8,19 @@ search for a pivot. Each probe is one pass over the row:
 * top-p pivot = the smallest x with sum(probs <= x) >= 1 - top_p, i.e. the first ascending
   probability whose cumulative sum reaches 1 - top_p (ties kept either way).
 
-Probabilities are recomputed from the logits in every pass instead of stored, so the kernel
-writes the output row once.
+Two kernels, the same element-wise arithmetic:
+
+* ``target_probs_row_kernel`` (rows up to 32768 tokens): the row is loaded once and held in registers;
+  max, exponentials (one float64 exp a token), sum, every bisection probe and the renorm sums run on
+  registers, and the row is written once: one read and one write of the row whatever top-k / top-p
+  ask for (each probe costs arithmetic, not memory).
+* ``target_probs_kernel`` (longer rows, which do not fit one program's registers): one pass over the
+  row for the max, one for the sum, one a bisection probe, one a renorm sum, one to write;
+  probabilities are recomputed from the logits in every pass instead of stored (an exp a token a
+  pass), so the kernel writes the output row once. Temperature only: 3 reads and a write.
+
+Both take the per-row values as tensors, or (SCALARS, the call's values are Python numbers) as
+scalar arguments, which saves the launcher the small tensor ops that build the per-row tensors.
 """
 import triton
 import triton.language as tl
@@ -27,14 +38,74 @@ def _probs_block(logits_row_ptr, v, m, inv_temp_ok, temperature, row_max, row_su
 
 
 @triton.jit
-def target_probs_kernel(logits_ptr, temperature_ptr, top_k_ptr, top_p_ptr, probs_ptr, V,
-                        HAS_TOP_K: tl.constexpr, HAS_TOP_P: tl.constexpr, BLOCK_V: tl.constexpr):
+def _row_values(r, temperature_ptr, top_k_ptr, top_p_ptr, temp_s, k_s, p_s, SCALARS: tl.constexpr):
+    """(temperature, top_k, top_p) of row r: from the per-row tensors, or the scalars for every row."""
+    if SCALARS:
+        zero = tl.zeros([], tl.float32)  # float32 values (the interpreter hands Python floats)
+        return temp_s + zero, k_s + zero, p_s + zero
+    else:
+        return tl.load(temperature_ptr + r), tl.load(top_k_ptr + r), tl.load(top_p_ptr + r)
+
+
+@triton.jit
+def target_probs_row_kernel(logits_ptr, temperature_ptr, top_k_ptr, top_p_ptr, probs_ptr, V, temp_s, k_s, p_s,
+                            HAS_TOP_K: tl.constexpr, HAS_TOP_P: tl.constexpr, SCALARS: tl.constexpr,
+                            BLOCK_V: tl.constexpr):
+    """``target_probs_kernel`` for a row of at most BLOCK_V tokens, held in registers: read once, written
+    once. The same element-wise arithmetic (so the same probabilities, up to the order of the sums)."""
+    r = tl.program_id(0).to(tl.int64)
+    temperature, k_f, top_p = _row_values(r, temperature_ptr, top_k_ptr, top_p_ptr, temp_s, k_s, p_s, SCALARS)
+    v = tl.arange(0, BLOCK_V)
+    m = v < V
+    x = tl.load(logits_ptr + r * V + v, mask=m, other=float("-inf")) / temperature
+    row_max = tl.max(x, axis=0)
+    e = tl.where(m, tl.exp((x - row_max).to(tl.float64)).to(tl.float32), 0.0)  # rounded once, as the reference
+    prob = e / tl.sum(e, axis=0)
+    if HAS_TOP_K:
+        k = k_f.to(tl.int32)
+        if (k >= 1) & (k < V):
+            bits = prob.to(tl.int32, bitcast=True)
+            lo = tl.zeros([], tl.int32)  # count(probs >= 0.0) = V >= k
+            hi = tl.full([], 0x7F800000, tl.int32)  # +inf: count = 0 < k
+            while hi - lo > 1:
+                mid = lo + (hi - lo) // 2
+                take = tl.sum((m & (bits >= mid)).to(tl.int32), axis=0) >= k
+                lo = tl.where(take, mid, lo)
+                hi = tl.where(take, hi, mid)
+            pivot_k = lo.to(tl.float32, bitcast=True)
+            kept = tl.where(prob >= pivot_k, prob, 0.0)
+            prob = kept / tl.sum(kept, axis=0)
+    if HAS_TOP_P:
+        if top_p < 1.0:
+            need = 1.0 - top_p
+            if tl.sum(prob, axis=0) >= need:
+                bits = prob.to(tl.int32, bitcast=True)
+                lo = tl.full([], -1, tl.int32)  # sum(probs <= "below 0") = 0 < need
+                hi = tl.full([], 0x7F800000, tl.int32)
+                while hi - lo > 1:
+                    mid = lo + (hi - lo) // 2
+                    reach = tl.sum(tl.where(m & (bits <= mid), prob, 0.0), axis=0) >= need
+                    hi = tl.where(reach, mid, hi)
+                    lo = tl.where(reach, lo, mid)
+                pivot_p = hi.to(tl.float32, bitcast=True)
+            else:  # rounding left the total short of 1 - top_p: keep the largest only (the reference's fallback)
+                pivot_p = tl.max(prob, axis=0)
+            kept = tl.where(prob >= pivot_p, prob, 0.0)
+            prob = kept / tl.sum(kept, axis=0)
+    tl.store(probs_ptr + r * V + v, prob, mask=m)
+
+
+@triton.jit
+def target_probs_kernel(logits_ptr, temperature_ptr, top_k_ptr, top_p_ptr, probs_ptr, V, temp_s, k_s, p_s,
+                        HAS_TOP_K: tl.constexpr, HAS_TOP_P: tl.constexpr, SCALARS: tl.constexpr,
+                        BLOCK_V: tl.constexpr):
     """Row r = program_id(0). temperature [rows] f32 (greedy rows already at 1 with top_k 1);
-    top_k [rows] f32 (0 = off); top_p [rows] f32 (1 = off); logits / probs [rows, V] f32."""
+    top_k [rows] f32 (0 = off); top_p [rows] f32 (1 = off); logits / probs [rows, V] f32.
+    SCALARS: temp_s, k_s, p_s (the same encoding) hold every row's values and the tensors are unread."""
     r = tl.program_id(0).to(tl.int64)
     row = logits_ptr + r * V
     offs = tl.arange(0, BLOCK_V)
-    temperature = tl.load(temperature_ptr + r)
+    temperature, k_f, top_p = _row_values(r, temperature_ptr, top_k_ptr, top_p_ptr, temp_s, k_s, p_s, SCALARS)
     nblocks = tl.cdiv(V, BLOCK_V)
     row_max = tl.full([], float("-inf"), tl.float32)
     for j in range(0, nblocks):
@@ -54,7 +125,7 @@ def target_probs_kernel(logits_ptr, temperature_ptr, top_k_ptr, top_p_ptr, probs
     pivot_p = off
     sum_p = one
     if HAS_TOP_K:
-        k = tl.load(top_k_ptr + r).to(tl.int32)
+        k = k_f.to(tl.int32)
         if (k >= 1) & (k < V):
             lo = tl.zeros([], tl.int32)  # count(probs >= 0.0) = V >= k
             hi = tl.full([], 0x7F800000, tl.int32)  # +inf: count = 0 < k
@@ -77,7 +148,6 @@ def target_probs_kernel(logits_ptr, temperature_ptr, top_k_ptr, top_p_ptr, probs
                 prob = _probs_block(row, v, m, 1, temperature, row_max, row_sum, off, one, off, one)
                 sum_k += tl.sum(tl.where(prob >= pivot_k, prob, 0.0), axis=0)
     if HAS_TOP_P:
-        top_p = tl.load(top_p_ptr + r)
         if top_p < 1.0:
             need = 1.0 - top_p
             lo = tl.full([], -1, tl.int32)  # sum(probs <= "below 0") = 0 < need

@@ -10,9 +10,10 @@ from specviz.results import TreeBuild
 
 from .torch_common import INT64, as_tensor, check_parent_steps
 from .torch_tree import MASK_DTYPES
-from .triton_common import pow2, triton_device
+from .triton_common import FastLaunch, pow2, triton_device
 from .triton_tree_kernels import build_tree_kernel
 
+_BUILD_KERNEL = FastLaunch(build_tree_kernel)
 SIGNED_VIEW = {torch.uint8: torch.int8, torch.uint16: torch.int16, torch.uint32: torch.int32}
 
 
@@ -39,7 +40,8 @@ def build_tree(parent_list, selected_index, verified_seq_len, *, topk, depth, nu
 
 
 def build_prepare(pl, si, sl, *, topk, depth, num_draft_tokens, tree_mask_mode, seq_lens_sum=None):
-    """Allocate (and pre-fill the FULL_MASK prefix); return (TreeBuild, launch) where launch() runs the kernel alone."""
+    """Allocate the outputs (the kernel writes every cell, the FULL_MASK prefix's True cells too); return
+    (TreeBuild, launch) where launch() runs the kernel alone."""
     device = sl.device
     mode = TREE_MASK_MODES.index(tree_mask_mode)
     topk, depth, n = int(topk), int(depth), int(num_draft_tokens)
@@ -50,7 +52,7 @@ def build_prepare(pl, si, sl, *, topk, depth, num_draft_tokens, tree_mask_mode, 
     positions = torch.empty(bs * n, dtype=INT64, device=device)
     if mode == 0:
         total = n * (int(sl.sum()) if seq_lens_sum is None else int(seq_lens_sum)) + bs * n * n
-        mask = torch.ones(total, dtype=torch.bool, device=device)  # prefix cells pre-filled True (SGLang's wrapper)
+        mask = torch.empty(total, dtype=torch.bool, device=device)  # every cell is written (prefix cells True)
         seq_prefix = torch.cumsum(sl, 0)  # the kernel subtracts its own length
         kernel_mask = mask
     elif mode == 1:
@@ -62,8 +64,8 @@ def build_prepare(pl, si, sl, *, topk, depth, num_draft_tokens, tree_mask_mode, 
         mask = torch.empty(bs * n, dtype=dtype, device=device)
         seq_prefix = sl
         kernel_mask = mask.view(SIGNED_VIEW[dtype])
-    launch = functools.partial(build_tree_kernel[(bs,)], pl, si, sl, seq_prefix, kernel_mask, positions, ri, nt, ns,
-                               pl.stride(0), topk, depth, n, MASK_MODE=mode, BLOCK_N=pow2(n, 16),
-                               SQUARINGS=max(0, (depth - 1).bit_length()), num_warps=1 if n <= 16 else 4)
+    launch = functools.partial(_BUILD_KERNEL, (bs,), pl, si, sl, seq_prefix, kernel_mask, positions, ri, nt, ns,
+                               pl.stride(0), topk, depth, n, mode, pow2(n, 16), max(0, (depth - 1).bit_length()),
+                               max(16, 2048 // pow2(n, 16)), num_warps=1 if n <= 16 else 4)
     return TreeBuild(tree_mask=mask, positions=positions, retrieve_index=ri, retrieve_next_token=nt,
                      retrieve_next_sibling=ns), launch

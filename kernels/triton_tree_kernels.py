@@ -22,14 +22,15 @@ import triton.language as tl
 def build_tree_kernel(parent_list_ptr, selected_index_ptr, seq_lens_ptr, seq_cumsum_ptr,
                       tree_mask_ptr, positions_ptr, retrieve_index_ptr, next_token_ptr, next_sibling_ptr,
                       parent_list_stride: tl.constexpr, topk: tl.constexpr, depth: tl.constexpr, n: tl.constexpr,
-                      MASK_MODE: tl.constexpr, BLOCK_N: tl.constexpr, SQUARINGS: tl.constexpr):
+                      MASK_MODE: tl.constexpr, BLOCK_N: tl.constexpr, SQUARINGS: tl.constexpr,
+                      BLOCK_S: tl.constexpr):
     """Request b = program_id(0).
 
     parent_list [bs, *] i64 (row stride parent_list_stride), selected_index [bs, n-1] i64,
     seq_lens / seq_cumsum (inclusive prefix sum; FULL_MASK only) [bs] i64; outputs positions [bs*n] i64,
-    retrieve_* [bs, n] i64, tree_mask: MASK_MODE 0 = FULL_MASK bool (prefix cells left as
-    pre-filled), 1 = QLEN_ONLY bool, 2 = QLEN_ONLY_BITPACKING (a signed view of the uint buffer).
-    BLOCK_N >= 16 (tl.dot); SQUARINGS = ceil(log2(depth)).
+    retrieve_* [bs, n] i64, tree_mask: MASK_MODE 0 = FULL_MASK bool (every cell written: the prefix
+    cells True, BLOCK_S columns a store), 1 = QLEN_ONLY bool, 2 = QLEN_ONLY_BITPACKING (a signed view of
+    the uint buffer). BLOCK_N >= 16 (tl.dot); SQUARINGS = ceil(log2(depth)).
     """
     b = tl.program_id(0).to(tl.int64)
     i = tl.arange(0, BLOCK_N)
@@ -71,6 +72,14 @@ def build_tree_kernel(parent_list_ptr, selected_index_ptr, seq_lens_ptr, seq_cum
         seq_prefix = tl.load(seq_cumsum_ptr + b) - seq_len  # tokens of the requests before b
         start = n * n * b + n * seq_prefix + i * (seq_len + n) + seq_len  # [BLOCK_N] row starts
         tl.store(tree_mask_ptr + start[:, None] + i[None, :], anc, mask=cell_ok)
+        # The prefix cells (every row sees the whole verified prefix): True, written here instead of a
+        # separate fill of the whole mask before the launch (SGLang's wrapper pre-fills with ones).
+        offs_s = tl.arange(0, BLOCK_S)
+        row_prefix = start - seq_len
+        for s0 in range(0, seq_len, BLOCK_S):
+            cols = s0 + offs_s
+            tl.store(tree_mask_ptr + row_prefix[:, None] + cols[None, :],
+                     tl.full([BLOCK_N, BLOCK_S], 1, tl.int1), mask=valid[:, None] & (cols < seq_len)[None, :])
     elif MASK_MODE == 1:
         tl.store(tree_mask_ptr + b * n * n + i[:, None] * n + i[None, :], anc, mask=cell_ok)
     else:

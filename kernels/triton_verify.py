@@ -14,7 +14,8 @@ from specviz.results import TreeSampleResult, VerifyResult
 
 from .torch_common import F32, INT32, INT64, as_tensor
 from .torch_verify import check_chain_inputs, check_greedy_inputs, check_tree_sampling_args, check_work_buffer
-from .triton_common import chain_cdf_block, interpreting, pow2, sampler_warps, target_only_chunk, triton_device
+from .triton_common import (DeviceCache, FastLaunch, chain_cdf_block, interpreting, pow2, sampler_warps, target_only_chunk,
+                            triton_device)
 from .triton_verify_kernels import (chain_accept_len_kernel, chain_rejection_sampling_kernel, tree_sampling_target_only_kernel,
                                     tree_sampling_target_only_split_kernel, verify_tree_greedy_kernel)
 
@@ -47,11 +48,12 @@ def greedy_prepare(cand, ri, nt, ns, tp, *, W, predicts_init=0):
     """Allocate the outputs; return (VerifyResult, launch) where launch() runs the kernel alone."""
     bs, n = cand.shape
     predicts, accept_index, accept_token_num = _outputs(bs, n, W, cand.device)
-    launch = functools.partial(verify_tree_greedy_kernel[(bs,)], predicts, accept_index, accept_token_num, cand, ri, nt,
-                               ns, tp, N=n, W=W, PREDICTS_INIT=predicts_init, BLOCK_N=pow2(n), BLOCK_W=pow2(W),
-                               num_warps=1)
+    launch = functools.partial(_GREEDY_KERNEL, (bs,), predicts, accept_index, accept_token_num, cand, ri, nt, ns, tp, n,
+                               W, predicts_init, pow2(n), pow2(W), num_warps=1)
     return VerifyResult(predicts=predicts, accept_index=accept_index, accept_token_num=accept_token_num), launch
 
+
+_GREEDY_KERNEL = FastLaunch(verify_tree_greedy_kernel)
 
 # None: the split kernel by the rule in tree_sampling_prepare; True / False force it on / off (tests).
 TARGET_ONLY_SPLIT = None
@@ -62,47 +64,131 @@ def _regs(cap) -> dict:
 
 
 def tree_sampling_launch(cand, ri, nt, ns, u, uf, p, **kw):
-    """Launch on prepared tensors (p may have a batch stride of 0). Returns (predicts, accept_index, k, buf)."""
+    """Launch on prepared tensors (p may have a batch stride of 0). Returns (predicts, accept_index, k, buf);
+    buf is a ``WorkBuffer`` (``.materialize()``) when ``buffer_init`` is None."""
     outputs, launch = tree_sampling_prepare(cand, ri, nt, ns, u, uf, p, **kw)
     launch()
     return outputs
 
 
 def tree_sampling_prepare(cand, ri, nt, ns, u, uf, p, *, W, threshold_single, threshold_acc, new, buffer_init=None):
-    """Allocate outputs and the work buffer (zero, or a copy of ``buffer_init``); return ((predicts, accept_index, k, buf), launch).
+    """Allocate the outputs; return ((predicts, accept_index, k, buf), launch).
 
-    A zero buffer (SGLang's call) runs ``tree_sampling_target_only_split_kernel``: bs * NC programs, NC
-    chunks of the vocabulary a request, with a zeroed scratch for the chunk sums (left zeroed after a
+    With no ``buffer_init`` (SGLang's call: a work buffer zero on entry) nothing the size of the
+    probabilities is allocated or filled: the kernels write a record [bs, 2, n] int32 of the masses
+    the rejected children leave in the buffer, and ``buf`` is a ``WorkBuffer`` that rebuilds the
+    [bs, n, V] buffer from it on first use (``work_buffer``). Such a call runs
+    ``tree_sampling_target_only_split_kernel``: bs * NC programs, NC chunks of the vocabulary a
+    request, with cached scratch for the chunk sums and a counter a request (left at zero after a
     launch, so ``launch`` may be replayed). Every one of those programs walks the tree, so a wide tree
     (n > 16) on short rows (NC < 16) or in a large batch (bs * NC > 8192) runs the single-program kernel
-    instead, as does a caller's buffer (the "q as buffer" mistake), which that kernel reads as it is.
-    Both draw the same tokens; the choice is speed only (H200 figures in benchmarks/README.md)."""
+    instead (ZERO_BUF: the same record, no buffer read). A caller's buffer (the "q as buffer" mistake)
+    runs the single-program kernel on a copy of it, read as it is, and ``buf`` is that copy.
+    Both kernels draw the same tokens; the choice is speed only (H200 figures in benchmarks/README.md)."""
     bs, n = cand.shape
     V = p.shape[2]
     assert p.stride(2) == 1
-    predicts, accept_index, accept_token_num = _outputs(bs, n, W, cand.device)
+    device = cand.device
+    predicts, accept_index, accept_token_num = _outputs(bs, n, W, device)
     chunk = target_only_chunk(V)
-    common = dict(NEW_SEMANTICS=new, BLOCK_N=pow2(n), BLOCK_W=pow2(W), num_warps=sampler_warps(V))
+    bn, bw, warps = pow2(n), pow2(W), sampler_warps(V)
     scalars = (n, W, V, p.stride(0), p.stride(1), float(threshold_single), max(float(threshold_acc), 1e-9))
     nc = -(-V // chunk)
     split = n <= 16 or (nc >= 16 and bs * nc <= 8192) if TARGET_ONLY_SPLIT is None else TARGET_ONLY_SPLIT
-    if buffer_init is None and split:
-        buf = torch.zeros((bs, n, V), dtype=F32, device=cand.device)  # SGLang's work buffer: zero on entry
-        scratch = torch.zeros((bs, 2 * nc + 1), dtype=INT32, device=cand.device)  # sums, last-valid, counter
+    if buffer_init is None:
+        rec = torch.empty((bs, 2, n), dtype=INT32, device=device)
+        buf = WorkBuffer(rec, cand, V)
+        if split:
+            counters = _TARGET_ONLY_COUNTERS.get(bs, device)
+            work = _TARGET_ONLY_WORK.get(bs * 2 * nc, device)
+            walk_first = target_only_walk_first(bs, nc)
+            walk = _TARGET_ONLY_WALK.get(bs * (3 + bn + 2 * bw), device) if walk_first else work
+            args = (predicts, accept_index, accept_token_num, rec, counters, work, cand, ri, nt, ns, u, uf, p, *scalars,
+                    new, bn, bw, chunk, nc, pow2(nc), n <= 16, walk)
+            opts = dict(num_warps=warps, **_regs(TARGET_ONLY_MAXNREG))
+            launch = functools.partial(_TARGET_ONLY_SPLIT_KERNEL, (bs * nc,), *args, 2 if walk_first else 0, **opts)
+            if walk_first:
+                draw = launch
+                walker = functools.partial(_TARGET_ONLY_SPLIT_KERNEL, (bs,), *args, 1, **opts)
+
+                def launch():
+                    walker()
+                    return draw()
+        else:
+            launch = functools.partial(
+                _TARGET_ONLY_KERNEL, (bs,), predicts, accept_index, accept_token_num, rec, cand, ri, nt, ns, u, uf, p,
+                *scalars, new, bn, bw, chunk, True, num_warps=warps)
+    else:  # the kernel reads whatever the caller handed it
+        buf = buffer_init.to(device=device, dtype=F32).reshape(bs, n, V).contiguous().clone()
         launch = functools.partial(
-            tree_sampling_target_only_split_kernel[(bs * nc,)],
-            predicts, accept_index, accept_token_num, buf, scratch.view(F32), scratch, cand, ri, nt, ns, u, uf, p,
-            *scalars, CHUNK=chunk, NC=nc, NC_P2=pow2(nc), WALK_IN_REGISTERS=n <= 16, **common, **_regs(TARGET_ONLY_MAXNREG))
-    else:  # the caller's buffer (the "q as buffer" mistake), or a wide tree on short rows: one program a request
-        if buffer_init is None:
-            buf = torch.zeros((bs, n, V), dtype=F32, device=cand.device)
-        else:  # the kernel reads whatever the caller handed it
-            buf = buffer_init.to(device=cand.device, dtype=F32).reshape(bs, n, V).contiguous().clone()
-        launch = functools.partial(
-            tree_sampling_target_only_kernel[(bs,)],
-            predicts, accept_index, accept_token_num, buf, cand, ri, nt, ns, u, uf, p, *scalars, BLOCK_V=chunk,
-            **common)
+            _TARGET_ONLY_KERNEL, (bs,), predicts, accept_index, accept_token_num, buf, cand, ri, nt, ns, u, uf, p,
+            *scalars, new, bn, bw, chunk, False, num_warps=warps)
     return (predicts, accept_index, accept_token_num, buf), launch
+
+
+# The target-only split kernel walks each tree in a first launch (WALK = 1, one program a request), and
+# its bs * NC chunk programs load the walk's outcome (WALK = 2), when the launch has at least
+# TARGET_ONLY_WALK_FIRST_MIN_PROGRAMS chunk programs: each of them would otherwise walk the whole tree
+# (dependent loads) before its chunk's loads start. 0: always (tests); None: never.
+TARGET_ONLY_WALK_FIRST_MIN_PROGRAMS = 4096
+
+
+def target_only_walk_first(bs: int, nc: int) -> bool:
+    if TARGET_ONLY_WALK_FIRST_MIN_PROGRAMS is None or nc == 1:
+        return False
+    return bs * nc >= TARGET_ONLY_WALK_FIRST_MIN_PROGRAMS
+
+
+_TARGET_ONLY_WALK = DeviceCache()
+_TARGET_ONLY_COUNTERS = DeviceCache()
+_TARGET_ONLY_WORK = DeviceCache()
+_TARGET_ONLY_KERNEL = FastLaunch(tree_sampling_target_only_kernel)
+_TARGET_ONLY_SPLIT_KERNEL = FastLaunch(tree_sampling_target_only_split_kernel)
+
+
+def work_buffer(rec, cand, V: int) -> torch.Tensor:
+    """The target-only sampler's work buffer [bs, n, V] float32 after a call that began with it zero,
+    rebuilt from the kernel's record (rec [bs, 2, n] int32: the rejected child's parent node, -1 for
+    none, and its target mass's bits): buf[b, node, candidates[b, child]] = mass, zero elsewhere."""
+    bs, _, n = rec.shape
+    buf = torch.zeros((bs, n, V), dtype=F32, device=rec.device)
+    node = rec[:, 0].to(INT64)
+    mass = rec[:, 1].contiguous().view(F32)
+    b, c = torch.nonzero(node >= 0, as_tuple=True)
+    buf[b, node[b, c], cand.to(INT64)[b, c]] = mass[b, c]
+    return buf
+
+
+class WorkBuffer:
+    """The work buffer of a call that began with it zero, rebuilt on first use (``materialize``)."""
+
+    def __init__(self, rec, cand, V):
+        self.rec, self.cand, self.V = rec, cand, int(V)
+        self._buf = None
+
+    def materialize(self) -> torch.Tensor:
+        if self._buf is None:
+            self._buf = work_buffer(self.rec, self.cand, self.V)
+        return self._buf
+
+
+class LazyTreeSampleResult(TreeSampleResult):
+    """``TreeSampleResult`` whose ``draft_probs`` (the [bs, n, V] work buffer) is built when first read:
+    a call allocates and fills nothing the size of the probabilities unless the caller reads it
+    (docs/API.md). Equal, printed, pickled and copied as the plain result (which it becomes when pickled)."""
+
+    def __init__(self, predicts, accept_index, accept_token_num, work: WorkBuffer):
+        object.__setattr__(self, "predicts", predicts)
+        object.__setattr__(self, "accept_index", accept_index)
+        object.__setattr__(self, "accept_token_num", accept_token_num)
+        object.__setattr__(self, "_work", work)
+
+    @property
+    def draft_probs(self):
+        return self._work.materialize()
+
+    def __reduce__(self):
+        return TreeSampleResult, (self.predicts, self.accept_index, self.accept_token_num, self.draft_probs)
 
 
 def tree_sampling_target_only(candidates, retrieve_index, retrieve_next_token, retrieve_next_sibling, uniform_samples,
@@ -113,7 +199,8 @@ def tree_sampling_target_only(candidates, retrieve_index, retrieve_next_token, r
     (one per request when the caller hands a work buffer).
 
     draft_probs [bs, n, V]: the work buffer on entry (None = zeros, as SGLang passes it).
-    Returns predicts, accept_index, accept_token_num and the work buffer draft_probs [bs, n, V].
+    Returns predicts, accept_index, accept_token_num and the work buffer draft_probs [bs, n, V], built
+    when first read if the call began with a zero buffer (``LazyTreeSampleResult``).
     """
     device = triton_device(candidates, target_probs, uniform_samples)
     if validate:
@@ -131,6 +218,8 @@ def tree_sampling_target_only(candidates, retrieve_index, retrieve_next_token, r
         as_tensor("target_probs", target_probs, F32, device), W=int(num_speculative_tokens),
         threshold_single=threshold_single, threshold_acc=threshold_acc, new=semantics == "0.5.23",
         buffer_init=None if draft_probs is None else as_tensor("draft_probs", draft_probs, F32, device))
+    if isinstance(buf, WorkBuffer):
+        return LazyTreeSampleResult(predicts, accept_index, k, buf)
     return TreeSampleResult(predicts=predicts, accept_index=accept_index, accept_token_num=k, draft_probs=buf)
 
 
@@ -175,16 +264,19 @@ def chain_split(bs: int, nb: int, np_: int) -> bool:
 
 
 def chain_prepare(cand, ri, u, uf, p, q, *, new, bonus=None):
-    """Allocate the outputs and the block-sum scratch; return ((predicts, accept_index, k), launch).
+    """Allocate the outputs; return ((predicts, accept_index, k), launch).
 
     The kernel's grid is bs * cdiv(NB, CHAIN_BLOCKS_PER_PROGRAM) programs, NB = the number of BLOCK_V
-    blocks of a row: each program sums its blocks, the request's last program draws (``chain_rejection_sampling_kernel``). ``scratch`` holds
-    the block sums and the per-request counter, zero on entry, then (large batches) the accept lengths;
-    the kernel leaves the counters at zero, so ``launch`` may be replayed (CUDA graphs, benchmarks) on the same scratch."""
+    blocks of a row: each program sums its blocks, the request's last program draws (``chain_rejection_sampling_kernel``).
+    Its scratch is two cached workspaces (``_CHAIN_COUNTERS``, ``_CHAIN_WORK``, per device and stream),
+    allocated once and never filled per call: one counter a request, zero on entry and left at zero by
+    the kernel (so ``launch`` may be replayed: CUDA graphs, benchmarks), and the block sums (then, in
+    large batches, the accept lengths), which every launch writes before it reads them."""
     bs, N = cand.shape
     V = p.shape[2]
     assert p.stride(2) == 1 and (N == 1 or q.stride(2) == 1)
-    predicts, accept_index, accept_token_num = _outputs(bs, N, N, cand.device)
+    device = cand.device
+    predicts, accept_index, accept_token_num = _outputs(bs, N, N, device)
     if N == 1:
         q = p  # no draft rows; never read
     block = chain_cdf_block(V)
@@ -192,27 +284,33 @@ def chain_prepare(cand, ri, u, uf, p, q, *, new, bonus=None):
     bpp = 1 if nb == 1 else CHAIN_BLOCKS_PER_PROGRAM or (2 if nb >= 16 or bs >= 256 else 1)
     programs = bs * -(-nb // bpp)
     split = nb > 1 and N > 1 and chain_split(bs, nb, -(-nb // bpp))
-    body = bs * (nb + 1) if nb > 1 else 1
-    scratch = torch.zeros(body + (bs if split else 1), dtype=INT32, device=cand.device)  # sums, counter | k
-    sums = scratch[:body]
-    k_given = scratch[body:]
+    counters = _CHAIN_COUNTERS.get(bs if nb > 1 else 1, device)
+    k_off = bs * nb if nb > 1 else 0
+    work = _CHAIN_WORK.get(k_off + (bs if split else 1), device)
     strides = (u.stride(0), p.stride(0), p.stride(1), q.stride(0), q.stride(1))
     sampler = functools.partial(
-        chain_rejection_sampling_kernel[(programs,)],
+        _CHAIN_KERNEL, (programs,),
         predicts, accept_index, accept_token_num, bonus if bonus is not None else accept_token_num,
-        sums.view(F32), sums, k_given, cand, ri, u, uf, p, q, N, V, *strides,
-        NEW_SEMANTICS=new, WRITE_BONUS=bonus is not None, BLOCK_S=pow2(N), BLOCK_V=block, NB=nb,
-        NB_P2=pow2(nb), BPP=bpp, K_GIVEN=split, num_warps=sampler_warps(V), **_regs(CHAIN_MAXNREG))
+        counters, work, k_off, cand, ri, u, uf, p, q, N, V, *strides,
+        new, bonus is not None, pow2(N), block, nb, pow2(nb), bpp, split, num_warps=sampler_warps(V),
+        **_regs(CHAIN_MAXNREG))
     if not split:
         return (predicts, accept_index, accept_token_num), sampler
-    accept_len = functools.partial(chain_accept_len_kernel[(-(-bs // _K_ROWS),)], k_given, cand, u, p, q, bs, N,
-                                   *strides, NEW_SEMANTICS=new, BLOCK_R=_K_ROWS, BLOCK_S=pow2(N), num_warps=1)
+    k_given = work[k_off:k_off + bs]
+    accept_len = functools.partial(_CHAIN_K_KERNEL, (-(-bs // _K_ROWS),), k_given, cand, u, p, q, bs, N, *strides,
+                                   new, _K_ROWS, pow2(N), num_warps=1)
 
     def launch():
         accept_len()
         return sampler()
 
     return (predicts, accept_index, accept_token_num), launch
+
+
+_CHAIN_COUNTERS = DeviceCache()
+_CHAIN_WORK = DeviceCache()
+_CHAIN_KERNEL = FastLaunch(chain_rejection_sampling_kernel)
+_CHAIN_K_KERNEL = FastLaunch(chain_accept_len_kernel)
 
 
 def chain_rejection_sampling(candidates, retrieve_index, uniform_samples, uniform_samples_for_final_sampling,

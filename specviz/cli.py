@@ -197,7 +197,25 @@ def cmd_app(args, extra) -> int:
 def cmd_serve(args, extra) -> int:
     from .serve import serve
 
-    return serve(args.workers, args.address, args.port, haproxy=args.haproxy, extra=extra)
+    return serve(args.workers, args.address, args.port, haproxy=args.haproxy, extra=extra, command=app_command)
+
+
+def cmd_doctor(args) -> int:
+    """Which Streamlit runtime patches (specviz/app_runtime) are active on the installed Streamlit; exit 1 if one is not."""
+    from . import app_runtime
+
+    version = app_runtime.streamlit_version()
+    checked = ", ".join(app_runtime.CHECKED_ON)
+    print(f"streamlit {version} (the runtime patches were checked on {checked})")
+    rows = app_runtime.status()
+    for r in rows:
+        state = "active" if r["installed"] else "NOT ACTIVE (shape check failed: Streamlit's own behaviour applies)"
+        print(f"  {r['name']:<12} {state}\n               {r['summary']}\n               upstream: {r['upstream']}")
+    off = [r["name"] for r in rows if not r["installed"]]
+    if off:
+        print(f"{len(off)} of {len(rows)} patches are not active on streamlit {version}: install a checked version "
+              f"(pip install -c constraints.txt streamlit)")
+    return 1 if off else 0
 
 
 _HELP_BACKENDS = ("Backends: numpy (the reference), torch, triton. Without a CUDA GPU the Triton backend "
@@ -372,6 +390,8 @@ def main(argv=None) -> int:
     p.add_argument("--png", metavar="OUT.png", help="the end state's figure as PNG (needs dot)")
     p.add_argument("--lang", default="en", choices=("en", "zh"), help="the player's language (default en)")
     p.set_defaults(fn=cmd_export)
+    p = sub.add_parser("doctor", help="say which Streamlit runtime patches (specviz/app_runtime) are active here")
+    p.set_defaults(fn=cmd_doctor)
     args, extra = parser.parse_known_args(argv)
     try:
         if args.command == "app":

@@ -238,9 +238,10 @@ class Worker:
 
 
 class Serve:
-    def __init__(self, workers: int, address: str, port: int, haproxy: str, extra: list[str], out=sys.stderr):
+    def __init__(self, workers: int, address: str, port: int, haproxy: str, extra: list[str], out=sys.stderr, *, command):
         self.address, self.port, self.haproxy, self.extra, self.out = address, port, haproxy, extra, out
         self.backoff_base, self.backoff_cap = _backoff_from_env()  # (before anything is made: bad input, exit 2)
+        self.command = command  # extra flags -> the app's command line (cli.app_command; passed in: cli imports serve)
         self.dir = Path(tempfile.mkdtemp(prefix="specviz-serve-"))
         # One secret for every worker (XSRF cookies stay valid across a failover); from the environment when the
         # operator shares one across machines or pods (deploy/kubernetes.yaml: a Secret), else a fresh one.
@@ -264,9 +265,7 @@ class Serve:
         return env
 
     def _start_worker(self, w: Worker) -> None:
-        from .cli import app_command
-
-        cmd = app_command(["--server.address", "127.0.0.1", "--server.port", str(w.port), *self.extra])
+        cmd = self.command(["--server.address", "127.0.0.1", "--server.port", str(w.port), *self.extra])
         assert cmd[1:3] == ["-m", "specviz.ui.worker"]  # Streamlit, warmed up before it answers
         env = self.worker_env()
         with open(w.log, "a") as log:
@@ -424,15 +423,17 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else "(no output)"
 
 
-def serve(workers: int, address: str, port: int, haproxy: str | None = None, extra: list[str] | None = None) -> int:
-    """Run until Ctrl-C / SIGTERM; returns the exit code."""
+def serve(workers: int, address: str, port: int, haproxy: str | None = None, extra: list[str] | None = None, *,
+          command) -> int:
+    """Run until Ctrl-C / SIGTERM; returns the exit code. ``command(extra)``: a worker's command line
+    (``specviz.cli.app_command``, handed in so that serve never imports cli back)."""
     if not 1 <= workers <= MAX_WORKERS:
         raise SpecvizError("--workers", f"must be between 1 and {MAX_WORKERS}, got {workers}")
     if not 1 <= port <= 65535:
         raise SpecvizError("--port", f"must be between 1 and 65535, got {port}")
     check_address(address, port)  # before anything starts: one line naming what is wrong, exit 2
     exe = find_haproxy(haproxy)  # before anything starts: a missing HAProxy is one line and exit 2
-    srv = Serve(workers, address, port, exe, list(extra or []))
+    srv = Serve(workers, address, port, exe, list(extra or []), command=command)
 
     def on_signal(signum, frame):
         srv.stopping = True

@@ -57,7 +57,7 @@ def _wait_scenario(page, ok, timeout: float = 60.0):
 
 def test_bursts_of_add_child_then_delete_clicks_apply_every_click(page, open_page):
     """Streamlit folds presses of one button that arrive before the script's next yield point into one
-    (one callback): specviz.ui.click_queue queues them. 6 adds then 3 deletes, each burst faster than
+    (one callback): specviz.app_runtime.click_queue queues them. 6 adds then 3 deletes, each burst faster than
     the server answers."""
     _settled(page, "tree_builder", open_page)
     s0 = _wait_scenario(page, lambda s: True)
@@ -119,7 +119,7 @@ def test_presses_while_a_slow_callback_runs_each_count_once_in_order(browser, tm
     """A press that arrives while the previous press's callback still runs (a callback waits for the
     interpreter lock on a server busy with a class) used to interrupt that callback at its first
     session-state access: the edit was lost (23 of 25 bursts of "Add child" under a class of 50).
-    With specviz.ui.click_queue (``on``) all 5 presses count, in order, and a value edited between them
+    With specviz.app_runtime.click_queue (``on``) all 5 presses count, in order, and a value edited between them
     is kept; Streamlit alone (``off``) loses presses, which shows this test can see the loss."""
     from tests.conftest import start_app_server
 

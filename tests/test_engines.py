@@ -205,6 +205,42 @@ def test_chi_square_survival_function():
     assert C.chi_square([3, 1], [1.0, 0.0])[2] == 0.0
 
 
+# Printed chi-square tables (any statistics textbook's upper-tail table, 3 decimals): the statistic
+# whose p-value is 0.05 / 0.01 at df 1, 5, 10. Three printed decimals put p within ~2e-5 of the
+# tabled level at these slopes (|dp/dx| <= 0.03 here), so abs=1e-4 checks the table, not rounding.
+CHI2_TABLE = [(1, 3.841, 0.05), (1, 6.635, 0.01), (5, 11.070, 0.05), (5, 15.086, 0.01),
+              (10, 18.307, 0.05), (10, 23.209, 0.01)]
+
+
+@pytest.mark.parametrize("df, x, p", CHI2_TABLE)
+def test_chi_square_p_value_matches_the_printed_table(df, x, p):
+    assert C._gammaincc(df / 2, x / 2) == pytest.approx(p, abs=1e-4)
+
+
+def test_chi_square_p_value_odd_df_closed_forms():
+    """Odd df, from erfc (derived, no table): Q(1/2, y) = erfc(sqrt y);
+    Q(3/2, y) = erfc(sqrt y) + 2 sqrt(y / pi) exp(-y). Through chi_square itself: counts (n1, n2)
+    against (1/2, 1/2) give statistic (n1 - n2)^2 / (n1 + n2) on df 1."""
+    import math
+    for y in (0.01, 0.5, 3.0, 20.0):
+        assert C._gammaincc(0.5, y) == pytest.approx(math.erfc(math.sqrt(y)), rel=1e-12)
+        assert C._gammaincc(1.5, y) == pytest.approx(math.erfc(math.sqrt(y)) + 2 * math.sqrt(y / math.pi) * math.exp(-y),
+                                                     rel=1e-12)
+    stat, df, pv = C.chi_square([60, 40], [0.5, 0.5])
+    assert (stat, df) == (pytest.approx(4.0), 1)
+    assert pv == pytest.approx(math.erfc(math.sqrt(2.0)), rel=1e-12)
+
+
+def test_chi_square_p_value_comes_from_torch(monkeypatch):
+    """The p-value is torch.special.gammaincc's (issue 34: a library over a hand-written series)."""
+    import torch
+    seen = []
+    real = torch.special.gammaincc
+    monkeypatch.setattr(torch.special, "gammaincc", lambda a, x: seen.append((float(a), float(x))) or real(a, x))
+    C.chi_square([60, 40], [0.5, 0.5])
+    assert seen == [(0.5, 2.0)]
+
+
 # ---------------------------------------------------------------------------------------------
 # Inputs and loading
 # ---------------------------------------------------------------------------------------------

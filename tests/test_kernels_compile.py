@@ -25,8 +25,9 @@ KERNELS = {
             "tree_mask_ptr": {0: "*i1", 1: "*i1", 2: f"*i{bits}"}[mode], "positions_ptr": I64,
             "retrieve_index_ptr": I64, "next_token_ptr": I64, "next_sibling_ptr": I64,
             "parent_list_stride": "constexpr", "topk": "constexpr", "depth": "constexpr", "n": "constexpr",
-            "MASK_MODE": "constexpr", "BLOCK_N": "constexpr", "SQUARINGS": "constexpr"},
-            {"parent_list_stride": 17, "topk": 4, "depth": 5, "n": 64, "MASK_MODE": mode, "BLOCK_N": 64, "SQUARINGS": 3})
+            "MASK_MODE": "constexpr", "BLOCK_N": "constexpr", "SQUARINGS": "constexpr", "BLOCK_S": "constexpr"},
+            {"parent_list_stride": 17, "topk": 4, "depth": 5, "n": 64, "MASK_MODE": mode, "BLOCK_N": 64, "SQUARINGS": 3,
+             "BLOCK_S": 32})
         for mode, bits in ((0, 8), (1, 8), (2, 8), (2, 16), (2, 32))
     },
     "kernels.triton_verify_kernels": {
@@ -35,31 +36,34 @@ KERNELS = {
             "retrieve_index_ptr": I64, "next_token_ptr": I64, "next_sibling_ptr": I64, "target_predict_ptr": I64,
             "N": "constexpr", "W": "constexpr", "PREDICTS_INIT": "constexpr", "BLOCK_N": "constexpr",
             "BLOCK_W": "constexpr"}, {"N": 64, "W": 6, "PREDICTS_INIT": 0, "BLOCK_N": 64, "BLOCK_W": 8}),
-        **{f"tree_sampling_target_only_kernel[new={new}]": ("tree_sampling_target_only_kernel", {
-            "predicts_ptr": I32, "accept_index_ptr": I32, "accept_token_num_ptr": I32, "buf_ptr": F32,
+        **{f"tree_sampling_target_only_kernel[new={new},zero={zero}]": ("tree_sampling_target_only_kernel", {
+            "predicts_ptr": I32, "accept_index_ptr": I32, "accept_token_num_ptr": I32, "buf_ptr": I32 if zero else F32,
             "candidates_ptr": I64, "retrieve_index_ptr": I64, "next_token_ptr": I64, "next_sibling_ptr": I64,
             "coins_ptr": F32, "final_coins_ptr": F32, "target_probs_ptr": F32, "n": "constexpr", "W": "constexpr",
             "V": "constexpr",
             "stride_p_b": "i64", "stride_p_row": "i32", "threshold_single": "fp32", "threshold_acc": "fp32",
-            "NEW_SEMANTICS": "constexpr", "BLOCK_N": "constexpr", "BLOCK_W": "constexpr", "BLOCK_V": "constexpr"},
-            {"n": 64, "W": 6, "V": 128256, "NEW_SEMANTICS": new, "BLOCK_N": 64, "BLOCK_W": 8, "BLOCK_V": 4096})
-            for new in (True, False)},
-        **{f"tree_sampling_target_only_split_kernel[new={new},NC={nc},n={n}]": ("tree_sampling_target_only_split_kernel", {
-            "predicts_ptr": I32, "accept_index_ptr": I32, "accept_token_num_ptr": I32, "buf_ptr": F32,
-            "sums_ptr": F32, "ints_ptr": I32,
+            "NEW_SEMANTICS": "constexpr", "BLOCK_N": "constexpr", "BLOCK_W": "constexpr", "BLOCK_V": "constexpr",
+            "ZERO_BUF": "constexpr"},
+            {"n": 64, "W": 6, "V": 128256, "NEW_SEMANTICS": new, "BLOCK_N": 64, "BLOCK_W": 8, "BLOCK_V": 4096,
+             "ZERO_BUF": zero})
+            for new in (True, False) for zero in (True, False)},
+        **{f"tree_sampling_target_only_split_kernel[new={new},NC={nc},n={n},walk={walk}]": ("tree_sampling_target_only_split_kernel", {
+            "predicts_ptr": I32, "accept_index_ptr": I32, "accept_token_num_ptr": I32, "rec_ptr": I32,
+            "count_ptr": I32, "ints_ptr": I32,
             "candidates_ptr": I64, "retrieve_index_ptr": I64, "next_token_ptr": I64, "next_sibling_ptr": I64,
             "coins_ptr": F32, "final_coins_ptr": F32, "target_probs_ptr": F32, "n": "constexpr", "W": "constexpr",
             "V": "constexpr",
             "stride_p_b": "i64", "stride_p_row": "i32", "threshold_single": "fp32", "threshold_acc": "fp32",
             "NEW_SEMANTICS": "constexpr", "BLOCK_N": "constexpr", "BLOCK_W": "constexpr", "CHUNK": "constexpr",
-            "NC": "constexpr", "NC_P2": "constexpr", "WALK_IN_REGISTERS": "constexpr"},
+            "NC": "constexpr", "NC_P2": "constexpr", "WALK_IN_REGISTERS": "constexpr", "walk_ptr": I32,
+            "WALK": "constexpr"},
             {"n": n, "W": 6, "V": V, "NEW_SEMANTICS": new, "BLOCK_N": n, "BLOCK_W": 8, "CHUNK": chunk,
-             "NC": nc, "NC_P2": max(2, 1 << (nc - 1).bit_length()), "WALK_IN_REGISTERS": n <= 16})
+             "NC": nc, "NC_P2": max(2, 1 << (nc - 1).bit_length()), "WALK_IN_REGISTERS": n <= 16, "WALK": walk})
             for new in (True, False) for V, chunk, nc in ((128256, 4096, 32), (50257, 1024, 50), (1000, 4096, 1))
-            for n in (8, 64)},
+            for n in (8, 64) for walk in ((0, 1, 2) if new else (0,))},
         **{f"chain_rejection_sampling_kernel[new={new},bonus={bonus},N={N},V={V},bpp={bpp}]": ("chain_rejection_sampling_kernel", {
             "predicts_ptr": I32, "accept_index_ptr": I32, "accept_token_num_ptr": I32, "bonus_ptr": I64,
-            "sums_ptr": F32, "count_ptr": I32, "k_ptr": I32, "candidates_ptr": I64, "retrieve_index_ptr": I64, "coins_ptr": F32, "final_coins_ptr": F32,
+            "count_ptr": I32, "work_ptr": I32, "k_off": "i32", "candidates_ptr": I64, "retrieve_index_ptr": I64, "coins_ptr": F32, "final_coins_ptr": F32,
             "target_probs_ptr": F32, "draft_probs_ptr": F32, "N": "constexpr", "V": "constexpr", "stride_coin_b": "i32",
             "stride_p_b": "i64", "stride_p_row": "i32", "stride_q_b": "i64", "stride_q_row": "i32",
             "NEW_SEMANTICS": "constexpr", "WRITE_BONUS": "constexpr", "BLOCK_S": "constexpr", "BLOCK_V": "constexpr",
@@ -79,11 +83,13 @@ KERNELS = {
             for new in (True, False) for N in (2, 8)},
     },
     "kernels.triton_sampling_kernels": {
-        f"target_probs_kernel[k={k},p={p}]": ("target_probs_kernel", {
+        f"{name}[k={k},p={p},scalars={sc}]": (name, {
             "logits_ptr": F32, "temperature_ptr": F32, "top_k_ptr": F32, "top_p_ptr": F32, "probs_ptr": F32,
-            "V": "i32", "HAS_TOP_K": "constexpr", "HAS_TOP_P": "constexpr", "BLOCK_V": "constexpr"},
-            {"HAS_TOP_K": k, "HAS_TOP_P": p, "BLOCK_V": 4096})
-        for k in (True, False) for p in (True, False)
+            "V": "i32", "temp_s": "fp32", "k_s": "fp32", "p_s": "fp32", "HAS_TOP_K": "constexpr",
+            "HAS_TOP_P": "constexpr", "SCALARS": "constexpr", "BLOCK_V": "constexpr"},
+            {"HAS_TOP_K": k, "HAS_TOP_P": p, "SCALARS": sc, "BLOCK_V": block})
+        for name, block in (("target_probs_kernel", 4096), ("target_probs_row_kernel", 4096))
+        for k in (True, False) for p in (True, False) for sc in (True, False)
     },
     "kernels.triton_dspark_kernels": {
         "dspark_accept_greedy_kernel": ("dspark_accept_greedy_kernel", {
@@ -144,7 +150,7 @@ def _jit_kernels():
 
 def test_every_kernel_is_listed():
     """The compile list covers every kernel (helpers called from kernels compile with their callers)."""
-    helpers = {"_chain_accept_len", "_node", "_pick", "_zero_buffer_terminal_chunk", "chain_inverse_cdf_row", "chain_inverse_cdf_row_from_sums", "target_only_inverse_cdf_row", "_terminal_block", "_probs_block"}
+    helpers = {"_record_rejection", "_chain_accept_len", "_node", "_pick", "_zero_buffer_terminal_chunk", "chain_inverse_cdf_row", "chain_inverse_cdf_row_from_sums", "target_only_inverse_cdf_row", "_terminal_block", "_probs_block", "_row_values"}
     for module, names in _jit_kernels().items():
         listed = {spec[0] for spec in KERNELS[module].values()}
         assert names - helpers == listed, (module, names - helpers - listed)

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from kernels.random_cases import (centred_final_coin, coins_away_from, corrupt_selection, eagle_rollout, greedy_targets,
+from tests.support.random_cases import (centred_final_coin, coins_away_from, corrupt_selection, eagle_rollout, greedy_targets,
                                   plausible_candidates, random_probs, random_tree_batch, tree_level_edges)
 from test_kernels_helpers import REF, check_all
 

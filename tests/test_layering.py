@@ -1,6 +1,9 @@
 """Layers point down (issue 9): a module never imports a layer above its own, and no module
 imports another module's private (underscored) name. Imports are read with ``ast``, at every
-level (a lazy import inside a function counts too).
+level (a lazy import inside a function counts too). No two files import each other, directly or
+round a longer circle (issue 34; today's known circle is allow-listed in KNOWN_CIRCLES below).
+A module's layer is that of its longest listed prefix: a folder's files take the folder's place in
+the order below (once issue 34's folder restructure lands, the list becomes the folder order).
 
     0 base       errors, results, validate, trace, events, rollout, probs, paths, display, safety, wheels
     1 model      model, scenario, algorithms (the registry's metadata), share, captions, wording
@@ -8,8 +11,9 @@ level (a lazy import inside a function counts too).
     3 kernels    kernels.* (torch and Triton)
     4 backends   specviz.backends (the registry that loads kernels.*_backend)
     5 render     specviz.render.* (pure figures and tables, no Streamlit)
-    6 library    engine, steps, algorithms.calls, edits, invariants, audit, pitfalls, distributions, sibling_scan, export, naming, cli,
-                 notebook, loop (the decoding-loop package), engines (SGLang / vLLM / transformers)
+    6 library    engine, steps, algorithms.calls, edits, invariants, audit, pitfalls, distributions, sibling_scan, export, player, playframes, naming, cli,
+                 notebook, loop (the decoding-loop package), engines (SGLang / vLLM / transformers),
+                 app_runtime (Streamlit patches; imports Streamlit only, so the CLI's doctor may report on it)
     7 ui         specviz.ui.*
     8 pages      pages/*.py, app.py
 """
@@ -30,7 +34,7 @@ LAYERS = [
     ("specviz.render",),
     ("specviz.engine", "specviz.steps", "specviz.algorithms.calls", "specviz.edits", "specviz.invariants", "specviz.audit", "specviz.pitfalls",
      "specviz.distributions", "specviz.export", "specviz.player", "specviz.playframes", "specviz.naming", "specviz.cli", "specviz.serve", "specviz.__main__", "specviz.notebook", "specviz.loop",
-     "specviz.engines", "specviz.sibling_scan"),
+     "specviz.engines", "specviz.sibling_scan", "specviz.app_runtime"),
     ("specviz.ui",),
     ("pages", "app"),
 ]
@@ -118,3 +122,136 @@ def test_the_check_sees_a_violation():
     assert layer_of("specviz.scenario") < layer_of("specviz.engine")
     assert layer_of("specviz.algorithms") < layer_of("specviz.algorithms.calls")
     assert layer_of("kernels.triton_backend") < layer_of("specviz.backends") < layer_of("specviz.ui.common")
+
+
+# ---------------------------------------------------------------------------------------------
+# Import circles between files (issue 34). Every import counts, lazy ones inside functions too: a
+# circle through a lazy import still ties the two files together (neither can move or be read alone).
+# ---------------------------------------------------------------------------------------------
+
+def import_graph(files: list[Path], root: Path = ROOT) -> dict[str, set[str]]:
+    """module -> the modules of ``files`` it imports. ``from pkg import name`` points at the
+    submodule ``pkg.name`` where that is a file, else at ``pkg`` (its ``__init__``)."""
+    mods = {module_name_under(f, root): f for f in files}
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for mod, f in mods.items():
+        for target, names, _line in imports_under(f, root):
+            subs = [f"{target}.{n}" for n in names if f"{target}.{n}" in mods]
+            if subs:
+                graph[mod].update(subs)
+            if target in mods and len(subs) < len(names or ("",)):
+                graph[mod].add(target)
+        graph[mod].discard(mod)
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):  # recursion depth is bounded by the number of modules (~200)
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(out)
+
+
+def module_name_under(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def imports_under(path: Path, root: Path):
+    """``imports`` for a file under any root (the unit test below uses a temporary one)."""
+    if root == ROOT:
+        yield from imports(path)
+        return
+    mod = module_name_under(path, root)
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                yield a.name, (), node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            pkg = mod.split(".") if path.name == "__init__.py" else mod.split(".")[:-1]
+            base = pkg[:len(pkg) - (node.level - 1)] if node.level else []
+            target = ".".join(base + ([node.module] if node.module else []))
+            yield target, tuple(a.name for a in node.names), node.lineno
+
+
+# Circles known at the merge of issue 33's player (2026-12-03), left for issue 34's restructure (open): the
+# list only shrinks. Any circle not inside one of these sets fails at once, and so does an entry that is no
+# longer (wholly) a circle.
+KNOWN_CIRCLES: list[set[str]] = [
+    # Run's Jupyter display (engine -> notebook, lazy) shows the step player, whose frames come from playframes
+    # -> steps -> engine, and notebook.show(preset) -> pitfalls -> audit -> engine. To break: Run's _repr_*_ keep
+    # the static view (a module below engine) and the widget stays notebook.show(run).
+    {"specviz.audit", "specviz.audit.check", "specviz.audit.compare", "specviz.audit.quiz", "specviz.audit.report",
+     "specviz.engine", "specviz.notebook", "specviz.pitfalls", "specviz.playframes", "specviz.steps"},
+    # specviz/ui: theme (the sidebar) -> backend_cache / scenarios -> theme (the ten-file circle before the player
+    # moved down to the library layer).
+    {"specviz.ui.backend_cache", "specviz.ui.scenarios", "specviz.ui.tensors", "specviz.ui.theme"},
+]
+
+
+def product_circles() -> list[list[str]]:
+    return circles(import_graph(sources()))
+
+
+def test_no_new_import_circle_between_files():
+    new = [c for c in product_circles() if not any(set(c) <= known for known in KNOWN_CIRCLES)]
+    assert not new, "import circles between files (break them; do not add them to KNOWN_CIRCLES):\n" + \
+        "\n".join(" <-> ".join(c) for c in new)
+
+
+def test_known_circles_allow_list_is_current():
+    found = [set(c) for c in product_circles()]
+    stale = [sorted(k) for k in KNOWN_CIRCLES if k not in found]
+    assert not stale, f"KNOWN_CIRCLES lists circles that changed or are gone; shrink or remove them: {stale}"
+
+
+def test_the_circle_check_sees_a_circle(tmp_path):
+    """The checker itself: a deliberately circular pair of temporary modules (one import lazy, as
+    cli <-> serve was) is found; the same pair without the back import is not."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from . import b\n")
+    (pkg / "b.py").write_text("def f():\n    from .a import g\n    return g\n")
+    (pkg / "c.py").write_text("import pkg.a\n")
+    files = sorted(pkg.glob("*.py"))
+    assert circles(import_graph(files, tmp_path)) == [["pkg.a", "pkg.b"]]
+    (pkg / "b.py").write_text("def f():\n    return 1\n")
+    assert circles(import_graph(files, tmp_path)) == []
+
+
+def test_the_product_never_imports_test_code():
+    """tests/support (case generators, the SGLang oracle helpers) is test code: no product file imports it."""
+    moved = ("kernels.random_cases", "kernels.fidelity_cases", "kernels.sglang_oracle")  # now tests/support/*
+    bad = [f"{f.relative_to(ROOT)}:{line} imports {target}" for f in sources()
+           for target, names, line in imports(f)
+           if target == "tests" or target.startswith("tests.") or target in moved
+           or (target == "kernels" and any(f"kernels.{n}" in moved for n in names))]
+    assert not bad, "\n".join(bad)
+    assert not [m for m in moved if (ROOT / (m.replace(".", "/") + ".py")).exists()], "test code back in kernels/"

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from kernels import torch_common
-from kernels.fidelity_cases import ALMOST_ONE, FAMILIES, draw, make_case
+from tests.support.fidelity_cases import ALMOST_ONE, FAMILIES, draw, make_case
 from specviz.backends import cdf_order, get_backend
 from specviz.errors import SpecvizError
 from specviz.reference import cdf
@@ -278,7 +278,7 @@ def test_torch_sample_many_shortcut_draws_like_the_kernels():
     order of operations: under the interpreter; a GPU's warp-tree sums may pick a neighbour)."""
     if cdf_order("triton") != "interpreter":
         pytest.skip("the Triton kernels run compiled here: another summation order than torch's (see cdf.summation_order)")
-    from kernels.fidelity_cases import dense_rows
+    from tests.support.fidelity_cases import dense_rows
     rng = np.random.default_rng(0)
     V = 5000
     p, q = dense_rows(rng, 3, V)[None], dense_rows(rng, 2, V)[None]

@@ -266,7 +266,7 @@ def test_serve_two_workers_behind_haproxy(tmp_path, page):
         body = page.locator("body").inner_text()
         assert "Traceback" not in body and page.locator('[data-testid="stException"]').count() == 0, body[:2000]
         # The first edit on the new worker: the tab sends it as the new session's first request (it
-        # believes it resumed its old one); specviz.ui.failover draws the page from the link first, then
+        # believes it resumed its old one); specviz.app_runtime.failover draws the page from the link first, then
         # applies the edit. It was dropped in 3 runs of 3 before.
         _pick(page, r"Target\(A\)", "C")
         page.wait_for_function("() => /num_correct_drafts = 2/.test(document.body.innerText)", timeout=30_000)

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from kernels import sglang_oracle
-from kernels.random_cases import centred_final_coin, coins_away_from, eagle_rollout, greedy_targets, random_probs
+from tests.support import sglang_oracle
+from tests.support.random_cases import centred_final_coin, coins_away_from, eagle_rollout, greedy_targets, random_probs
 from test_kernels_helpers import DEVICE, REF, assert_same
 
 ROOT, HOW = sglang_oracle.locate()
@@ -108,7 +108,7 @@ def sglang_chain_draw(sgl, args):
     """SGLang's chain kernel on a fidelity case: the terminal token per request. A one-slot case whose
     kernel Triton cannot compile on this stack (3.6 on the GPU machine) is skipped with the compiler's
     reason; the same draws are checked through SGLang's two-slot kernel (the ``rejected_slot`` tests)."""
-    from kernels.sglang_oracle import chain_draw, is_compile_error
+    from tests.support.sglang_oracle import chain_draw, is_compile_error
     try:
         return chain_draw(sgl, args, DEVICE)
     except Exception as exc:  # noqa: BLE001 (only the compiler's refusal is a skip)
@@ -121,7 +121,7 @@ def sglang_chain_draw(sgl, args):
 
 
 def _dense_case(V, rows, family):
-    from kernels.fidelity_cases import make_case
+    from tests.support.fidelity_cases import make_case
     return make_case(np.random.default_rng(V + len(family)), family, rows, V, "mixed")
 
 
@@ -130,7 +130,7 @@ def _dense_case(V, rows, family):
 def test_dense_chain_draws_match_sglang(sgl, V, rows, family):
     """The same token as SGLang's own chain kernel, bit for bit, on dense rows; coins random, within
     4 ulps of 0 and within 4 ulps of 1 (row by row); numpy, torch and Triton alike."""
-    from kernels.fidelity_cases import draw
+    from tests.support.fidelity_cases import draw
     from specviz.backends import get_backend
     from specviz.backends import cdf_order
     from specviz.reference import cdf
@@ -149,8 +149,8 @@ def test_one_slot_draws_match_sglangs_rejected_slot(sgl, V, rows):
     """The one-slot (chain_plain) draws against SGLang's two-slot kernel with a rejected zero-q slot, which
     draws from the same p row: the check that stands in where the one-slot kernel does not compile, and
     runs everywhere. The two routes agree with each other where both compile."""
-    from kernels.fidelity_cases import draw
-    from kernels.sglang_oracle import as_rejected_slot, chain_draw
+    from tests.support.fidelity_cases import draw
+    from tests.support.sglang_oracle import as_rejected_slot, chain_draw
     from specviz.backends import get_backend
     from specviz.reference import cdf
     case = _dense_case(V, rows, "chain_plain")
@@ -177,8 +177,8 @@ def test_chain_fallbacks_match_sglang(sgl, route):
     The expected tokens are the interpreter's (the rows were built for its order). Compiled on a GPU the
     8-token row reduces in another order and falls back one token earlier; there the rejected-slot route
     checks that specviz's compiled kernel draws exactly what SGLang's does on the same inputs."""
-    from kernels.fidelity_cases import draw
-    from kernels.sglang_oracle import as_rejected_slot, chain_draw
+    from tests.support.fidelity_cases import draw
+    from tests.support.sglang_oracle import as_rejected_slot, chain_draw
     from specviz.backends import get_backend
     from test_sampling_fidelity import block_edge_row, fallback_row
     for row, want in ((fallback_row(np.random.default_rng(3)), 7), (block_edge_row(np.random.default_rng(11)), 4096)):
@@ -209,7 +209,7 @@ def test_chain_sampler_is_bit_identical_to_sglang_on_a_gpu(sgl, V, bs, N):
     """Issue 21: the block-parallel chain sampler (sums of SGLang's 4096-blocks by separate programs, folded
     in order) draws SGLang's tokens, compiled, on thousands of random rows, half of them with boundary coins
     (thr within 3 ulps of a running-sum edge); every k from 0 to N-1 occurs."""
-    from kernels.sglang_oracle import chain_bits
+    from tests.support.sglang_oracle import chain_bits
     res = chain_bits(sgl, V=V, bs=bs, N=N, seed=V + bs)
     assert res["same"] == res["rows"], res
     assert min(res["accepted_hist"]) > 0, res

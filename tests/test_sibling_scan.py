@@ -18,7 +18,7 @@ from specviz.engine import run_scenario
 from specviz.events import AcceptTest
 from specviz.pitfalls import preset
 from specviz.scenario import scenario_from_dict
-from specviz.ui.playframes import target_only_frames
+from specviz.playframes import target_only_frames
 
 
 

@@ -1,7 +1,7 @@
 """Run each engine's own code, from its own pip package, on a chain (issue 22).
 
 - SGLang 0.5.23: ``chain_speculative_sampling_triton`` and ``verify_tree_greedy_triton`` from the
-  installed wheel, loaded by ``kernels.sglang_oracle`` (SEMANTICS.md §12);
+  installed wheel, loaded by ``specviz.engines.sglang_engine`` (SEMANTICS.md §12);
 - vLLM 0.33.0: the launchers of ``v1/sample/rejection_sampler.py`` loaded by
   ``specviz.engines.vllm_engine`` (stand-ins listed there);
 - transformers: ``transformers.generation.utils._speculative_sampling``, imported normally (it is
@@ -44,13 +44,13 @@ class EngineOut:
 
 def availability() -> dict[str, tuple[bool, str]]:
     """engine -> (installed, how it was found / why not); imports nothing heavy."""
-    from kernels import sglang_oracle  # noqa: PLC0415
+    from specviz.engines import sglang_engine  # noqa: PLC0415
     from specviz.engines import vllm_engine  # noqa: PLC0415
 
     if _SGL is not None:  # loaded: its stand-ins now sit in sys.modules, so locate() cannot look again
         out = {"sglang": (True, _SGL.source)}
     else:
-        root, how = sglang_oracle.locate()
+        root, how = sglang_engine.locate()
         out = {"sglang": (root is not None, how)}
     path, how = vllm_engine.locate()
     out["vllm"] = (path is not None, how)
@@ -95,9 +95,9 @@ _SGL = None
 def _sgl():
     global _SGL
     if _SGL is None:
-        from kernels import sglang_oracle  # noqa: PLC0415
+        from specviz.engines import sglang_engine  # noqa: PLC0415
         try:
-            _SGL = sglang_oracle.load()
+            _SGL = sglang_engine.load()
         except ImportError as exc:
             raise EngineMissing(str(exc)) from None
     return _SGL

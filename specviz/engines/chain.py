@@ -334,41 +334,17 @@ def preset(name: str) -> Chain:
 
 
 # --------------------------------------------------------------------------------------------
-# Chi-square (no scipy): the regularised upper incomplete gamma function Q(k/2, x/2)
+# Chi-square: the p-value is the regularised upper incomplete gamma function Q(df/2, stat/2),
+# torch.special.gammaincc (torch is already a dependency; no scipy, no hand-written series)
 # --------------------------------------------------------------------------------------------
 
 def _gammaincc(a: float, x: float) -> float:
-    """Q(a, x) = Γ(a, x) / Γ(a): a series below a + 1, a continued fraction (Lentz) above."""
+    """Q(a, x) = Γ(a, x) / Γ(a) in float64, from ``torch.special.gammaincc``."""
+    import torch  # noqa: PLC0415  (lazy: the engines page imports this module before it needs torch)
+
     if x <= 0:
         return 1.0
-    lg = math.lgamma(a)
-    if x < a + 1:
-        term = total = 1.0 / a
-        k = a
-        for _ in range(10_000):
-            k += 1
-            term *= x / k
-            total += term
-            if abs(term) < abs(total) * 1e-15:
-                break
-        return max(0.0, 1.0 - total * math.exp(-x + a * math.log(x) - lg))
-    tiny = 1e-300
-    b = x + 1 - a
-    c, d = 1 / tiny, 1 / b
-    h = d
-    for i in range(1, 10_000):
-        an = -i * (i - a)
-        b += 2
-        d = an * d + b
-        d = tiny if abs(d) < tiny else d
-        c = b + an / c
-        c = tiny if abs(c) < tiny else c
-        d = 1 / d
-        delta = d * c
-        h *= delta
-        if abs(delta - 1) < 1e-15:
-            break
-    return min(1.0, math.exp(-x + a * math.log(x) - lg) * h)
+    return float(torch.special.gammaincc(torch.tensor(a, dtype=torch.float64), torch.tensor(x, dtype=torch.float64)))
 
 
 def chi_square(counts, probs) -> tuple[float, int, float]:

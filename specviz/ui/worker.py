@@ -1,7 +1,7 @@
 """One app server (``specviz app``, each ``specviz serve`` worker): ``python -m specviz.ui.worker ARGV``
 runs ``streamlit ARGV`` after ``warm_up`` (what the pages import, torch / Triton / the kernels, the default
 scenarios' results), with the click queue, failover replay and wake-up batching
-(``specviz.ui.click_queue``, ``failover``, ``wakeups``) installed before any session.
+(``specviz.app_runtime``: click_queue, failover, wakeups) installed before any session.
 
 A worker serves students who may arrive at any moment (or reconnect from a worker that died): by
 then the "all backends agree" badge has what it needs, and no page waits for the import. It lives
@@ -102,7 +102,8 @@ def main(argv: list[str]) -> None:
     quiet = logging.getLogger("streamlit.runtime.caching.cache_data_api")
     no_runtime = _DropMessage("No runtime found")
     quiet.addFilter(no_runtime)
-    from specviz.ui import click_queue, failover, heapdump, wakeups
+    from specviz import app_runtime
+    from specviz.ui import heapdump
     from specviz.ui.backend_cache import start_loading_backends
 
     heapdump.install()  # only with SPECVIZ_HEAPDUMP set (benchmarks/bench_links.py --heap)
@@ -112,9 +113,7 @@ def main(argv: list[str]) -> None:
     start_loading_backends()
     # Before the first session connects (app.py installs them too, but only once a page has run here):
     # a tab that fails over to this worker straight after it (re)started keeps its first edit.
-    click_queue.install()
-    failover.install()
-    wakeups.install()
+    app_runtime.install()
     print(f"specviz: warmed up in {warm_up():.1f} s (imports, backends, the default scenarios)", file=sys.stderr, flush=True)
     quiet.removeFilter(no_runtime)
     # app.py routes every page (st.navigation): a deep link as the server's first request runs through it at

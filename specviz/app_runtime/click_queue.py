@@ -33,7 +33,7 @@ a widget id the page never drew, grew a worker by 1.4 GB, and held it):
 
 * a request's widget states for ids this session's page never drew are dropped as it arrives, once the
   session has drawn its page (before that, e.g. the first request after a failover, every state is kept:
-  ``specviz.ui.failover`` replays it after the first run); the request is copied out of the websocket
+  ``specviz.app_runtime.failover`` replays it after the first run); the request is copied out of the websocket
   message, so a dropped state frees its bytes at once;
 * at most ``MAX_QUEUED`` requests and ``MAX_QUEUED_BYTES`` of widget states wait per session, and a session
   sends at most ``RATE_PER_S`` requests a second after a burst of ``BURST``: a request beyond any of these is
@@ -42,6 +42,18 @@ a widget id the page never drew, grew a worker by 1.4 GB, and held it):
 
 This reaches into ``ScriptRequests`` and ``SafeSessionState``, private classes of the pinned Streamlit
 (constraints.txt); ``tests/test_click_queue.py`` drives them directly and fails if their shape changes.
+
+Upstream: a rerun request stops the running script at its next yield point, session-state writes
+included, a deliberate trade for responsiveness (streamlit/streamlit#10578, open: a maintainer
+confirms an interrupted session-state write is not protected); requests that arrive before the
+script reaches a widget are folded into one, so a callback sees the folded state
+(streamlit/streamlit#8365, the same folding; #8291 shows presses of two buttons folded into one run).
+Checked on: Streamlit 1.67.0 (the pin; ``specviz.app_runtime.CHECKED_ON``).
+Without it: a student's second quick press of "Add child" adds one child, not two, and under a class's
+load an edit applied in a callback can vanish (the press is shown, the tree does not change).
+To drop it: when a Streamlit release queues requests instead of folding and preempting them (or lets an
+app mark callbacks as uninterruptible), delete this module and its name in ``app_runtime.PATCHES``; keep
+``tests/test_browser_clicks.py``, which must then pass against Streamlit alone.
 """
 from __future__ import annotations
 
@@ -51,6 +63,7 @@ import logging
 import time
 
 _log = logging.getLogger(__name__)
+UPSTREAM = "streamlit/streamlit#10578 (a rerun interrupts callbacks), #8365 (requests folded)"  # what `specviz doctor` prints beside the patch
 _QUEUE = "_specviz_click_queue"
 _HOLD = "_specviz_hold"  # the request the runner took has widget input whose callbacks have not run yet
 _TRIGGERS = ("trigger_value", "string_trigger_value", "json_trigger_value", "chat_input_value")

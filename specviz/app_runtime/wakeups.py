@@ -17,6 +17,16 @@ benchmarks/README.md, "A class of 50: the wake-ups").
 
 It reaches into the pinned Streamlit (constraints.txt); ``tests/test_wakeups.py`` checks the shape
 and the order of callbacks from threads.
+
+Upstream: no Streamlit issue reports this cost (searched streamlit/streamlit for event-loop wake-ups
+and call_soon_threadsafe; none found; one is yet to be filed). The per-event hand-over itself is
+Streamlit's design since streamlit/streamlit#4467 (AppSession handles every ScriptRunner event on the
+event loop's thread); it is correct, only its cost per element is what this batches.
+Checked on: Streamlit 1.67.0 (the pin; ``specviz.app_runtime.CHECKED_ON``).
+Without it: nothing visible to one user; a class of 50 on one server waits longer for each redraw
+(these wake-up writes were a quarter of the server's CPU samples: benchmarks/README.md).
+To drop it: delete this module and its name in ``app_runtime.PATCHES`` when a Streamlit release
+batches loop callbacks itself, or whenever ``bench_class.py`` shows no difference without it.
 """
 from __future__ import annotations
 
@@ -26,6 +36,7 @@ import logging
 import threading
 
 _log = logging.getLogger(__name__)
+UPSTREAM = "none filed (cost of streamlit/streamlit#4467's per-event loop hand-over)"  # what `specviz doctor` prints beside the patch
 _CREATE = threading.Lock()  # one drain per session, even when two threads send its first event at once
 
 

@@ -16,6 +16,17 @@ and every later request, are untouched.
 This reaches into ``Runtime.connect_session`` and ``AppSession`` of the pinned Streamlit
 (constraints.txt); ``tests/test_failover.py`` checks their shape and ``tests/test_serve.py`` the whole
 path through HAProxy and a browser.
+
+Upstream: a browser that asks to resume a session the server does not know gets a fresh one
+(streamlit/streamlit#8901, open: "reconnect to existing sessions instead of creating new"); Streamlit
+expects session affinity across replicas (streamlit/docs#1320), which HAProxy gives until a worker dies.
+Checked on: Streamlit 1.67.0 (the pin; ``specviz.app_runtime.CHECKED_ON``).
+Without it: only behind ``specviz serve`` with 2+ workers, after a worker restarts: the student's first
+edit on the new worker is ignored (the page shows the scenario from the link, the edit is gone); later
+edits work.
+To drop it: when Streamlit applies the widget values of a fresh session's first rerun request as changes
+(or restores sessions across servers), delete this module and its name in ``app_runtime.PATCHES``; the
+failover phase of ``tests/test_serve.py`` must still pass.
 """
 from __future__ import annotations
 
@@ -23,6 +34,7 @@ import functools
 import logging
 
 _log = logging.getLogger(__name__)
+UPSTREAM = "streamlit/streamlit#8901 (a resume on another server opens a fresh session)"  # what `specviz doctor` prints beside the patch
 _REPLAY = "_specviz_failover_replay"
 _fresh_after_failover: set[str] = set()  # ids of sessions opened for a resume the worker could not serve
 _LIMIT = 256

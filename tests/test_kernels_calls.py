@@ -1,0 +1,161 @@
+"""What a Triton call costs beyond its kernel (issue 36): nothing allocated or filled per call that grows
+with the vocabulary, cached scratch shared correctly between calls of different shapes, the lazy work
+buffer of the target-only sampler, the register-resident and multi-pass logits kernels, and the
+FastLaunch key. Small sizes: these run under the interpreter on the CPU (and on the GPU suite too)."""
+import copy
+import pickle
+
+import numpy as np
+import pytest
+import torch
+
+from kernels import triton_common, triton_sampling, triton_verify
+from tests.support.random_cases import eagle_rollout, plausible_candidates, random_probs
+from specviz.results import TreeSampleResult
+from specviz.backends import cdf_order
+from specviz.reference import cdf
+from test_kernels_helpers import REF as _REF
+from test_kernels_helpers import assert_same, on_device
+
+
+class _RefInKernelOrder:
+    """The numpy reference summing in the order of the Triton backend here (interpreter or GPU)."""
+
+    def __getattr__(self, name):
+        fn = getattr(_REF, name)
+
+        def call(*args, **kwargs):
+            with cdf.summation_order(cdf_order("triton")):
+                return fn(*args, **kwargs)
+        return call
+
+
+REF = _RefInKernelOrder()
+
+pytestmark = pytest.mark.filterwarnings("ignore::specviz.errors.SpecvizWarning")
+
+
+class _Allocations:
+    """Records the element counts of torch.zeros / empty / full / ones calls made inside the kernels' launchers."""
+
+    def __init__(self, monkeypatch):
+        self.sizes = []
+        for name in ("zeros", "empty", "full", "ones", "zeros_like", "empty_like"):
+            real = getattr(torch, name)
+
+            def spy(*args, _real=real, **kwargs):
+                out = _real(*args, **kwargs)
+                self.sizes.append(out.numel())
+                return out
+            monkeypatch.setattr(torch, name, spy)
+
+
+def _tree_case(seed, bs, shape, V):
+    rng = np.random.default_rng(seed)
+    topk, depth, n = shape
+    pl, si = eagle_rollout(rng, bs, topk, depth, n)
+    build = REF.build_tree(pl, si, np.full(bs, 10), topk=topk, depth=depth, num_draft_tokens=n,
+                           tree_mask_mode="full_mask")
+    ri, nt, ns = build.retrieve_index, build.retrieve_next_token, build.retrieve_next_sibling
+    p = random_probs(rng, (bs, n), V)
+    cand = plausible_candidates(rng, nt, ns, p, V)
+    u = rng.uniform(0, 1, (bs, n)).astype(np.float32)
+    uf = rng.uniform(0, 1, bs).astype(np.float32)
+    return (cand, ri, nt, ns, u, uf, p), dict(num_speculative_tokens=depth + 1)
+
+
+@pytest.mark.parametrize("shape, V", [((2, 3, 6), 4097), ((4, 5, 24), 1000)])  # the split kernel; the single program
+def test_target_only_call_allocates_nothing_the_size_of_the_probabilities(monkeypatch, shape, V):
+    """A call with SGLang's zero work buffer allocates and fills nothing of bs * n * V elements (the
+    kernel records the rejected masses); reading draft_probs builds the buffer, equal to the reference's."""
+    args, kw = _tree_case(7, 3, shape, V)
+    dev = [on_device(a) for a in args]
+    triton_verify.tree_sampling_target_only(*dev, **kw, validate=False)  # scratch caches warmed
+    allocs = _Allocations(monkeypatch)
+    res = triton_verify.tree_sampling_target_only(*dev, **kw, validate=False)
+    bs, n = args[0].shape
+    assert max(allocs.sizes) < bs * n * V / 4, allocs.sizes
+    monkeypatch.undo()
+    expected = REF.tree_sampling_target_only(*args, **kw)
+    assert_same(expected, res, "triton.tree_sampling_target_only")  # draft_probs read here: built from the record
+    assert res.draft_probs is res.draft_probs  # built once
+
+
+def test_lazy_tree_result_pickles_and_copies_as_the_plain_result():
+    args, kw = _tree_case(3, 2, (2, 3, 6), 50)
+    res = triton_verify.tree_sampling_target_only(*[on_device(a) for a in args], **kw)
+    for other in (pickle.loads(pickle.dumps(res)), copy.deepcopy(res)):
+        assert type(other) is TreeSampleResult
+        assert_same(res, other, "copy")
+    assert res.as_dict()["draft_probs"].shape == (2, 6, 50)
+
+
+def test_chain_call_fills_no_scratch_and_shares_it_between_shapes(monkeypatch):
+    """The chain sampler's block-sum scratch is cached (no zero fill per call), and calls of other shapes
+    in between (other counts of blocks and requests) leave every call's draws the reference's."""
+    from test_kernels_random import _chain_case
+
+    rng = np.random.default_rng(11)
+    cases = [_chain_case(rng, bs, N, V) for bs, N, V in ((3, 4, 9000), (1, 3, 4097), (5, 2, 13000), (3, 4, 9000))]
+    for warm in (True, False):  # the first round may grow the cached scratch; the second allocates outputs only
+        for cand, p, q, u in cases:
+            bs, N = cand.shape
+            ri = np.arange(bs * N).reshape(bs, N)
+            uf = rng.uniform(0, 1, bs).astype(np.float32)
+            args = (cand, ri, u, uf, p, q)
+            kw = dict(num_speculative_tokens=N)
+            dev = [on_device(a) for a in args]
+            allocs = _Allocations(monkeypatch)
+            res = triton_verify.chain_rejection_sampling(*dev, **kw, validate=False)
+            monkeypatch.undo()
+            assert warm or max(allocs.sizes) <= bs * N, allocs.sizes
+            assert_same(REF.chain_rejection_sampling(*args, **kw), res, "triton.chain_rejection_sampling")
+
+
+@pytest.mark.parametrize("top_k, top_p", [(None, None), (5, None), (None, 0.8), (40, 0.9)])
+def test_target_probs_both_kernels_and_both_argument_forms(monkeypatch, top_k, top_p):
+    """The register-resident kernel and the multi-pass one (forced on short rows), with scalar and
+    per-row arguments, give the reference's probabilities."""
+    rng = np.random.default_rng(5)
+    rows, V = 3, 700
+    logits = (rng.normal(size=(rows, V)) * 3).astype(np.float32)
+    expected = REF.target_probs_from_logits(logits, temperature=0.7, top_k=top_k, top_p=top_p)
+    per_row = dict(temperature=[0.7] * rows, top_k=None if top_k is None else [top_k] * rows,
+                   top_p=None if top_p is None else [top_p] * rows)
+    for limit in (triton_sampling.ROW_IN_REGISTERS_MAX, 0):
+        monkeypatch.setattr(triton_sampling, "ROW_IN_REGISTERS_MAX", limit)
+        for kw in (dict(temperature=0.7, top_k=top_k, top_p=top_p), per_row):
+            got = triton_sampling.target_probs_from_logits(on_device(logits), **kw)
+            assert_same(expected, got, f"limit {limit}, {kw}")
+
+
+def test_fast_launch_key_tells_apart_what_triton_specializes_on():
+    """FastLaunch reuses a compiled kernel only for arguments Triton would compile the same way: every
+    constexpr value, a tensor's dtype and 16-byte alignment, an int's == 1 / % 16 / 64-bit."""
+    fast = triton_common.FastLaunch(triton_verify.verify_tree_greedy_kernel)
+    t = torch.zeros(64, dtype=torch.int64)
+    base = [t] * 8 + [8, 9, 0, 8, 16]
+    key = fast._key(base)
+    assert fast._key(list(base)) == key
+    assert fast._key(base[:8] + [16, 9, 0, 8, 16]) != key  # N (constexpr)
+    assert fast._key([t[1:]] + base[1:]) != key  # misaligned pointer
+    assert fast._key([t.int()] + base[1:]) != key  # dtype
+    assert triton_common._spec(1) != triton_common._spec(3) != triton_common._spec(32)
+    assert triton_common._spec(2**40) != triton_common._spec(32)
+    with pytest.raises(AssertionError):
+        fast._key(base[:-1])
+
+
+@pytest.mark.parametrize("case_seed", [0, 1])
+def test_target_only_walk_in_a_first_launch(monkeypatch, case_seed):
+    """The split target-only sampler with the tree walk in its own first launch (forced for every size)
+    gives the reference's tokens, accept paths and work buffer, for narrow and wide trees."""
+    monkeypatch.setattr(triton_verify, "TARGET_ONLY_SPLIT", True)
+    monkeypatch.setattr(triton_verify, "TARGET_ONLY_WALK_FIRST_MIN_PROGRAMS", 0)
+    for shape, V in (((2, 3, 6), 4097), ((4, 5, 24), 5000)):
+        args, kw = _tree_case(case_seed, 3, shape, V)
+        assert triton_verify.target_only_walk_first(3, -(-V // triton_common.target_only_chunk(V)))
+        for semantics in ("0.5.23", "earlier"):
+            expected = REF.tree_sampling_target_only(*args, **kw, semantics=semantics)
+            got = triton_verify.tree_sampling_target_only(*[on_device(a) for a in args], **kw, semantics=semantics)
+            assert_same(expected, got, f"walk first {shape} {V} {semantics}")
