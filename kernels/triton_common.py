@@ -95,8 +95,10 @@ def sampler_warps(V: int) -> int:
 # Launch without the JIT's per-call dispatch
 # ---------------------------------------------------------------------------------------------
 # ``kernel[grid](*args)`` binds the arguments, computes the specialization key, checks globals and
-# builds launch metadata on every call: on the H200's VM that is ~14 us of host time, more than most of
-# these kernels run. ``FastLaunch`` goes through the JIT once per specialization (that call compiles if
+# builds launch metadata on every call. ``FastLaunch`` skips those steps; measured on the H200 (triton
+# 3.6, benchmarks/README.md "Issue 36") it saves nothing on an empty kernel (18.5 us through the JIT,
+# 18.9 us direct: the launch itself is the cost there), so it is no lever for the Python call's time;
+# it is kept for kernels of 20+ arguments. It goes through the JIT once per specialization (that call compiles if
 # need be and returns the CompiledKernel), then launches the compiled kernel directly
 # (``CompiledKernel[grid](*args)``, Triton's own launcher for a compiled kernel). The specialization
 # key is computed here the way Triton specializes arguments (dtype and 16-byte alignment of a tensor,

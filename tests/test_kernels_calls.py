@@ -86,7 +86,8 @@ def test_lazy_tree_result_pickles_and_copies_as_the_plain_result():
     res = triton_verify.tree_sampling_target_only(*[on_device(a) for a in args], **kw)
     for other in (pickle.loads(pickle.dumps(res)), copy.deepcopy(res)):
         assert type(other) is TreeSampleResult
-        assert_same(res, other, "copy")
+        for name, value in res.as_dict().items():
+            assert torch.equal(value.cpu(), getattr(other, name).cpu()), name
     assert res.as_dict()["draft_probs"].shape == (2, 6, 50)
 
 
