@@ -36,8 +36,8 @@ def test_presentation_mode_fits_the_first_screen(browser, app_server, path, slot
                                     extra={"present": True}))
     page.goto(f"{app_server}{page_path(path)}?s={token}", wait_until="domcontentloaded", timeout=120_000)
     wait_for_app(page, timeout=180_000)
-    player = page.frame_locator('[data-testid="stIFrame"]').first
-    expect(player.locator("body")).to_have_class(re.compile("present"), timeout=30_000)
+    player = page.locator(".sv-player").first  # the step player component (issue 33: no iframe)
+    expect(player).to_have_class(re.compile("present"), timeout=30_000)
     page.wait_for_timeout(800)  # the player fits its figure to the screen after layout
     sidebar = page.locator('[data-testid="stSidebar"]')
     assert sidebar.get_attribute("data-collapsed") == "true", "presentation mode folds the sidebar away"
