@@ -167,7 +167,9 @@ def test_slots_are_machine_wide_across_worker_processes(tmp_path):
 def test_serve_gives_its_workers_one_heavy_lock_dir():
     from specviz import serve
 
-    s = serve.Serve(2, "127.0.0.1", 0, "haproxy", [])
+    from specviz.cli import app_command
+
+    s = serve.Serve(2, "127.0.0.1", 0, "haproxy", [], command=app_command)
     try:
         env = s.worker_env()
         assert env["SPECVIZ_HEAVY_DIR"] == str(s.dir) and os.path.isdir(env["SPECVIZ_HEAVY_DIR"])

@@ -59,7 +59,9 @@ def test_workers_start_with_few_malloc_arenas_and_trim(tmp_path):
     assert int(before) - int(after) >= 100, out.stdout  # ~1.4 GB churned, a few MB kept: the rest is returned
     from specviz.serve import Serve
 
-    srv = Serve(1, "127.0.0.1", 1, "/bin/true", [])
+    from specviz.cli import app_command
+
+    srv = Serve(1, "127.0.0.1", 1, "/bin/true", [], command=app_command)
     try:
         started = []
         import specviz.serve as sv

@@ -385,7 +385,9 @@ def test_backoff_policy_and_clean_exits(monkeypatch):
     from specviz import serve as sv
 
     assert [sv.backoff_delay(n) for n in range(1, 10)] == [0, 1, 2, 4, 8, 16, 32, 60, 60]
-    srv = sv.Serve(1, "127.0.0.1", _free_port(), "/bin/true", [], out=open(os.devnull, "w"))
+    from specviz.cli import app_command
+
+    srv = sv.Serve(1, "127.0.0.1", _free_port(), "/bin/true", [], out=open(os.devnull, "w"), command=app_command)
     started = []
     monkeypatch.setattr(srv, "_start_worker", lambda w: (started.append(w.name), w.starts.append(clock[0])))
     monkeypatch.setattr(sv, "_BackingOff", lambda port, message: None)
