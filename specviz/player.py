@@ -101,6 +101,14 @@ def payload(frames: list[Frame], *, labels: dict, start: int = 0, speed: float =
     }
 
 
+def laid_out(frames: list[Frame], **kw) -> dict:
+    """``payload`` laid out where ``layout_mode()`` says; by the browser when ``dot`` is there but fails on these figures."""
+    try:
+        return payload(frames, layout=layout_mode(), **kw)
+    except RuntimeError:
+        return payload(frames, layout="browser", **kw)
+
+
 def labels(tr) -> dict:
     """The player's words in the chosen language (``tr(en, zh)``)."""
     return {"first": tr("first step", "第一步"), "back": tr("back", "上一步"), "next": tr("next", "下一步"),
@@ -113,7 +121,8 @@ def labels(tr) -> dict:
             "keys": tr("Keys: ← → step · space play/pause · Home / End", "按键：← → 单步 · 空格 播放/暂停 · Home / End")}
 
 
-def _tr(lang: str):
+def tr_for(lang: str):
+    """``tr(en, zh)`` for a fixed language (outside the app, which has ``ui.tr``)."""
     return lambda en, zh: zh if lang == "zh" else en
 
 
@@ -157,7 +166,7 @@ def standalone_html(data: dict, *, title: str, desc: str, lang: str) -> str:
     legend = [("accepted", "accepted", "已接受"), ("rejected", "rejected", "已拒绝"), ("compared", "being compared", "比较中"),
               ("current", "current", "当前"), ("bonus", "bonus", "bonus"), ("discarded", "discarded", "丢弃"),
               ("pending", "pending", "待定")]
-    tr = _tr(lang)
+    tr = tr_for(lang)
     page = {"lang": "zh-CN" if lang == "zh" else "en", "title": title, "desc": desc, "player": data,
             "legend": [[PALETTE[k], text_on(PALETTE[k]), tr(en, zh)] for k, en, zh in legend]}
     wasm = data.get("dots") is not None

@@ -24,7 +24,7 @@ import json
 import threading
 from collections import OrderedDict
 
-from specviz.player import Frame, Row, labels, layout_mode, payload  # noqa: F401  (pages use player.Frame, player.Row)
+from specviz.player import Frame, Row, labels, laid_out, layout_mode  # noqa: F401  (pages use player.Frame, player.Row)
 
 _COMPONENT = None
 _LOCK = threading.Lock()
@@ -83,17 +83,14 @@ _PAYLOADS_LOCK = threading.Lock()
 def _payload(frames, content_key, kwargs: dict) -> tuple[str, str]:
     """(digest, data packed as gzip + base64) of the player for ``frames``: a class asks for the same few
     again and again, so they are kept by ``content_key`` (what the frames were made from) and the other inputs."""
-    rest = (kwargs["layout"], kwargs["speed"], kwargs["present"], tuple(kwargs["links"] or ()), tuple(sorted(kwargs["labels"].items())))
+    rest = (layout_mode(), kwargs["speed"], kwargs["present"], tuple(kwargs["links"] or ()), tuple(sorted(kwargs["labels"].items())))
     key = (content_key, *rest) if content_key is not None else None
     with _PAYLOADS_LOCK:
         hit = _PAYLOADS.get(key) if key is not None else None
         if hit is not None:
             _PAYLOADS.move_to_end(key)
             return hit
-    try:
-        data = payload(frames, **kwargs)
-    except RuntimeError:  # dot is there but failed on these figures: the browser lays them out instead
-        data = payload(frames, **{**kwargs, "layout": "browser"})
+    data = laid_out(frames, **kwargs)
     raw = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     digest = hashlib.sha256(raw).hexdigest()[:32]
     packed = base64.b64encode(gzip.compress(raw, 6, mtime=0)).decode("ascii")  # SVG and DOT texts repeat: ~15x smaller
@@ -130,7 +127,7 @@ def show(frames: list[Frame], key: str, start: int = 0, links: list[str] | None 
     last = max(0, len(frames) - 1)
     start = max(0, min(last, int(start)))
     kwargs = dict(labels=labels(ui.tr), present=ui.presenting(), speed=float(st.session_state.get(f"sv_speed::{key}", 1.0)),
-                  links=links, layout=layout_mode())
+                  links=links)
     digest, packed = _payload(frames, content_key, kwargs)
     comp_key, sent_key = f"sv_player::{key}", f"sv_player_sent::{key}"
 
