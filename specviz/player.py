@@ -1,11 +1,10 @@
 """The step player's data and documents, for every host (no Streamlit here).
 
 One JS module (``static/player.js`` beside ``app.py``, styled by ``player.css``) draws the player in the
-app, in the exported HTML file and in Jupyter. It receives ``payload(frames, ...)``: per frame the
-caption, the value rows and the table, and the figures, once per distinct figure: SVG laid out here
-by Graphviz's ``dot`` (``layout="server"``), or the DOT text, laid out in the browser by Graphviz in
-WebAssembly (``static/graphviz.umd.js``). A figure is shown through ``<img>`` (an SVG there runs no
-script) and every text with ``textContent``: everything in the payload is data.
+app, in the exported HTML file and in Jupyter, from ``payload(frames, ...)``. Each distinct figure is
+laid out once: here by ``dot``, or in the browser by Graphviz in WebAssembly (``static/graphviz.umd.js``).
+The player shows a figure only through ``<img>`` (an SVG there runs no script) and every text with
+``textContent``: everything in the payload is data.
 
     frames = [Frame(dot=..., caption="...", rows=[Row("accept_index", [("0", "accepted", "slot 0")])],
                     table=[["slot", "p"], ["1", ("0.3", "accepted", "p(A)")]])]  # table: optional
@@ -67,8 +66,7 @@ class Frame:
 
 
 def _row(r: Row) -> dict:
-    out = {"label": str(r.label), "chips": [c if isinstance(c, str) else [str(c[0]), str(c[1]), str(c[2]) if len(c) > 2 else ""]
-                                            for c in r.chips]}
+    out = {"label": str(r.label), "chips": [c if isinstance(c, str) else _cell(c) for c in r.chips]}
     if r.code is not None:
         out["code"] = str(r.code)
     return out
@@ -82,9 +80,8 @@ def _cell(c) -> list:
 
 def payload(frames: list[Frame], *, labels: dict, start: int = 0, speed: float = 1.0, present: bool = False,
             links: list[str] | None = None, layout: str = "server") -> dict:
-    """The player's data for ``frames`` (JSON-ready). ``layout="server"``: every distinct figure laid
-    out here by ``dot`` as SVG text (RuntimeError when ``dot`` is missing or fails); ``"browser"``: the
-    distinct DOT texts, laid out by the viewer's browser. The player shows an SVG only through <img>."""
+    """The player's data for ``frames`` (JSON-ready). ``layout="server"``: the distinct figures as SVG
+    laid out by ``dot`` (RuntimeError when ``dot`` is missing or fails); ``"browser"``: their DOT texts."""
     uniq = list(dict.fromkeys(f.dot for f in frames))
     svgs, dots = (None, uniq) if layout == "browser" else (dots_to_svgs(uniq), None)
     index = {d: k for k, d in enumerate(uniq)}

@@ -1,17 +1,11 @@
 """The step player in the app: a Streamlit Custom Components v2 component around the one player
-module (``static/player.js``, the same the HTML export and the Jupyter widget use; ``specviz.player``
-builds its data from ``playframes``' frames; the host module is ``static/player_streamlit.js``).
+module (``static/player.js``, hosted by ``static/player_streamlit.js``; data from ``specviz.player``).
 
-Every frame goes to the browser at once and stepping happens there: a click on step / back / first /
-last / play / the scrubber, or the keys ←, →, space, Home, End anywhere on the page, redraws the frame
-with no server round trip. The module is registered once; a rerun sends the frames only when this
-session's browser does not hold them yet (``{digest, start}`` otherwise: a rerun that does not change
-the frames keeps the step on screen). The step shown is the component's state ``step``: when the
-viewer stops on a step the page's ``ui.step(key)`` follows (share link, language switch, the
-sidebar's figure export). Figures are SVG laid out by ``dot`` here, or DOT texts laid out by
-Graphviz in WebAssembly; the modules and Graphviz are served by the app itself (``static/`` beside
-``app.py``, ``server.enableStaticServing``); a figure is shown only through ``<img>``. Components run in the app's
-page (no iframe): the module writes every text with ``textContent`` and never parses data as markup.
+Every frame goes to the browser at once and stepping happens there, with no server round trip. A
+rerun sends the frames only when this session's browser does not hold them yet (``{digest, start}``
+otherwise, so the step on screen stays). When the viewer stops on a step, the component's state
+``step`` makes the page's ``ui.step(key)`` follow (share link, language switch, figure export).
+Components run in the app's page (no iframe): the module writes every text with ``textContent``.
 
     player.show(frames, key="greedy", start=ui.step("greedy"))
 """
@@ -40,9 +34,8 @@ def static_url(name: str) -> str:
 
 
 def component():
-    """The player component, registered once per process. Its code is a loader of the player's host module
-    (``static/player_streamlit.js``, which imports ``static/player.js``) from the app's own server: the
-    browser fetches them once a tab, and a rerun carries only the component's data."""
+    """The player component, registered once per process: a loader of ``static/player_streamlit.js`` from
+    the app's own server (fetched once a tab; a rerun carries only the component's data)."""
     global _COMPONENT
     with _LOCK:
         if _COMPONENT is None:
