@@ -185,12 +185,9 @@ def _is_np_array(node) -> bool:
 
 
 def check_pytest_source(source: str) -> str:
-    """Parse a generated test module with ``ast`` and refuse any shape other than the expected one:
-    a docstring, ``import numpy as np``, ``from specviz import reference as ref`` (in the fixed
-    ``IMPORT_SPECVIZ`` block that names the install command when specviz is missing), constants that are
-    plain literals (or ``np.array(literal, dtype=...)``), and one argument-free ``test_*`` function
-    whose only text literals are the semantics names, optionally followed by the fixed ``run_directly``
-    block that calls it. Returns ``source``; raises SpecvizError."""
+    """Parse a generated test module with ``ast`` and refuse (SpecvizError) any shape but the expected
+    one: docstring, the fixed imports, literal constants, one argument-free ``test_*`` function whose only
+    text literals are the semantics names, and optionally the fixed ``run_directly`` block. Returns ``source``."""
     def refuse(why):
         raise SpecvizError("export", f"the generated pytest file was refused ({why}): please report this scenario")
     try:

@@ -29,6 +29,10 @@ def _term(lang: str, key: str) -> str:
     return zh if lang == "zh" else en
 
 
+def _word(vocab: list, v: int) -> str:
+    return vocab[v] if 0 <= v < len(vocab) else str(v)
+
+
 def dspark_step_values(typed_seen) -> dict:
     """What the DSpark events seen so far have decided: raw / capped correct_len, the bonus, the
     commit (None until known). ``typed_seen``: the typed events of request 0 up to the step."""
@@ -61,9 +65,7 @@ def dspark_frames(s, run, lang: str = "en") -> list:
     tests = {e.node: e for e in typed if isinstance(e, AcceptTest)}
     slot_names = ["anchor"] + [f"t={j}" for j in range(1, T)]
     tp_ids = [int(x) for x in run.inputs["target_predict"][0]] if greedy else None
-
-    def word(v):
-        return vocab[v] if 0 <= v < len(vocab) else str(v)
+    word = lambda v: _word(vocab, v)  # noqa: E731
 
     def frame(k: int) -> player.Frame:
         seen = typed[:k]
@@ -148,9 +150,7 @@ def array_rows(arrays: dict, seen, vocab: list, lang: str = "en", compact: bool 
     rows = [player.Row("accept_index", [(v, "current" if ("accept_index", j) in last else ("accepted" if v >= 0 else "pending"),
                                          f"accept_index[0][{j}] = {v}") for j, v in enumerate(ai)])]
     written = {i for e in seen for (name, i, _) in e.writes if name == "predicts"}
-
-    def word(v):
-        return vocab[v] if 0 <= v < len(vocab) else str(v)
+    word = lambda v: _word(vocab, v)  # noqa: E731
 
     if compact:
         rows.append(player.Row(_tr(lang, "predicts (rows written)", "predicts（已写入的行）"),
@@ -204,7 +204,7 @@ def chain_frames(s, run, lang: str = "en") -> list:
     req = s.requests[0]
     vocab = list(s.vocab)
     N = len(req.chain)
-    events = [e for e in run.trace.events]
+    events = list(run.trace.events)
     typed = steps.typed_events(events)
     arrays = [f.arrays for f in replay(run.trace)]
     tests = {e.node: e for e in typed if isinstance(e, AcceptTest) and e.request == 0}
