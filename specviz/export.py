@@ -48,6 +48,11 @@ def _slug(name: str) -> str:
 # -- A ready-to-run pytest file ----------------------------------------------------------------
 
 
+_INPUTS = ("candidates", "retrieve_index", "retrieve_next_token", "retrieve_next_sibling", "target_predict", "target_probs",
+           "draft_probs", "uniform_samples", "uniform_samples_for_final_sampling", "seq_lens", "verify_lens")
+_DSPARK_EXPECTED = ("correct_len", "bonus", "commit_lens", "new_seq_lens", "out_tokens")
+
+
 def _arr(a: np.ndarray) -> str:
     a = np.asarray(a)
     body = json.dumps(a.tolist())
@@ -75,9 +80,7 @@ def pytest_file(s: Scenario, run: Run | None = None) -> str:
     howto = ["# " + line if line else "#" for line in RUN_HOWTO.format(file=f"test_{file_stem(s)}.py").splitlines()]
     lines = [*howto, "", repr("\n".join(doc) + "\n"), "import numpy as np", "", IMPORT_SPECVIZ, "", ""]
     lines.append(f"VOCAB = {list(label)!r}")
-    for key in ("candidates", "retrieve_index", "retrieve_next_token", "retrieve_next_sibling", "target_predict",
-                "target_probs", "draft_probs", "uniform_samples", "uniform_samples_for_final_sampling", "seq_lens",
-                "verify_lens"):
+    for key in _INPUTS:
         if key in inp:
             lines.append(f"{key.upper()} = {_arr(inp[key])}")
     alg = algorithms.get(s.algorithm)  # an unknown algorithm is an error, never another algorithm's test
@@ -86,7 +89,7 @@ def pytest_file(s: Scenario, run: Run | None = None) -> str:
     outputs = f"EXPECTED_OUTPUTS = {[[label[t] for t in c.output_tokens] for c in run.commits]!r}"
     if alg.family == "dspark":
         lines += ["", "", *(f"EXPECTED_{k.upper()} = {json.dumps(np.asarray(res[k]).tolist())}"
-                            for k in ("correct_len", "bonus", "commit_lens", "new_seq_lens", "out_tokens")), outputs, "", "",
+                            for k in _DSPARK_EXPECTED), outputs, "", "",
                   f"def {name}():",
                   f"    raw_correct_len, bonus = {call}",
                   "    correct_len, _trim = ref.cap_correct_len(raw_correct_len, VERIFY_LENS)",
@@ -156,11 +159,9 @@ except ModuleNotFoundError as exc:
                       "(`python FILE`)") from exc"""
 
 
-_PYTEST_NAMES = {"VOCAB", "CANDIDATES", "RETRIEVE_INDEX", "RETRIEVE_NEXT_TOKEN", "RETRIEVE_NEXT_SIBLING", "TARGET_PREDICT",
-                 "TARGET_PROBS", "DRAFT_PROBS", "UNIFORM_SAMPLES", "UNIFORM_SAMPLES_FOR_FINAL_SAMPLING", "SEQ_LENS",
-                 "VERIFY_LENS", "EXPECTED_CORRECT_LEN", "EXPECTED_BONUS", "EXPECTED_COMMIT_LENS", "EXPECTED_NEW_SEQ_LENS",
-                 "EXPECTED_OUT_TOKENS", "EXPECTED_OUTPUTS", "EXPECTED_ACCEPT_INDEX", "EXPECTED_ACCEPT_TOKEN_NUM",
-                 "EXPECTED_PREDICTS"}
+# the only names a generated file may assign (what pytest_file writes)
+_PYTEST_NAMES = {"VOCAB", *(k.upper() for k in _INPUTS), *(f"EXPECTED_{k.upper()}" for k in _DSPARK_EXPECTED),
+                 "EXPECTED_OUTPUTS", "EXPECTED_ACCEPT_INDEX", "EXPECTED_ACCEPT_TOKEN_NUM", "EXPECTED_PREDICTS"}
 _NP_DTYPES = {"int64", "int32", "float32", "float64"}
 _FUNCTION_STRINGS = {"0.5.23", "earlier"}  # the only text literals the test function itself may hold (semantics)
 

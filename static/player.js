@@ -172,13 +172,13 @@ export function svMount(root, D, host) {
                          () => { pending = false; figState("error"); });
   }
 
-  function chip(text, state, title) {
-    const s = mk("span", "chip");
-    const c = D.colors[state] || D.colors.pending;
-    s.style.background = c[0]; s.style.color = c[1];
-    s.textContent = text;
-    if (title) s.title = title;
-    return s;
+  // A chip or a table cell: its text, its state's colours (a chip without a known state is pending), its hover.
+  function cell(el, text, state, title) {
+    const c = D.colors[state] || (el.className === "chip" ? D.colors.pending : null);
+    if (c) { el.style.background = c[0]; el.style.color = c[1]; }
+    el.textContent = text;
+    if (title) el.title = title;
+    return el;
   }
 
   function draw() {
@@ -198,7 +198,7 @@ export function svMount(root, D, host) {
       if (r.code !== undefined) { const c = mk("span", "code"); c.textContent = r.code; row.appendChild(c); }
       for (const ch of (r.chips || [])) {
         if (typeof ch === "string") { const t = mk("span"); t.textContent = ch; row.appendChild(t); }
-        else row.appendChild(chip(ch[0], ch[1], ch[2]));
+        else row.appendChild(cell(mk("span", "chip"), ch[0], ch[1], ch[2]));
       }
       box.appendChild(row);
     }
@@ -208,13 +208,7 @@ export function svMount(root, D, host) {
       const tbl = mk("table", "tbl", {"data-sv-table": ""});
       f.table.forEach((cells, i) => {
         const tr = mk("tr");
-        for (const [text, state, title] of cells) {
-          const td = mk(i === 0 ? "th" : "td");
-          td.textContent = text;
-          if (state && D.colors[state]) { td.style.background = D.colors[state][0]; td.style.color = D.colors[state][1]; }
-          if (title) td.title = title;
-          tr.appendChild(td);
-        }
+        for (const [text, state, title] of cells) tr.appendChild(cell(mk(i === 0 ? "th" : "td"), text, state, title));
         tbl.appendChild(tr);
       });
       box.appendChild(tbl);

@@ -24,15 +24,6 @@ _COMPONENT = None
 _LOCK = threading.Lock()
 
 
-def static_url(name: str) -> str:
-    """The path of a file of ``static/`` (beside ``app.py``) on the app's own server (Streamlit's static
-    file serving, ``server.enableStaticServing``: .streamlit/config.toml and ``specviz app`` set it)."""
-    import streamlit as st
-
-    root = (st.get_option("server.baseUrlPath") or "").strip("/")
-    return ("/" + root if root else "") + f"/app/static/{name}"
-
-
 def component():
     """The player component, registered once per process: a loader of ``static/player_streamlit.js`` from
     the app's own server (fetched once a tab; a rerun carries only the component's data)."""
@@ -41,7 +32,10 @@ def component():
         if _COMPONENT is None:
             import streamlit as st
 
-            url = json.dumps(static_url("player_streamlit.js"))  # our server's path, not data
+            # static/ beside app.py, served by Streamlit (server.enableStaticServing: .streamlit/config.toml and
+            # `specviz app` set it); our server's path, not data
+            root = (st.get_option("server.baseUrlPath") or "").strip("/")
+            url = json.dumps(("/" + root if root else "") + "/app/static/player_streamlit.js")
             # (several lines: Streamlit reads a one-line string with a "/" as a file path, not inline code)
             loader = (f"export default async function (c) {{\n  const m = await import(new URL({url}, window.location.origin).href);\n"
                       "  return m.default(c);\n}\n")
