@@ -273,10 +273,8 @@ def _chromium_path() -> str | None:
 
 
 def kaleido_problem() -> str | None:
-    """Why plotly figures cannot be exported as PNG / SVG here, or None when they can.
-
-    kaleido (>= 1.0) renders in a Chromium it finds on the machine (Debian: apt-get install -y chromium).
-    """
+    """Why plotly figures cannot be exported as PNG / SVG here (kaleido >= 1.0 renders in a Chromium it
+    finds on the machine), or None when they can."""
     try:
         import kaleido  # noqa: F401, PLC0415
     except ImportError:
