@@ -29,11 +29,10 @@ from .algorithms import calls
 from .engine import Run, run_scenario
 from .naming import display_name, file_stem
 from .errors import SpecvizError
+from .render.svg import have_dot as has_dot
 from .scenario import Scenario
 
-# ---------------------------------------------------------------------------------------------
-# Scenario JSON
-# ---------------------------------------------------------------------------------------------
+# -- Scenario JSON -----------------------------------------------------------------------------
 
 
 def scenario_json(s: Scenario) -> str:
@@ -46,14 +45,12 @@ def _slug(name: str) -> str:
     return out or "scenario"
 
 
-def _py_literal(text: str) -> str:
-    """A Python string literal for ``text`` (repr: quotes, backslashes and newlines escaped)."""
-    return repr(str(text))
+# -- A ready-to-run pytest file ----------------------------------------------------------------
 
 
-# ---------------------------------------------------------------------------------------------
-# A ready-to-run pytest file
-# ---------------------------------------------------------------------------------------------
+_INPUTS = ("candidates", "retrieve_index", "retrieve_next_token", "retrieve_next_sibling", "target_predict", "target_probs",
+           "draft_probs", "uniform_samples", "uniform_samples_for_final_sampling", "seq_lens", "verify_lens")
+_DSPARK_EXPECTED = ("correct_len", "bonus", "commit_lens", "new_seq_lens", "out_tokens")
 
 
 def _arr(a: np.ndarray) -> str:
@@ -70,7 +67,6 @@ def pytest_file(s: Scenario, run: Run | None = None) -> str:
     run = run if run is not None else run_scenario(s, "numpy", with_trace=False)
     inp, res = run.inputs, run.result
     label = s.vocab
-    bs = len(s.requests)
     # The docstring holds user text (title, description, labels): it is written as one Python
     # literal by repr(), never pasted between quotes, so no text can end it and become code.
     doc = [f"specviz example {display_name(s)!r}: {s.title or s.algorithm} (exported from specviz; SGLang 0.5.23 semantics).",
@@ -82,27 +78,19 @@ def pytest_file(s: Scenario, run: Run | None = None) -> str:
     # The how-to is comment lines above the docstring: readable as the file's first lines. Its only
     # variable part is the file name, ASCII letters, digits and "_" (file_stem), so no text can leave the comment.
     howto = ["# " + line if line else "#" for line in RUN_HOWTO.format(file=f"test_{file_stem(s)}.py").splitlines()]
-    lines = [*howto, "", _py_literal("\n".join(doc) + "\n"), "import numpy as np", "", IMPORT_SPECVIZ, "", ""]
+    lines = [*howto, "", repr("\n".join(doc) + "\n"), "import numpy as np", "", IMPORT_SPECVIZ, "", ""]
     lines.append(f"VOCAB = {list(label)!r}")
-    for key in ("candidates", "retrieve_index", "retrieve_next_token", "retrieve_next_sibling", "target_predict",
-                "target_probs", "draft_probs", "uniform_samples", "uniform_samples_for_final_sampling", "seq_lens",
-                "verify_lens"):
+    for key in _INPUTS:
         if key in inp:
             lines.append(f"{key.upper()} = {_arr(inp[key])}")
-    W = s.width
-    exp_outputs = [list(c.output_tokens) for c in run.commits]
-    lines += ["", ""]
     alg = algorithms.get(s.algorithm)  # an unknown algorithm is an error, never another algorithm's test
     call = calls.export_call(s)
+    name = f"test_{_slug(file_stem(s))}"
+    outputs = f"EXPECTED_OUTPUTS = {[[label[t] for t in c.output_tokens] for c in run.commits]!r}"
     if alg.family == "dspark":
-        lines += [f"EXPECTED_CORRECT_LEN = {json.dumps(np.asarray(res['correct_len']).tolist())}",
-                  f"EXPECTED_BONUS = {json.dumps(np.asarray(res['bonus']).tolist())}",
-                  f"EXPECTED_COMMIT_LENS = {json.dumps(np.asarray(res['commit_lens']).tolist())}",
-                  f"EXPECTED_NEW_SEQ_LENS = {json.dumps(np.asarray(res['new_seq_lens']).tolist())}",
-                  f"EXPECTED_OUT_TOKENS = {json.dumps(np.asarray(res['out_tokens']).tolist())}",
-                  f"EXPECTED_OUTPUTS = {[[label[t] for t in o] for o in exp_outputs]!r}",
-                  "", ""]
-        lines += [f"def test_{_slug(file_stem(s))}():",
+        lines += ["", "", *(f"EXPECTED_{k.upper()} = {json.dumps(np.asarray(res[k]).tolist())}"
+                            for k in _DSPARK_EXPECTED), outputs, "", "",
+                  f"def {name}():",
                   f"    raw_correct_len, bonus = {call}",
                   "    correct_len, _trim = ref.cap_correct_len(raw_correct_len, VERIFY_LENS)",
                   "    if not np.array_equal(correct_len, raw_correct_len):  # the window cap re-reads the bonus",
@@ -116,24 +104,22 @@ def pytest_file(s: Scenario, run: Run | None = None) -> str:
                   "    assert new_seq_lens.tolist() == EXPECTED_NEW_SEQ_LENS",
                   "    assert out_tokens.tolist() == EXPECTED_OUT_TOKENS",
                   "    # only the first commit_lens entries of out_tokens are output",
-                  "    outputs = [[VOCAB[t] for t in out_tokens[b][:commit_lens[b]]] for b in range(len(commit_lens))]",
-                  "    assert outputs == EXPECTED_OUTPUTS", "", "", run_directly(f"test_{_slug(file_stem(s))}"), ""]
-        return check_pytest_source("\n".join(lines))
-    lines += [f"EXPECTED_ACCEPT_INDEX = {json.dumps(np.asarray(res['accept_index']).tolist())}  # [bs, W], global rows, -1 padded",
-              f"EXPECTED_ACCEPT_TOKEN_NUM = {json.dumps(np.asarray(res['accept_token_num']).tolist())}  # accepted drafts per request",
-              f"EXPECTED_PREDICTS = {json.dumps(np.asarray(res['predicts']).tolist())}  # [bs*n]",
-              f"EXPECTED_OUTPUTS = {[[label[t] for t in o] for o in exp_outputs]!r}"
-              "  # accepted drafts + bonus",
-              "", ""]
-    lines += [f"def test_{_slug(file_stem(s))}():",
-              f"    res = {call}",
-              "    assert res.accept_index.tolist() == EXPECTED_ACCEPT_INDEX",
-              "    assert res.accept_token_num.tolist() == EXPECTED_ACCEPT_TOKEN_NUM",
-              "    assert res.predicts.tolist() == EXPECTED_PREDICTS",
-              "    # outputs = predicts over the valid prefix of accept_index (accept_lens = k + 1 slots; never gather a -1 pad)",
-              "    accept_lens = res.accept_token_num + 1",
-              f"    outputs = [[VOCAB[res.predicts[r]] for r in res.accept_index[b][:accept_lens[b]]] for b in range({bs})]",
-              "    assert outputs == EXPECTED_OUTPUTS", "", "", run_directly(f"test_{_slug(file_stem(s))}"), ""]
+                  "    outputs = [[VOCAB[t] for t in out_tokens[b][:commit_lens[b]]] for b in range(len(commit_lens))]"]
+    else:
+        lines += ["", "",
+                  f"EXPECTED_ACCEPT_INDEX = {json.dumps(np.asarray(res['accept_index']).tolist())}  # [bs, W], global rows, -1 padded",
+                  f"EXPECTED_ACCEPT_TOKEN_NUM = {json.dumps(np.asarray(res['accept_token_num']).tolist())}  # accepted drafts per request",
+                  f"EXPECTED_PREDICTS = {json.dumps(np.asarray(res['predicts']).tolist())}  # [bs*n]",
+                  outputs + "  # accepted drafts + bonus", "", "",
+                  f"def {name}():",
+                  f"    res = {call}",
+                  "    assert res.accept_index.tolist() == EXPECTED_ACCEPT_INDEX",
+                  "    assert res.accept_token_num.tolist() == EXPECTED_ACCEPT_TOKEN_NUM",
+                  "    assert res.predicts.tolist() == EXPECTED_PREDICTS",
+                  "    # outputs = predicts over the valid prefix of accept_index (accept_lens = k + 1 slots; never gather a -1 pad)",
+                  "    accept_lens = res.accept_token_num + 1",
+                  f"    outputs = [[VOCAB[res.predicts[r]] for r in res.accept_index[b][:accept_lens[b]]] for b in range({len(s.requests)})]"]
+    lines += ["    assert outputs == EXPECTED_OUTPUTS", "", "", run_directly(name), ""]
     return check_pytest_source("\n".join(lines))
 
 
@@ -173,11 +159,9 @@ except ModuleNotFoundError as exc:
                       "(`python FILE`)") from exc"""
 
 
-_PYTEST_NAMES = {"VOCAB", "CANDIDATES", "RETRIEVE_INDEX", "RETRIEVE_NEXT_TOKEN", "RETRIEVE_NEXT_SIBLING", "TARGET_PREDICT",
-                 "TARGET_PROBS", "DRAFT_PROBS", "UNIFORM_SAMPLES", "UNIFORM_SAMPLES_FOR_FINAL_SAMPLING", "SEQ_LENS",
-                 "VERIFY_LENS", "EXPECTED_CORRECT_LEN", "EXPECTED_BONUS", "EXPECTED_COMMIT_LENS", "EXPECTED_NEW_SEQ_LENS",
-                 "EXPECTED_OUT_TOKENS", "EXPECTED_OUTPUTS", "EXPECTED_ACCEPT_INDEX", "EXPECTED_ACCEPT_TOKEN_NUM",
-                 "EXPECTED_PREDICTS"}
+# the only names a generated file may assign (what pytest_file writes)
+_PYTEST_NAMES = {"VOCAB", *(k.upper() for k in _INPUTS), *(f"EXPECTED_{k.upper()}" for k in _DSPARK_EXPECTED),
+                 "EXPECTED_OUTPUTS", "EXPECTED_ACCEPT_INDEX", "EXPECTED_ACCEPT_TOKEN_NUM", "EXPECTED_PREDICTS"}
 _NP_DTYPES = {"int64", "int32", "float32", "float64"}
 _FUNCTION_STRINGS = {"0.5.23", "earlier"}  # the only text literals the test function itself may hold (semantics)
 
@@ -202,12 +186,9 @@ def _is_np_array(node) -> bool:
 
 
 def check_pytest_source(source: str) -> str:
-    """Parse a generated test module with ``ast`` and refuse any shape other than the expected one:
-    a docstring, ``import numpy as np``, ``from specviz import reference as ref`` (in the fixed
-    ``IMPORT_SPECVIZ`` block that names the install command when specviz is missing), constants that are
-    plain literals (or ``np.array(literal, dtype=...)``), and one argument-free ``test_*`` function
-    whose only text literals are the semantics names, optionally followed by the fixed ``run_directly``
-    block that calls it. Returns ``source``; raises SpecvizError."""
+    """Parse a generated test module with ``ast`` and refuse (SpecvizError) any shape but the expected
+    one: docstring, the fixed imports, literal constants, one argument-free ``test_*`` function whose only
+    text literals are the semantics names, and optionally the fixed ``run_directly`` block. Returns ``source``."""
     def refuse(why):
         raise SpecvizError("export", f"the generated pytest file was refused ({why}): please report this scenario")
     try:
@@ -243,17 +224,9 @@ def check_pytest_source(source: str) -> str:
     return source
 
 
-# ---------------------------------------------------------------------------------------------
-# Figures
-# ---------------------------------------------------------------------------------------------
+# -- Figures -----------------------------------------------------------------------------------
 
 GRAPHVIZ_HINT = "needs Graphviz's dot binary, which is not installed here: apt-get install -y graphviz (or use the SVG the browser draws)"
-
-
-def has_dot() -> bool:
-    from .render.svg import have_dot
-
-    return have_dot()
 
 
 def _dot(dot: str, fmt: str) -> bytes:
@@ -283,16 +256,8 @@ def dot_to_svg(dot: str) -> bytes:
 
 
 def dot_to_png(dot: str) -> bytes:
-    """A DOT figure as PNG bytes (150 dpi, for slides)."""
-    return _dot(dot.replace("digraph", "digraph", 1), "png")
-
-
-def _kaleido_ready() -> str | None:
-    try:
-        import kaleido  # noqa: F401, PLC0415
-    except ImportError:
-        return "plotly PNG/SVG export needs the kaleido package (pip install kaleido) and a chromium; it is not installed here"
-    return None
+    """A DOT figure as PNG bytes (Graphviz's default resolution)."""
+    return _dot(dot, "png")
 
 
 @functools.lru_cache(maxsize=1)
@@ -308,32 +273,32 @@ def _chromium_path() -> str | None:
 
 
 def kaleido_problem() -> str | None:
-    """Why plotly figures cannot be exported as PNG / SVG here, or None when they can.
-
-    kaleido (>= 1.0) renders in a Chromium it finds on the machine (Debian: apt-get install -y chromium).
-    """
-    why = _kaleido_ready()
-    if why:
-        return why
+    """Why plotly figures cannot be exported as PNG / SVG here (kaleido >= 1.0 renders in a Chromium it
+    finds on the machine), or None when they can."""
+    try:
+        import kaleido  # noqa: F401, PLC0415
+    except ImportError:
+        return "plotly PNG/SVG export needs the kaleido package (pip install kaleido) and a chromium; it is not installed here"
     if _chromium_path() is None:
         return "plotly PNG/SVG export needs a Chromium for kaleido, and none was found (apt-get install -y chromium)"
     return None
 
 
-def figure_to_png(fig) -> bytes:
-    """A plotly figure as PNG bytes (2x scale, for slides; ~2 s: kaleido starts a Chromium)."""
+def _plotly_image(fig, **kw) -> bytes:
+    """~2 s: kaleido starts a Chromium."""
     why = kaleido_problem()
     if why:
         raise SpecvizError("export", why + ": use the camera icon on the chart, or export the chart as HTML")
-    return fig.to_image(format="png", scale=2)
+    return fig.to_image(**kw)
+
+
+def figure_to_png(fig) -> bytes:
+    """A plotly figure as PNG bytes (2x scale, for slides)."""
+    return _plotly_image(fig, format="png", scale=2)
 
 
 def figure_to_svg(fig) -> bytes:
-    """A plotly figure as SVG bytes (~2 s: kaleido starts a Chromium)."""
-    why = kaleido_problem()
-    if why:
-        raise SpecvizError("export", why + ": use the camera icon on the chart, or export the chart as HTML")
-    return fig.to_image(format="svg")
+    return _plotly_image(fig, format="svg")
 
 
 def figure_to_html(fig) -> str:
@@ -341,9 +306,7 @@ def figure_to_html(fig) -> str:
     return fig.to_html(include_plotlyjs=True, full_html=True)
 
 
-# ---------------------------------------------------------------------------------------------
-# The animation as one self-contained HTML file
-# ---------------------------------------------------------------------------------------------
+# -- The animation as one self-contained HTML file ---------------------------------------------
 
 def animation_html(s: Scenario, lang: str = "en") -> str:
     """The scenario's step player as one HTML file that plays offline (for slides): the app's player
@@ -351,18 +314,13 @@ def animation_html(s: Scenario, lang: str = "en") -> str:
     as data. Figures are laid out by ``dot`` when it is installed here, else by Graphviz in WebAssembly
     inlined in the file. Arrow keys step, space plays, ``#play`` in the URL starts playing. Every
     user-controlled string (title, description, labels) travels only inside the JSON data."""
-    from .player import labels, layout_mode, payload, standalone_html
+    from .player import labels, laid_out, standalone_html, tr_for
     from .playframes import frames_for
 
     run = run_scenario(s, "numpy")
     if run.trace is None or not run.trace.events:
         raise SpecvizError("export", "this scenario records no trace events to animate")
-    frames = frames_for(s, run, lang)
-    words = labels(lambda en, zh: zh if lang == "zh" else en)
-    try:
-        data = payload(frames, labels=words, layout=layout_mode())
-    except RuntimeError:  # dot is there but failed on these figures: the browser lays them out
-        data = payload(frames, labels=words, layout="browser")
+    data = laid_out(frames_for(s, run, lang), labels=labels(tr_for(lang)))
     commit = run.commits[0]
     # derived from the live result and the live inputs ("(edited)" once they differ from the preset), never preset text
     title = f"specviz · {display_name(s, lang)}: {walk_summary(s, commit, lang)}"

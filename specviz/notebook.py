@@ -1,21 +1,17 @@
 """Rich display of a run in Jupyter: the step player as a widget, or tables plus the tree drawn as SVG.
 
-``show(x)`` (a scenario, a preset name or a run) is the app's step player in the notebook: the one
-player module (``static/player.js``) as an anywidget with the frames of the scenario's page
-(``playframes.frames_for``), stepping in the notebook; ``Run._repr_mimebundle_`` shows it for a run.
-It needs the optional extra ``pip install specviz[notebook]`` (anywidget); without it a run shows the
-static view below, as before. Figures are laid out by ``dot`` when installed, else by Graphviz in
-WebAssembly shipped in the package (no download).
+``show(x)`` (a scenario, a preset name or a run) is the app's step player (``static/player.js``) as an
+anywidget, with the frames of the scenario's page; ``Run._repr_mimebundle_`` shows it for a run. It
+needs the optional extra ``pip install specviz[notebook]``; without it a run shows the static view.
+Figures are laid out by ``dot`` when installed, else by Graphviz in WebAssembly shipped in the package.
 
-``engine.Run`` defines ``_repr_html_`` / ``_repr_svg_`` by calling these functions (``Scenario`` and
-``Frame`` use ``specviz.display``, which needs nothing above their layer). The figure is drawn by
-graphviz's ``dot`` from ``specviz.render.tree.tree_dot`` (``specviz.render.svg``, as everywhere); without
-a ``dot`` binary it is left out and a note says why, and the tables still show. Everything a user
+The static view (``Run._repr_html_`` / ``_repr_svg_``): pure functions, no streamlit, no IPython import.
+The tree is drawn by ``dot``; without it a note says why and the tables still show. Everything a user
 typed is HTML-escaped.
-
-The static view: pure functions, no streamlit, no IPython import (Jupyter finds the ``_repr_*_`` methods itself).
 """
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -83,13 +79,9 @@ def run_html(run) -> str:
 NOTEBOOK_EXTRA = "the step player in Jupyter needs anywidget: pip install 'specviz[notebook]'"
 
 
+@functools.cache  # an ImportError is not cached: installing anywidget later works
 def _widget_class():
-    """The anywidget class (built once; ImportError naming the extra when anywidget is missing)."""
-    global _PLAYER
-    try:
-        return _PLAYER
-    except NameError:
-        pass
+    """The anywidget class (ImportError naming the extra when anywidget is missing)."""
     try:
         import anywidget
         import traitlets
@@ -105,7 +97,6 @@ def _widget_class():
         step = traitlets.Int(0).tag(sync=True)
         _graphviz = traitlets.Unicode("").tag(sync=True)
 
-    _PLAYER = Player
     return Player
 
 
@@ -113,7 +104,7 @@ def show(x, lang: str = "en", step: int | None = None):
     """The step player for ``x`` (a Scenario, a preset name, or an engine Run) as a Jupyter widget,
     opened at ``step`` (default: the last, the outcome). ``widget.step`` is the step it shows."""
     from .engine import Run, run_scenario
-    from .player import GRAPHVIZ_JS, asset, labels, layout_mode, payload
+    from .player import GRAPHVIZ_JS, asset, labels, laid_out, tr_for
     from .playframes import frames_for
 
     if isinstance(x, str):
@@ -124,11 +115,7 @@ def show(x, lang: str = "en", step: int | None = None):
     if run.trace is None:
         run = run_scenario(run.scenario, "numpy")
     frames = frames_for(run.scenario, run, lang)
-    words = labels(lambda en, zh: zh if lang == "zh" else en)
-    try:
-        data = payload(frames, labels=words, layout=layout_mode())
-    except RuntimeError:  # dot failed on these figures: the notebook lays them out
-        data = payload(frames, labels=words, layout="browser")
+    data = laid_out(frames, labels=labels(tr_for(lang)))
     last = len(frames) - 1
     return _widget_class()(data=data, step=last if step is None else max(0, min(last, int(step))),
                            _graphviz=asset(GRAPHVIZ_JS) if data["dots"] is not None else "")

@@ -1,11 +1,10 @@
 """The step player's data and documents, for every host (no Streamlit here).
 
 One JS module (``static/player.js`` beside ``app.py``, styled by ``player.css``) draws the player in the
-app, in the exported HTML file and in Jupyter. It receives ``payload(frames, ...)``: per frame the
-caption, the value rows and the table, and the figures, once per distinct figure: SVG laid out here
-by Graphviz's ``dot`` (``layout="server"``), or the DOT text, laid out in the browser by Graphviz in
-WebAssembly (``static/graphviz.umd.js``). A figure is shown through ``<img>`` (an SVG there runs no
-script) and every text with ``textContent``: everything in the payload is data.
+app, in the exported HTML file and in Jupyter, from ``payload(frames, ...)``. Each distinct figure is
+laid out once: here by ``dot``, or in the browser by Graphviz in WebAssembly (``static/graphviz.umd.js``).
+The player shows a figure only through ``<img>`` (an SVG there runs no script) and every text with
+``textContent``: everything in the payload is data.
 
     frames = [Frame(dot=..., caption="...", rows=[Row("accept_index", [("0", "accepted", "slot 0")])],
                     table=[["slot", "p"], ["1", ("0.3", "accepted", "p(A)")]])]  # table: optional
@@ -67,8 +66,7 @@ class Frame:
 
 
 def _row(r: Row) -> dict:
-    out = {"label": str(r.label), "chips": [c if isinstance(c, str) else [str(c[0]), str(c[1]), str(c[2]) if len(c) > 2 else ""]
-                                            for c in r.chips]}
+    out = {"label": str(r.label), "chips": [c if isinstance(c, str) else _cell(c) for c in r.chips]}
     if r.code is not None:
         out["code"] = str(r.code)
     return out
@@ -82,9 +80,8 @@ def _cell(c) -> list:
 
 def payload(frames: list[Frame], *, labels: dict, start: int = 0, speed: float = 1.0, present: bool = False,
             links: list[str] | None = None, layout: str = "server") -> dict:
-    """The player's data for ``frames`` (JSON-ready). ``layout="server"``: every distinct figure laid
-    out here by ``dot`` as SVG text (RuntimeError when ``dot`` is missing or fails); ``"browser"``: the
-    distinct DOT texts, laid out by the viewer's browser. The player shows an SVG only through <img>."""
+    """The player's data for ``frames`` (JSON-ready). ``layout="server"``: the distinct figures as SVG
+    laid out by ``dot`` (RuntimeError when ``dot`` is missing or fails); ``"browser"``: their DOT texts."""
     uniq = list(dict.fromkeys(f.dot for f in frames))
     svgs, dots = (None, uniq) if layout == "browser" else (dots_to_svgs(uniq), None)
     index = {d: k for k, d in enumerate(uniq)}
@@ -101,6 +98,14 @@ def payload(frames: list[Frame], *, labels: dict, start: int = 0, speed: float =
     }
 
 
+def laid_out(frames: list[Frame], **kw) -> dict:
+    """``payload`` laid out where ``layout_mode()`` says; by the browser when ``dot`` is there but fails on these figures."""
+    try:
+        return payload(frames, layout=layout_mode(), **kw)
+    except RuntimeError:
+        return payload(frames, layout="browser", **kw)
+
+
 def labels(tr) -> dict:
     """The player's words in the chosen language (``tr(en, zh)``)."""
     return {"first": tr("first step", "第一步"), "back": tr("back", "上一步"), "next": tr("next", "下一步"),
@@ -113,7 +118,8 @@ def labels(tr) -> dict:
             "keys": tr("Keys: ← → step · space play/pause · Home / End", "按键：← → 单步 · 空格 播放/暂停 · Home / End")}
 
 
-def _tr(lang: str):
+def tr_for(lang: str):
+    """``tr(en, zh)`` for a fixed language (outside the app, which has ``ui.tr``)."""
     return lambda en, zh: zh if lang == "zh" else en
 
 
@@ -157,7 +163,7 @@ def standalone_html(data: dict, *, title: str, desc: str, lang: str) -> str:
     legend = [("accepted", "accepted", "已接受"), ("rejected", "rejected", "已拒绝"), ("compared", "being compared", "比较中"),
               ("current", "current", "当前"), ("bonus", "bonus", "bonus"), ("discarded", "discarded", "丢弃"),
               ("pending", "pending", "待定")]
-    tr = _tr(lang)
+    tr = tr_for(lang)
     page = {"lang": "zh-CN" if lang == "zh" else "en", "title": title, "desc": desc, "player": data,
             "legend": [[PALETTE[k], text_on(PALETTE[k]), tr(en, zh)] for k, en, zh in legend]}
     wasm = data.get("dots") is not None

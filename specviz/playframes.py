@@ -10,10 +10,11 @@ against the reference (``tests/test_frame_truth.py``).
 """
 from __future__ import annotations
 
-from specviz import captions, steps
+from specviz import algorithms, captions, player, sibling_scan, steps
 from specviz.events import AcceptTest, Cap, Commit, Compare, Finalize, Residual, Terminal
+from specviz.frames import replay
 from specviz.render import sampling_charts as sc
-from specviz import player
+from specviz.render.tree import tree_dot
 
 _TERMS = {"bonus": ("bonus", "bonus（奖励 token）"), "accepted": ("accepted", "已接受"), "rejected": ("rejected", "已拒绝"),
           "root": ("root", "根节点")}
@@ -25,8 +26,11 @@ def _tr(lang: str, en: str, zh: str, **fmt) -> str:
 
 
 def _term(lang: str, key: str) -> str:
-    en, zh = _TERMS[key]
-    return zh if lang == "zh" else en
+    return _tr(lang, *_TERMS[key])
+
+
+def _word(vocab: list, v: int) -> str:
+    return vocab[v] if 0 <= v < len(vocab) else str(v)
 
 
 def dspark_step_values(typed_seen) -> dict:
@@ -61,9 +65,7 @@ def dspark_frames(s, run, lang: str = "en") -> list:
     tests = {e.node: e for e in typed if isinstance(e, AcceptTest)}
     slot_names = ["anchor"] + [f"t={j}" for j in range(1, T)]
     tp_ids = [int(x) for x in run.inputs["target_predict"][0]] if greedy else None
-
-    def word(v):
-        return vocab[v] if 0 <= v < len(vocab) else str(v)
+    word = lambda v: _word(vocab, v)  # noqa: E731
 
     def frame(k: int) -> player.Frame:
         seen = typed[:k]
@@ -148,9 +150,7 @@ def array_rows(arrays: dict, seen, vocab: list, lang: str = "en", compact: bool 
     rows = [player.Row("accept_index", [(v, "current" if ("accept_index", j) in last else ("accepted" if v >= 0 else "pending"),
                                          f"accept_index[0][{j}] = {v}") for j, v in enumerate(ai)])]
     written = {i for e in seen for (name, i, _) in e.writes if name == "predicts"}
-
-    def word(v):
-        return vocab[v] if 0 <= v < len(vocab) else str(v)
+    word = lambda v: _word(vocab, v)  # noqa: E731
 
     if compact:
         rows.append(player.Row(_tr(lang, "predicts (rows written)", "predicts（已写入的行）"),
@@ -199,12 +199,10 @@ def chain_test_cells(ev: AcceptTest, lang: str = "en") -> tuple:
 
 def chain_frames(s, run, lang: str = "en") -> list:
     """Every step of chain rejection sampling (request 0) as player frames, in ``lang``."""
-    from specviz.frames import replay
-
     req = s.requests[0]
     vocab = list(s.vocab)
     N = len(req.chain)
-    events = [e for e in run.trace.events]
+    events = list(run.trace.events)
     typed = steps.typed_events(events)
     arrays = [f.arrays for f in replay(run.trace)]
     tests = {e.node: e for e in typed if isinstance(e, AcceptTest) and e.request == 0}
@@ -259,9 +257,6 @@ def chain_frames(s, run, lang: str = "en") -> list:
 def greedy_frames(s, run, lang: str = "en", b: int = 0) -> list:
     """Every step of request ``b``'s greedy walk as player frames, in ``lang`` (the tree, accept_index,
     predicts, target_predict and the counts after each of the request's events)."""
-    from specviz.frames import replay
-    from specviz.render.tree import tree_dot
-
     tree = s.tree(b)
     n, W = tree.n, s.width
     labels = [s.label(t) for t in tree.tokens]
@@ -324,8 +319,6 @@ def greedy_frames(s, run, lang: str = "en", b: int = 0) -> list:
 def sibling_rows(s, parent: int, p_row, tokens, lang: str = "en") -> list:
     """The siblings under ``parent`` as the kernel scans them with coin u[parent]: per sibling its bucket, the
     rule that decided it and its verdict (``specviz.sibling_scan``, the reference's float32 order of tests)."""
-    from specviz import sibling_scan
-
     sibs = s.tree(0).children(parent)
     coin = float(s.requests[0].coins[parent])
     rows = sibling_scan.scan_level(p_row, [tokens[c] for c in sibs], sibs, coin, threshold_single=s.threshold_single,
@@ -337,8 +330,6 @@ def sibling_rows(s, parent: int, p_row, tokens, lang: str = "en") -> list:
 
 def target_only_frames(s, run, lang: str = "en") -> list:
     """Every step of target-only tree sampling (request 0) as player frames, in ``lang``."""
-    from specviz.frames import replay
-
     req = s.requests[0]
     vocab = list(s.vocab)
     tree = s.tree(0)
@@ -408,8 +399,6 @@ def target_only_frames(s, run, lang: str = "en") -> list:
 def frames_for(s, run, lang: str = "en") -> list:
     """The player's frames of any scenario, as its page shows them: the greedy walk (every request's in
     turn), chain rejection, target-only tree sampling or DSpark (request 0)."""
-    from specviz import algorithms
-
     alg = algorithms.get(s.algorithm)
     if alg.family == "dspark":
         return dspark_frames(s, run, lang)

@@ -1,13 +1,11 @@
 // The step player: one module for every host (the app, the exported HTML file, the Jupyter widget).
-// svMount(root, D, host) builds the player inside ``root`` from the data ``D`` (specviz.player.payload:
-// frames with caption, value rows and table, figures as SVG texts or DOT texts) and returns
-// {update(D), destroy()}. Everything in D is data: it reaches the page only through textContent,
-// setAttribute and <img> (an SVG shown by <img> runs no script). Hosts pass:
-//   host.onStep(k)     the step shown changed by the viewer (debounced by the host if it costs a round trip)
+// svMount(root, D, host) builds the player inside ``root`` from ``D`` (specviz.player.payload) and returns
+// {update(D), go(k), step(), destroy()}. Everything in D is data: it reaches the page only through
+// textContent, setAttribute and <img> (an SVG shown by <img> runs no script). Hosts pass:
+//   host.onStep(k, playing)  the step shown changed by the viewer (debounced by the host if it costs a round trip)
 //   host.keys          the element whose keydown events step this player (default: root's document)
 //   host.graphviz()    a promise of Graphviz in WebAssembly (for D.dots), or undefined
 //   host.layoutCache   a Map(DOT text -> data URL) shared by players of one page
-//   host.onResize()    after the figure changed size
 // Graphviz in WebAssembly from ``src`` (a script URL of the host: the app's server, or the package's file
 // the Jupyter kernel sent): one <script> per page, loaded once; resolves to the Graphviz object.
 let svGraphvizLoad = null;
@@ -107,8 +105,7 @@ export function svMount(root, D, host) {
   function fitFigure() {
     // Keep the whole picture inside the window (a projector is 720 px tall): the window's height minus
     // where the picture starts on the page and a small margin.
-    let vh = win.innerHeight, top = img.getBoundingClientRect().top;
-    if (host.viewport) { const v = host.viewport(img); vh = v[0]; top = v[1]; }
+    const vh = win.innerHeight, top = img.getBoundingClientRect().top;
     const room = Math.max(Math.round(vh * 0.4), Math.round(vh - top - 14));
     img.style.maxHeight = room + "px";
     // A small tree on a large screen grows (up to 1.6x) to use the room, but never past it, and never
@@ -118,9 +115,8 @@ export function svMount(root, D, host) {
       img.style.height = Math.max(40, Math.min(room, Math.round(img.naturalHeight * 1.6), byWidth)) + "px";
     }
   }
-  const resize = () => { fitFigure(); if (host.onResize) host.onResize(wrap); };
-  img.addEventListener("load", resize);
-  win.addEventListener("resize", resize);
+  img.addEventListener("load", fitFigure);
+  win.addEventListener("resize", fitFigure);
 
   // -- figures: SVG laid out by the server (D.svgs) or DOT laid out here by Graphviz in WebAssembly --
   function layout(gv, k) {
@@ -176,13 +172,13 @@ export function svMount(root, D, host) {
                          () => { pending = false; figState("error"); });
   }
 
-  function chip(text, state, title) {
-    const s = mk("span", "chip");
-    const c = D.colors[state] || D.colors.pending;
-    s.style.background = c[0]; s.style.color = c[1];
-    s.textContent = text;
-    if (title) s.title = title;
-    return s;
+  // A chip or a table cell: its text, its state's colours (a chip without a known state is pending), its hover.
+  function cell(el, text, state, title) {
+    const c = D.colors[state] || (el.className === "chip" ? D.colors.pending : null);
+    if (c) { el.style.background = c[0]; el.style.color = c[1]; }
+    el.textContent = text;
+    if (title) el.title = title;
+    return el;
   }
 
   function draw() {
@@ -202,7 +198,7 @@ export function svMount(root, D, host) {
       if (r.code !== undefined) { const c = mk("span", "code"); c.textContent = r.code; row.appendChild(c); }
       for (const ch of (r.chips || [])) {
         if (typeof ch === "string") { const t = mk("span"); t.textContent = ch; row.appendChild(t); }
-        else row.appendChild(chip(ch[0], ch[1], ch[2]));
+        else row.appendChild(cell(mk("span", "chip"), ch[0], ch[1], ch[2]));
       }
       box.appendChild(row);
     }
@@ -212,13 +208,7 @@ export function svMount(root, D, host) {
       const tbl = mk("table", "tbl", {"data-sv-table": ""});
       f.table.forEach((cells, i) => {
         const tr = mk("tr");
-        for (const [text, state, title] of cells) {
-          const td = mk(i === 0 ? "th" : "td");
-          td.textContent = text;
-          if (state && D.colors[state]) { td.style.background = D.colors[state][0]; td.style.color = D.colors[state][1]; }
-          if (title) td.title = title;
-          tr.appendChild(td);
-        }
+        for (const [text, state, title] of cells) tr.appendChild(cell(mk(i === 0 ? "th" : "td"), text, state, title));
         tbl.appendChild(tr);
       });
       box.appendChild(tbl);
@@ -285,14 +275,14 @@ export function svMount(root, D, host) {
 
   setData(D);
   draw();
-  resize();
+  fitFigure();
   return {
     update(d) {  // new data: new frames, or the same frames at a step the server asked for
       if (playing) { playing = false; clearTimeout(timer); timer = null; }
-      setData(d); draw(); resize();
+      setData(d); draw(); fitFigure();
     },
     go(k) { go(k, true); },
     step() { return cur; },
-    destroy() { stop(); keys.removeEventListener("keydown", onKey, true); win.removeEventListener("resize", resize); wrap.remove(); },
+    destroy() { stop(); keys.removeEventListener("keydown", onKey, true); win.removeEventListener("resize", fitFigure); wrap.remove(); },
   };
 }

@@ -1,10 +1,6 @@
-// The step player's host in the app: the module behind the Streamlit Custom Components v2 component
-// "specviz.player" (specviz/ui/player.py registers a two-line loader that imports this file from the
-// app's own server, once a tab). A rerun sends {digest, start} and, only when this tab does not hold
-// them yet, the frames (data.z: the player's data as gzip + base64; figures compress ~15x). The tab
-// keeps them by digest, so a rerun that does not change the frames sends none and keeps the step on
-// screen. The step goes back as the component's state "step" once the viewer stops on it (never
-// while playing), so the page's share link, language switch and exports follow the step shown.
+// The step player's host in the app (the component "specviz.player" of specviz/ui/player.py, which says
+// what goes back and forth). A rerun sends {digest, start} and, only when this tab does not hold them
+// yet, the frames (data.z: gzip + base64); the tab keeps them by digest.
 import {svGraphviz, svMount} from "./player.js";
 
 const DATA = new Map();  // digest -> the player's data, for this tab

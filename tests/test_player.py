@@ -80,7 +80,7 @@ def test_table_is_optional_and_cells_are_written_as_text():
     html = _html([player.Frame(dot=dot, caption="c")])
     assert _data(html)["frames"][0]["table"] is None
     script = player.asset("player.js")
-    assert "td.textContent = text" in script and "innerHTML" not in script and "insertAdjacentHTML" not in script
+    assert "el.textContent = text" in script and "innerHTML" not in script and "insertAdjacentHTML" not in script
 
 
 def test_second_figure_is_optional_deduplicated_and_an_image():

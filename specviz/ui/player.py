@@ -1,17 +1,11 @@
 """The step player in the app: a Streamlit Custom Components v2 component around the one player
-module (``static/player.js``, the same the HTML export and the Jupyter widget use; ``specviz.player``
-builds its data from ``playframes``' frames; the host module is ``static/player_streamlit.js``).
+module (``static/player.js``, hosted by ``static/player_streamlit.js``; data from ``specviz.player``).
 
-Every frame goes to the browser at once and stepping happens there: a click on step / back / first /
-last / play / the scrubber, or the keys ←, →, space, Home, End anywhere on the page, redraws the frame
-with no server round trip. The module is registered once; a rerun sends the frames only when this
-session's browser does not hold them yet (``{digest, start}`` otherwise: a rerun that does not change
-the frames keeps the step on screen). The step shown is the component's state ``step``: when the
-viewer stops on a step the page's ``ui.step(key)`` follows (share link, language switch, the
-sidebar's figure export). Figures are SVG laid out by ``dot`` here, or DOT texts laid out by
-Graphviz in WebAssembly; the modules and Graphviz are served by the app itself (``static/`` beside
-``app.py``, ``server.enableStaticServing``); a figure is shown only through ``<img>``. Components run in the app's
-page (no iframe): the module writes every text with ``textContent`` and never parses data as markup.
+Every frame goes to the browser at once and stepping happens there, with no server round trip. A
+rerun sends the frames only when this session's browser does not hold them yet (``{digest, start}``
+otherwise, so the step on screen stays). When the viewer stops on a step, the component's state
+``step`` makes the page's ``ui.step(key)`` follow (share link, language switch, figure export).
+Components run in the app's page (no iframe): the module writes every text with ``textContent``.
 
     player.show(frames, key="greedy", start=ui.step("greedy"))
 """
@@ -24,31 +18,24 @@ import json
 import threading
 from collections import OrderedDict
 
-from specviz.player import Frame, Row, labels, layout_mode, payload  # noqa: F401  (pages use player.Frame, player.Row)
+from specviz.player import Frame, Row, labels, laid_out, layout_mode  # noqa: F401  (pages use player.Frame, player.Row)
 
 _COMPONENT = None
 _LOCK = threading.Lock()
 
 
-def static_url(name: str) -> str:
-    """The path of a file of ``static/`` (beside ``app.py``) on the app's own server (Streamlit's static
-    file serving, ``server.enableStaticServing``: .streamlit/config.toml and ``specviz app`` set it)."""
-    import streamlit as st
-
-    root = (st.get_option("server.baseUrlPath") or "").strip("/")
-    return ("/" + root if root else "") + f"/app/static/{name}"
-
-
 def component():
-    """The player component, registered once per process. Its code is a loader of the player's host module
-    (``static/player_streamlit.js``, which imports ``static/player.js``) from the app's own server: the
-    browser fetches them once a tab, and a rerun carries only the component's data."""
+    """The player component, registered once per process: a loader of ``static/player_streamlit.js`` from
+    the app's own server (fetched once a tab; a rerun carries only the component's data)."""
     global _COMPONENT
     with _LOCK:
         if _COMPONENT is None:
             import streamlit as st
 
-            url = json.dumps(static_url("player_streamlit.js"))  # our server's path, not data
+            # static/ beside app.py, served by Streamlit (server.enableStaticServing: .streamlit/config.toml and
+            # `specviz app` set it); our server's path, not data
+            root = (st.get_option("server.baseUrlPath") or "").strip("/")
+            url = json.dumps(("/" + root if root else "") + "/app/static/player_streamlit.js")
             # (several lines: Streamlit reads a one-line string with a "/" as a file path, not inline code)
             loader = (f"export default async function (c) {{\n  const m = await import(new URL({url}, window.location.origin).href);\n"
                       "  return m.default(c);\n}\n")
@@ -83,17 +70,14 @@ _PAYLOADS_LOCK = threading.Lock()
 def _payload(frames, content_key, kwargs: dict) -> tuple[str, str]:
     """(digest, data packed as gzip + base64) of the player for ``frames``: a class asks for the same few
     again and again, so they are kept by ``content_key`` (what the frames were made from) and the other inputs."""
-    rest = (kwargs["layout"], kwargs["speed"], kwargs["present"], tuple(kwargs["links"] or ()), tuple(sorted(kwargs["labels"].items())))
+    rest = (layout_mode(), kwargs["speed"], kwargs["present"], tuple(kwargs["links"] or ()), tuple(sorted(kwargs["labels"].items())))
     key = (content_key, *rest) if content_key is not None else None
     with _PAYLOADS_LOCK:
         hit = _PAYLOADS.get(key) if key is not None else None
         if hit is not None:
             _PAYLOADS.move_to_end(key)
             return hit
-    try:
-        data = payload(frames, **kwargs)
-    except RuntimeError:  # dot is there but failed on these figures: the browser lays them out instead
-        data = payload(frames, **{**kwargs, "layout": "browser"})
+    data = laid_out(frames, **kwargs)
     raw = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     digest = hashlib.sha256(raw).hexdigest()[:32]
     packed = base64.b64encode(gzip.compress(raw, 6, mtime=0)).decode("ascii")  # SVG and DOT texts repeat: ~15x smaller
@@ -130,7 +114,7 @@ def show(frames: list[Frame], key: str, start: int = 0, links: list[str] | None 
     last = max(0, len(frames) - 1)
     start = max(0, min(last, int(start)))
     kwargs = dict(labels=labels(ui.tr), present=ui.presenting(), speed=float(st.session_state.get(f"sv_speed::{key}", 1.0)),
-                  links=links, layout=layout_mode())
+                  links=links)
     digest, packed = _payload(frames, content_key, kwargs)
     comp_key, sent_key = f"sv_player::{key}", f"sv_player_sent::{key}"
 
