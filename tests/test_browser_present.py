@@ -27,8 +27,13 @@ def _one_line(page, selector: str) -> bool:
         return e.getBoundingClientRect().height < 1.6 * lh; }""", selector)
 
 
-@pytest.mark.parametrize("lang", ["en", "zh"])
-@pytest.mark.parametrize("path,slot,name", PAGES, ids=[p for p, _, _ in PAGES])
+# The default run checks the chain page in English and DSpark in Chinese; the other two pairs are exhaustive.
+CASES = [pytest.param(*page, lang, id=f"{page[0]}-{lang}",
+                      marks=() if (page[0], lang) in {("chain_sampling", "en"), ("dspark", "zh")} else pytest.mark.exhaustive)
+         for page in PAGES for lang in ("en", "zh")]
+
+
+@pytest.mark.parametrize("path,slot,name,lang", CASES)
 def test_presentation_mode_fits_the_first_screen(browser, app_server, path, slot, name, lang, screenshot_dir):
     context = browser.new_context(viewport={"width": W, "height": H}, device_scale_factor=1)
     page = context.new_page()
