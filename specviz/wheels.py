@@ -6,6 +6,7 @@ the reference engines need one or two of its files. They are extracted once into
 """
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import zipfile
 from pathlib import Path
@@ -14,6 +15,14 @@ from pathlib import Path
 def wheel_folder() -> Path:
     """Where downloaded wheels are looked for: $SPECVIZ_WHEELS, else the repository's .wheels/."""
     return Path(os.environ.get("SPECVIZ_WHEELS") or Path(__file__).resolve().parents[1] / ".wheels")
+
+
+def installed_version(name: str) -> str:
+    """The installed distribution's version, or "unknown" when it is importable without package metadata."""
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def extract(name: str, version: str, members: tuple[str, ...]) -> tuple[Path | None, str]:

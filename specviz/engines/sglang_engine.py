@@ -12,11 +12,12 @@ execute the single files under private module names.
 from __future__ import annotations
 
 import importlib.machinery
-import importlib.metadata
 import importlib.util
 import sys
 import types
 from pathlib import Path
+
+from specviz.wheels import installed_version
 
 VERSION = "0.5.23"
 FILES = ("spec_tree.py", "reject_sampling.py")
@@ -33,10 +34,7 @@ def locate() -> tuple[Path | None, str]:
     else:
         spec = None
     if spec is not None and spec.submodule_search_locations:
-        try:
-            version = importlib.metadata.version("sglang")
-        except importlib.metadata.PackageNotFoundError:
-            version = "unknown"
+        version = installed_version("sglang")
         if version != VERSION:
             return None, f"sglang {version} is installed; the oracle needs exactly {VERSION}"
         return Path(spec.submodule_search_locations[0]), f"installed sglang {version}"

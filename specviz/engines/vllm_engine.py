@@ -37,12 +37,13 @@ main Sampler draws it).
 """
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.util
 import inspect
 import sys
 import types
 from pathlib import Path
+
+from specviz.wheels import installed_version
 
 VERSION = "0.33.0"
 FILE = "v1/sample/rejection_sampler.py"
@@ -57,10 +58,7 @@ def locate() -> tuple[Path | None, str]:
         spec = None
     if spec is None or not spec.submodule_search_locations:
         return _from_wheel()
-    try:
-        version = importlib.metadata.version("vllm")
-    except importlib.metadata.PackageNotFoundError:
-        version = "unknown"
+    version = installed_version("vllm")
     if version != VERSION:
         return None, f"vllm {version} is installed; specviz compares against exactly {VERSION}"
     path = Path(spec.submodule_search_locations[0]) / FILE
