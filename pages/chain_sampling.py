@@ -332,35 +332,42 @@ def scenario_view():
     # ---------------------------------------------------------------------------------------------
     st.header(tr("4. Monte Carlo: many rounds on the chosen backend", "4. Monte Carlo：在所选后端上重复多轮"))
 
-    m1, m2, m3 = st.columns([1, 1, 2])
-    trials, mc_seed = sampling_page.monte_carlo_size(m1, m2, s, "chain")
-    from_q = m3.toggle(tr("the Draft samples its first token from q (as a real Draft does)", "Draft 按 q 抽取第一个 token（真实 Draft 的做法）"),
-                       value=True, key="w_chain_mc_fromq")
-    # Keyed without the coins (Monte Carlo draws its own): moving a coin slider keeps the result.
-    mc_args = sampling_page.monte_carlo_gate(
-        (scenario_key(s, zero_coins=True), ui.backend(), int(trials), int(mc_seed), bool(from_q)), trials, "chain")
-    if mc_args is not None:
-        with ui.guard():
-            mc = heavy.cached("Monte Carlo", _monte_carlo, *mc_args)  # a hit at once; a miss: per-tab budget + slots
-            hc, mcol = st.columns([3, 1], gap="large")
-            with hc:
-                ui.chart(_fig("monte_carlo_svg", vocab, mc.empirical, mc.target, expected=None if from_q else mc.expected, counts=mc.counts,
-                              text={"emp": tr("Monte Carlo (first emitted token)", "Monte Carlo（首个输出 token）"),
-                                    "trials": tr("trials", "次试验"),
-                                    "p": tr("p (Target, row 0)", "p（Target，第 0 行）"),
-                                    "exp": tr("exact for a fixed draft token", "固定 Draft token 时的精确分布")}, width=660))
-            with mcol:
-                st.metric(tr("TV distance to p", "与 p 的 TV 距离"), f"{mc.tv_to_target:.4f}")
+    def monte_carlo_view():
+        """Drawn only while its box is open (``sampling_page.monte_carlo_section``)."""
+        m1, m2, m3 = st.columns([1, 1, 2])
+        trials, mc_seed = sampling_page.monte_carlo_size(m1, m2, s, "chain")
+        from_q = m3.toggle(tr("the Draft samples its first token from q (as a real Draft does)", "Draft 按 q 抽取第一个 token（真实 Draft 的做法）"),
+                           value=True, key="w_chain_mc_fromq")
+        # Keyed without the coins (Monte Carlo draws its own): moving a coin slider keeps the result.
+        mc_args = sampling_page.monte_carlo_gate(
+            (scenario_key(s, zero_coins=True), ui.backend(), int(trials), int(mc_seed), bool(from_q)), trials, "chain")
+        if mc_args is not None:
+            with ui.guard():
+                mc = heavy.cached("Monte Carlo", _monte_carlo, *mc_args)  # a hit at once; a miss: per-tab budget + slots
+                hc, mcol = st.columns([3, 1], gap="large")
+                with hc:
+                    ui.chart(_fig("monte_carlo_svg", vocab, mc.empirical, mc.target, expected=None if from_q else mc.expected, counts=mc.counts,
+                                  text={"emp": tr("Monte Carlo (first emitted token)", "Monte Carlo（首个输出 token）"),
+                                        "trials": tr("trials", "次试验"),
+                                        "p": tr("p (Target, row 0)", "p（Target，第 0 行）"),
+                                        "exp": tr("exact for a fixed draft token", "固定 Draft token 时的精确分布")}, width=660))
+                with mcol:
+                    st.metric(tr("TV distance to p", "与 p 的 TV 距离"), f"{mc.tv_to_target:.4f}")
+                    if not from_q:
+                        st.metric(tr("TV to the exact conditional", "与精确条件分布的 TV 距离"), f"{mc.tv_to_expected:.4f}")
+                    st.caption(tr("{n} trials on {b}. An exact sampler still shows TV ≈ {e:.3f} from sampling noise alone.",
+                                  "{b} 上 {n} 次试验。即使采样精确，仅采样噪声也会带来约 {e:.3f} 的 TV 距离。",
+                                  n=mc.num_trials, b=ui.backend_label(ui.backend()), e=dist.expected_tv_noise(mc.expected, mc.num_trials)))
                 if not from_q:
-                    st.metric(tr("TV to the exact conditional", "与精确条件分布的 TV 距离"), f"{mc.tv_to_expected:.4f}")
-                st.caption(tr("{n} trials on {b}. An exact sampler still shows TV ≈ {e:.3f} from sampling noise alone.",
-                              "{b} 上 {n} 次试验。即使采样精确，仅采样噪声也会带来约 {e:.3f} 的 TV 距离。",
-                              n=mc.num_trials, b=ui.backend_label(ui.backend()), e=dist.expected_tv_noise(mc.expected, mc.num_trials)))
-            if not from_q:
-                st.info(tr("With the draft token fixed to **{t}**, the output is *not* p: rejection sampling is exact only when the "
-                           "proposed token itself was drawn from q.",
-                           "若 Draft token 固定为 **{t}**，输出分布*不是* p：只有当候选 token 本身按 q 抽取时，拒绝采样才精确。",
-                           t=req.chain[1]))
+                    st.info(tr("With the draft token fixed to **{t}**, the output is *not* p: rejection sampling is exact only when the "
+                               "proposed token itself was drawn from q.",
+                               "若 Draft token 固定为 **{t}**，输出分布*不是* p：只有当候选 token 本身按 q 抽取时，拒绝采样才精确。",
+                               t=req.chain[1]))
+
+    mc_box, mc_open = sampling_page.monte_carlo_section("chain")
+    if mc_open:
+        with mc_box:
+            monte_carlo_view()
 
     ui.raw_tensors(ui.shaped({k: v for k, v in run.inputs.items()} | {k: v for k, v in run.result.items()}))
     share_ui.sidebar_controls(KEY, s, slot=SLOT, step_key=STEP, dot=chain_dot, fig=step_fig,

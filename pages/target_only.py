@@ -213,36 +213,43 @@ def scenario_view():
     # ---------------------------------------------------------------------------------------------
     st.header(tr("3. Monte Carlo: exact at thresholds 1, biased below", "3. Monte Carlo：阈值为 1 时精确，低于 1 时有偏"))
 
-    m1, m2, _ = st.columns([1, 1, 2])
-    trials, mc_seed = sampling_page.monte_carlo_size(m1, m2, s, "to")
-    # Keyed without the coins (Monte Carlo draws its own): moving a coin slider keeps the result.
-    mc_args = sampling_page.monte_carlo_gate((scenario_key(s, zero_coins=True), ui.backend(), int(trials), int(mc_seed)),
-                                             trials, "to")
-    if mc_args is not None:
-        with ui.guard():
-            mc = heavy.cached("Monte Carlo", _monte_carlo, *mc_args)  # a hit at once; a miss: per-tab budget + slots
-            exact = s.threshold_acc >= 1.0 and s.threshold_single >= 1.0
-            hc, mcol = st.columns([3, 1], gap="large")
-            with hc:
-                ui.chart(_fig("monte_carlo_svg", vocab, mc.empirical, mc.target, expected=None if exact else mc.expected, counts=mc.counts,
-                              text={"emp": tr("Monte Carlo (first emitted token)", "Monte Carlo（首个输出 token）"),
-                                    "trials": tr("trials", "次试验"),
-                                    "p": tr("p (Target, root row)", "p（Target，root 行）"),
-                                    "exp": tr("exact for these thresholds", "此阈值下的精确分布")}, width=660))
-            with mcol:
-                st.metric(tr("TV distance to p", "与 p 的 TV 距离"), f"{mc.tv_to_target:.4f}")
-                st.metric(tr("exact TV (closed form)", "精确 TV（闭式解）"), f"{dist.total_variation(mc.expected, mc.target):.4f}")
-                st.caption(tr("{n} trials on {b}. Sampling noise alone gives TV ≈ {e:.3f}.", "{b} 上 {n} 次试验。仅采样噪声约带来 {e:.3f} 的 TV 距离。",
-                              n=mc.num_trials, b=ui.backend_label(ui.backend()), e=dist.expected_tv_noise(mc.expected, mc.num_trials)))
-            if exact:
-                st.info(tr("Thresholds are 1: the scan is an inverse-CDF draw over the siblings, and the rest of the mass comes from "
-                           "relu(p − buffer), so the first token follows p exactly.",
-                           "阈值为 1：扫描相当于在兄弟节点上做逆 CDF 采样，其余质量来自 relu(p − buffer)，因此首个 token 精确服从 p。"))
-            else:
-                st.warning(tr("threshold_acc = {a:g}, threshold_single = {s:g}: the buckets are stretched, Draft tokens win more often, "
-                              "and the output is biased away from p.",
-                              "threshold_acc = {a:g}，threshold_single = {s:g}：桶被拉长，Draft token 更容易被接受，输出偏离 p。",
-                              a=s.threshold_acc, s=s.threshold_single))
+    def monte_carlo_view():
+        """Drawn only while its box is open (``sampling_page.monte_carlo_section``)."""
+        m1, m2, _ = st.columns([1, 1, 2])
+        trials, mc_seed = sampling_page.monte_carlo_size(m1, m2, s, "to")
+        # Keyed without the coins (Monte Carlo draws its own): moving a coin slider keeps the result.
+        mc_args = sampling_page.monte_carlo_gate((scenario_key(s, zero_coins=True), ui.backend(), int(trials), int(mc_seed)),
+                                                 trials, "to")
+        if mc_args is not None:
+            with ui.guard():
+                mc = heavy.cached("Monte Carlo", _monte_carlo, *mc_args)  # a hit at once; a miss: per-tab budget + slots
+                exact = s.threshold_acc >= 1.0 and s.threshold_single >= 1.0
+                hc, mcol = st.columns([3, 1], gap="large")
+                with hc:
+                    ui.chart(_fig("monte_carlo_svg", vocab, mc.empirical, mc.target, expected=None if exact else mc.expected, counts=mc.counts,
+                                  text={"emp": tr("Monte Carlo (first emitted token)", "Monte Carlo（首个输出 token）"),
+                                        "trials": tr("trials", "次试验"),
+                                        "p": tr("p (Target, root row)", "p（Target，root 行）"),
+                                        "exp": tr("exact for these thresholds", "此阈值下的精确分布")}, width=660))
+                with mcol:
+                    st.metric(tr("TV distance to p", "与 p 的 TV 距离"), f"{mc.tv_to_target:.4f}")
+                    st.metric(tr("exact TV (closed form)", "精确 TV（闭式解）"), f"{dist.total_variation(mc.expected, mc.target):.4f}")
+                    st.caption(tr("{n} trials on {b}. Sampling noise alone gives TV ≈ {e:.3f}.", "{b} 上 {n} 次试验。仅采样噪声约带来 {e:.3f} 的 TV 距离。",
+                                  n=mc.num_trials, b=ui.backend_label(ui.backend()), e=dist.expected_tv_noise(mc.expected, mc.num_trials)))
+                if exact:
+                    st.info(tr("Thresholds are 1: the scan is an inverse-CDF draw over the siblings, and the rest of the mass comes from "
+                               "relu(p − buffer), so the first token follows p exactly.",
+                               "阈值为 1：扫描相当于在兄弟节点上做逆 CDF 采样，其余质量来自 relu(p − buffer)，因此首个 token 精确服从 p。"))
+                else:
+                    st.warning(tr("threshold_acc = {a:g}, threshold_single = {s:g}: the buckets are stretched, Draft tokens win more often, "
+                                  "and the output is biased away from p.",
+                                  "threshold_acc = {a:g}，threshold_single = {s:g}：桶被拉长，Draft token 更容易被接受，输出偏离 p。",
+                                  a=s.threshold_acc, s=s.threshold_single))
+
+    mc_box, mc_open = sampling_page.monte_carlo_section("to")
+    if mc_open:
+        with mc_box:
+            monte_carlo_view()
 
     # ---------------------------------------------------------------------------------------------
     # Not classic rejection sampling

@@ -152,8 +152,41 @@ def test_chain_player_walks_the_trace():
     assert not any("u_final" in r["label"] for r in frames[4]["rows"])  # the terminal draw appears at its step
 
 
+def _open_monte_carlo(path: str, pre: str, backend: str | None = None) -> AppTest:
+    """The page with its Monte Carlo box open (the student's one click; closed, nothing is computed)."""
+    at = AppTest.from_file(path, default_timeout=TIMEOUT)
+    at.session_state["sv_lang"] = "en"
+    at.session_state[f"w_{pre}_mc_open"] = True
+    if backend:
+        at.session_state["sv_backend"] = backend
+    at.run()
+    _clean(at)
+    return at
+
+
+@pytest.mark.parametrize("path,pre", [(CHAIN, "chain"), (TARGET_ONLY, "to")], ids=["chain", "target_only"])
+def test_the_monte_carlo_is_not_computed_until_its_box_is_opened(path, pre, monkeypatch):
+    """Issue 31: the Monte Carlo was a third of every chain edit's server CPU. Closed (the default), the page
+    runs no trial, shows no figure (nothing stale) and says it is not computed; open, it runs and shows it."""
+    from specviz import distributions as dist
+
+    calls = []
+    for name in ("chain_monte_carlo", "target_only_monte_carlo"):
+        real = getattr(dist, name)
+        monkeypatch.setattr(dist, name, lambda *a, _real=real, **k: calls.append(1) or _real(*a, **k))
+    at = _run(path)
+    at.slider(key=f"w_{pre}_coin0").set_value(0.6).run()  # an edit, box still closed
+    _clean(at)
+    assert not calls
+    assert not any(m.label == "TV distance to p" for m in at.metric)
+    assert any(c.value.startswith("Not computed yet") for c in at.caption), [c.value for c in at.caption]
+    opened = _open_monte_carlo(path, pre)
+    assert float(_metric(opened, "TV distance to p")) >= 0.0
+    assert not any(c.value.startswith("Not computed yet") for c in opened.caption)
+
+
 def test_chain_monte_carlo_matches_p():
-    at = _run(CHAIN)
+    at = _open_monte_carlo(CHAIN, "chain")
     tv = float(_metric(at, "TV distance to p"))
     assert tv < 0.05  # 4000 trials, draft token drawn from q: the output is p
 
@@ -172,7 +205,7 @@ def test_target_only_coin_moves_the_accept_to_the_sibling():
 
 
 def test_target_only_thresholds_bias_the_monte_carlo():
-    at = _run(TARGET_ONLY)
+    at = _open_monte_carlo(TARGET_ONLY, "to")
     assert float(_metric(at, "exact TV (closed form)")) == pytest.approx(0.0, abs=1e-6)
     at.slider(key="w_to_tacc").set_value(0.5).run()
     _clean(at)
@@ -282,10 +315,7 @@ def _backend_or_skip(name: str) -> None:
 
 def test_chain_monte_carlo_runs_on_the_torch_backend():
     _backend_or_skip("torch")
-    at = AppTest.from_file(CHAIN, default_timeout=TIMEOUT)
-    at.session_state["sv_backend"] = "torch"
-    at.run()
-    _clean(at)
+    at = _open_monte_carlo(CHAIN, "chain", backend="torch")
     assert float(_metric(at, "TV distance to p")) < 0.05
     assert any("on torch" in c.value for c in at.caption)
 
@@ -298,10 +328,7 @@ def test_triton_interpreter_monte_carlo_waits_for_the_button(path, pre):
 
     if "interpreter" not in backend_label("triton"):
         pytest.skip("triton runs on a GPU here: the Monte Carlo runs at once")
-    at = AppTest.from_file(path, default_timeout=TIMEOUT)
-    at.session_state["sv_backend"] = "triton"
-    at.run()
-    _clean(at)
+    at = _open_monte_carlo(path, pre, backend="triton")
     assert not any(m.label == "TV distance to p" for m in at.metric)
     assert at.button(key=f"w_{pre}_mc_go").label == "Run 100 trials"
 

@@ -41,7 +41,9 @@ def test_a_cached_monte_carlo_never_waits_for_another_tabs_slot(page, coin):
 
     from specviz.ui import heavy
 
-    at = AppTest.from_file(str(ROOT / "pages" / f"{page}.py"), default_timeout=120).run()  # computes + caches it
+    at = AppTest.from_file(str(ROOT / "pages" / f"{page}.py"), default_timeout=120)
+    at.session_state["w_chain_mc_open"] = True  # the Monte Carlo's box open (closed, nothing is computed)
+    at.run()  # computes + caches it
     assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
     release, threads = _hold_every_slot(heavy)
     try:

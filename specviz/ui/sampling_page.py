@@ -152,3 +152,18 @@ def monte_carlo_gate(mc_args: tuple, trials: int, prefix: str) -> tuple | None:
         st.session_state[ran] = mc_args
         st.rerun()
     return None
+
+
+def monte_carlo_section(prefix: str):
+    """The Monte Carlo's box (key ``w_{prefix}_mc_open``): ``(box, open)``. Closed by default: nothing is
+    computed while it is closed (it was a third of a chain edit's server CPU, issue 31), and the caption
+    under it says so (no stale figure). One click opens it and runs the trials; open, it stays open, and
+    an edit that cannot change the result (a coin: not in the key) is a cache hit."""
+    box, is_open = ui.lazy_expander(ui.tr("Run the Monte Carlo and show its histogram", "运行 Monte Carlo 并显示直方图"),
+                                    f"w_{prefix}_mc_open", icon=":material/casino:")
+    if not is_open:
+        st.caption(ui.tr("Not computed yet: open the box above to run it on {b} with the current inputs "
+                         "(while it stays open, it follows every later edit).",
+                         "尚未计算：展开上面的框，即在 {b} 上按当前输入运行（保持展开时，之后的每次修改都会重新计算）。",
+                         b=ui.backend_label(ui.backend())))
+    return box, is_open
