@@ -124,6 +124,27 @@ def scenario_view():
         _store(build, err_key=TEXT_ERR)
         st.session_state[TEXT_OK] = ui.scenario_version(SLOT) != before
 
+    # Structural edits are callbacks (on_change / on_click): the click's one fragment run draws the
+    # edited scenario; a value read after the widget and a rerun_view() cost a second run (issue 31).
+    def _on_token(sl: int, wkey: str):
+        def cb():
+            value = st.session_state[wkey]
+            _store(lambda cur: edits.set_fields(cur, 0, chain=[*cur.requests[0].chain[:sl], value, *cur.requests[0].chain[sl + 1:]]))
+        return cb
+
+    def _add_slot(cur):
+        """One more draft slot: it proposes the first token, its q copies the last p row, its own p row is uniform."""
+        r, V = cur.requests[0], len(cur.vocab)
+        rows = _p_rows(cur)
+        uni = [round(1.0 / V, 6)] * V
+        return edits.set_fields(cur, 0, chain=list(r.chain) + [cur.vocab[0]], target_probs=rows + [uni],
+                                draft_probs=[list(x) for x in r.draft_probs] + [list(rows[-1])], coins=list(r.coins) + [0.5])
+
+    def _drop_slot(cur):
+        r = cur.requests[0]
+        return edits.set_fields(cur, 0, chain=list(r.chain)[:-1], target_probs=_p_rows(cur)[:-1],
+                                draft_probs=[list(x) for x in r.draft_probs][:-1], coins=list(r.coins)[:-1])
+
     def _set_coin0(value: float):
         def cb():
             _store(lambda cur: edits.set_coin(cur, 0, value))
@@ -139,7 +160,6 @@ def scenario_view():
         with col_chain:
             st.markdown(tr("**Draft chain** (root R first; slot *s* holds draft *s*)", "**Draft 链**（首位是 root R；位置 *s* 是第 *s* 个 Draft）"))
             PER_ROW = 4  # a select box narrower than this cannot show its token
-            new_chain = list(req.chain)
             for start in range(0, N, PER_ROW):
                 ccols = st.columns(PER_ROW)
                 for j, sl in enumerate(range(start, min(N, start + PER_ROW))):
@@ -148,22 +168,10 @@ def scenario_view():
                             markup.big_cell(tr("root", "根节点"), req.chain[0])
                         continue
                     k = _synced(f"w_chain_tok{sl}", req.chain[sl])
-                    new_chain[sl] = ccols[j].selectbox(tr("slot {s}", "位置 {s}", s=sl), vocab, key=k)
-            if new_chain != list(req.chain):
-                if _update_request(chain=new_chain):
-                    ui.rerun_view()
+                    ccols[j].selectbox(tr("slot {s}", "位置 {s}", s=sl), vocab, key=k, on_change=_on_token(sl, k))
             b1, b2, _ = st.columns([1, 1, 2])
-            if b1.button(tr("+ slot", "+ 位置"), key="w_chain_add", disabled=N >= 8):
-                uni = [round(1.0 / len(vocab), 6)] * len(vocab)
-                ok = _update_request(chain=list(req.chain) + [vocab[0]], target_probs=[list(r) for r in p_rows] + [uni],
-                                     draft_probs=[list(r) for r in req.draft_probs] + [list(p_rows[-1])],
-                                     coins=list(req.coins) + [0.5])
-                if ok:
-                    ui.rerun_view()
-            if b2.button(tr("− slot", "− 位置"), key="w_chain_del", disabled=N <= 2):
-                if _update_request(chain=list(req.chain)[:-1], target_probs=[list(r) for r in p_rows][:-1],
-                                   draft_probs=[list(r) for r in req.draft_probs][:-1], coins=list(req.coins)[:-1]):
-                    ui.rerun_view()
+            b1.button(tr("+ slot", "+ 位置"), key="w_chain_add", disabled=N >= 8, on_click=_store, args=(_add_slot,))
+            b2.button(tr("− slot", "− 位置"), key="w_chain_del", disabled=N <= 2, on_click=_store, args=(_drop_slot,))
 
         with col_coins:
             st.markdown(tr("**Coins** u ∈ [0, {m}] — one per draft slot, plus u_final for the terminal draw",

@@ -105,6 +105,28 @@ def test_chain_coin_across_p_over_q_flips_the_verdict():
     assert coins == [0.5]
 
 
+def test_a_chain_structural_edit_is_one_run_of_the_page(monkeypatch):
+    """Issue 31: "+ slot", "- slot" and a slot's token were read after their widget and followed by a
+    rerun, so each click ran the page's scenario view twice. As callbacks, each click is one run that draws
+    the edited scenario."""
+    from specviz.ui import sampling_page
+
+    runs = []
+    real = sampling_page.require_algorithm
+    monkeypatch.setattr(sampling_page, "require_algorithm", lambda *a, **k: runs.append(1) or real(*a, **k))
+    at = _run(CHAIN)
+    for act, want in ((lambda: at.button(key="w_chain_add").click(), ["R", "A", "A"]),
+                      (lambda: at.selectbox(key="w_chain_tok2").set_value("C"), ["R", "A", "C"]),
+                      (lambda: at.button(key="w_chain_del").click(), ["R", "A"])):
+        runs.clear()
+        act().run()
+        _clean(at)
+        chain = json.loads(at.session_state["sv_scn::chain"])["requests"][0]["chain"]
+        assert chain == want
+        assert len(runs) == 1, f"{len(runs)} runs of the scenario view for one click"
+    assert [s.value for s in at.selectbox if s.key and s.key.startswith("w_chain_tok")] == ["A"]
+
+
 def test_chain_quick_buttons_and_randomise_update_the_coins():
     at = _run(CHAIN)
     at.button(key="w_chain_q1").click().run()
