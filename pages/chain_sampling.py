@@ -56,10 +56,18 @@ def scenario_view():
     sampling_page.require_algorithm(s, KEY, SLOT, STEP, ("chain_rejection",), "pq_example",
                                    ("Load the p/q example", "加载 p/q 示例"), "w_chain_reset")
 
+    def _p_rows(sc_) -> list[list[float]]:
+        """p as given, or derived from target_logits (temperature, top-k, top-p) when the scenario gives logits."""
+        r = sc_.requests[0]
+        return [list(map(float, row)) for row in (r.target_probs if r.target_probs is not None else sc_.target_probs(0).tolist())]
+
     req = s.requests[0]
     vocab = list(s.vocab)
     N = len(req.chain)
     VER = ui.scenario_version(SLOT)
+    # The p/q tables and text boxes are rebuilt from the scenario when p or q change, not on every
+    # scenario version: a coin edit reruns only coin_view below, so VER moves on without this part.
+    PQ = sampling_page.content_version("chain_pq", _p_rows(s), req.draft_probs)
     walk_box = st.container()  # the key picture first (filled once the run is known); editing below it
     # The page's explanation under the key picture (a projector has 720 px: the picture comes first).
     st.caption(tr(
@@ -71,12 +79,6 @@ def scenario_view():
         "SGLang 0.5.23 还要求 **0 < q ≤ 1**，所以 q = 0 的候选总被拒绝。"
         "第一次拒绝即停止：从归一化的 **max(p − q, 0)**（residual）采样修正 token。若全部 Draft 被接受，"
         "**bonus** 直接从 Target 分布 p 采样。"))
-
-    def _p_rows(sc_) -> list[list[float]]:
-        """p as given, or derived from target_logits (temperature, top-k, top-p) when the scenario gives logits."""
-        r = sc_.requests[0]
-        return [list(map(float, row)) for row in (r.target_probs if r.target_probs is not None else sc_.target_probs(0).tolist())]
-
 
     p_rows = _p_rows(s)
 
@@ -150,6 +152,97 @@ def scenario_view():
             _store(lambda cur: edits.set_coin(cur, 0, value))
         return cb
 
+    # Everything that depends on the coins is this inner fragment: a coin edit reruns it alone (the player,
+    # the end state, the share link), not the slot boxes, the p/q tables, the mass check or the Monte Carlo
+    # (coins are not among their inputs). It writes into containers of the outer fragment (Streamlit keeps
+    # such writes in place on its reruns); an edit in the outer fragment reruns both.
+    @st.fragment
+    def coin_view(coins_box, walk_box, end_box):
+        s = ui.scenario(SLOT)
+        req = s.requests[0]
+        N = len(req.chain)
+        VER = ui.scenario_version(SLOT)
+        p_rows = _p_rows(s)
+
+        def _synced(wkey: str, current):
+            return ui.synced_key(wkey, current, VER)
+
+        with coins_box:
+            st.markdown(tr("**Coins** u ∈ [0, {m}] — one per draft slot, plus u_final for the terminal draw",
+                           "**随机数** u ∈ [0, {m}]：每个 Draft 位置一个，另有终止采样用的 u_final", m=MAX_COIN))
+            for i in range(N - 1):
+                k = _synced(f"w_chain_coin{i}", float(req.coins[i]))
+                st.slider(tr("u[{i}]  (slot {s})", "u[{i}]  （位置 {s}）", i=i, s=i + 1), 0.0, MAX_COIN, step=COIN_STEP, key=k, on_change=_on_coin(i), format=COIN_FORMAT)
+            k = _synced("w_chain_coin_final", float(req.coin_final))
+            st.slider("u_final", 0.0, MAX_COIN, step=COIN_STEP, key=k, on_change=_on_coin(-1), format=COIN_FORMAT)
+            r1, r2 = st.columns([1, 1])
+            r1.number_input(tr("seed", "种子"), 0, 10**6, 0, key="w_chain_seed")
+            r2.button(tr("randomise coins", "随机生成"), key="w_chain_rand", on_click=_randomise, width="stretch", icon=":material/casino:")
+            st.caption(tr("Try u[0]:", "试试 u[0]："))
+            qc = st.columns(3)
+            qc[0].button(tr(".4 accept", ".4 接受"), key="w_chain_q1", on_click=_set_coin0(0.4), width="stretch",
+                         help=tr(".4 × .6 = .24 < .3", ".4 × .6 = .24 < .3"))
+            qc[1].button(tr(".5 edge", ".5 边界"), key="w_chain_q2", on_click=_set_coin0(0.5), width="stretch",
+                         help=tr(".5 × .6 = .3 is not < .3: the test is strict", ".5 × .6 = .3 不小于 .3：严格不等式"))
+            qc[2].button(tr(".7 reject", ".7 拒绝"), key="w_chain_q3", on_click=_set_coin0(0.7), width="stretch",
+                         help=tr(".7 × .6 = .42 ≥ .3", ".7 × .6 = .42 ≥ .3"))
+            ui.show_deferred_error("sv_chain_err")
+
+        # ---------------------------------------------------------------------------------------------
+        # The run, step by step
+        # ---------------------------------------------------------------------------------------------
+        run = sampling_page.replay(s, KEY, SLOT, STEP)
+        if run is None:
+            return
+
+        # Every frame and caption of the player is a pure function of the one replay (specviz.playframes).
+        views = playframes.chain_frames(s, run, ui.lang())
+        cur = sampling_page.step_player(views, walk_box, ("The Accept, step by step", "逐步执行 Accept"), key=KEY,
+                                        slot=SLOT, step_key=STEP, version_key="sv_chain_step_ver")
+        events = run.trace.events
+        test_of = {e.node: e.data for e in events if e.kind == "accept_test"}
+        res_ev = next((e for e in events if e.kind == "residual"), None)
+        term_ev = next((e for e in events if e.kind == "terminal"), None)
+        chain_dot = views[cur].dot
+
+        with end_box:
+            st.header(tr("2. The end state: every slot at once", "2. 最终结果：所有位置一览"))
+            sampling_page.end_state_note()
+            step_fig = step_fig_what = None  # the terminal draw, for the export box
+            if res_ev is not None and term_ev is not None:
+                k = res_ev.node
+                full = res_ev.data.get("q") is None
+                src = wording.residual_source(res_ev.data.get("source_code"), ui.lang(), fallback=md(res_ev.data["source"]))
+                st.markdown(tr("**Terminal draw at row {k}** ({src})", "**第 {k} 行的终止采样**：{src}", k=k, src=src))
+                res_args = (vocab, p_rows[k], None if full else req.draft_probs[k])
+                res_kw = dict(coin_final=req.coin_final, chosen=term_ev.data["token"], bonus_from_p=full,
+                              text={"norm": tr("normalised", "归一化"), "cdf": tr("terminal draw", "终止采样"),
+                                    "p": tr("p (target)", "p（Target）"), "q": tr("q (draft)", "q（Draft）")})
+                step_fig = lambda: sc.residual_figure(*res_args, **res_kw)  # noqa: E731  (built only for a chart export)
+                step_fig_what = tr("The terminal draw at row {k}", "第 {k} 行的终止采样", k=k)
+                ui.chart(_fig("residual_svg", *res_args, **res_kw))
+
+            # Summary of every slot at once.
+            rows = []
+            for j in range(1, N):
+                d = test_of.get(j)
+                if d is None:
+                    rows.append({tr("slot", "位置"): j, "draft": req.chain[j], "p(x)": None, "q(x)": None, tr("accept probability", "接受概率"): None,
+                                 "u": req.coins[j - 1], "u·q": None, tr("verdict", "结果"): tr("not reached", "未到达")})
+                else:
+                    rows.append({tr("slot", "位置"): j, "draft": req.chain[j], "p(x)": d["p"], "q(x)": d["q"], tr("accept probability", "接受概率"): d["accept_prob"],
+                                 "u": d["coin"], "u·q": d["u_times_q"],
+                                 tr("verdict", "结果"): ("✔ " + ui.term("accepted")) if d["accepted"] else ("✘ " + ui.term("rejected"))})
+            st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+            c = run.commit
+            st.success(tr("Output this round: **{o}** — accept_index {ai}, accept_lens = {al}; next root **{nr}**.",
+                          "本轮输出：**{o}** — accept_index {ai}，accept_lens = {al}；下一轮 root 为 **{nr}**。",
+                          o=md(" ".join(vocab[t] for t in c.output_tokens)), ai=run.result["accept_index"][0].tolist(), al=c.accept_len,
+                          nr=md(vocab[c.next_root])))
+        ui.raw_tensors(ui.shaped({k: v for k, v in run.inputs.items()} | {k: v for k, v in run.result.items()}))
+        share_ui.sidebar_controls(KEY, s, slot=SLOT, step_key=STEP, dot=chain_dot, fig=step_fig,
+                                  dot_what=tr("The chain at step {c}", "第 {c} 步的链", c=cur), fig_what=step_fig_what)
+
     # ---------------------------------------------------------------------------------------------
     # Inputs
     # ---------------------------------------------------------------------------------------------
@@ -173,31 +266,10 @@ def scenario_view():
             b1.button(tr("+ slot", "+ 位置"), key="w_chain_add", disabled=N >= 8, on_click=_store, args=(_add_slot,))
             b2.button(tr("− slot", "− 位置"), key="w_chain_del", disabled=N <= 2, on_click=_store, args=(_drop_slot,))
 
-        with col_coins:
-            st.markdown(tr("**Coins** u ∈ [0, {m}] — one per draft slot, plus u_final for the terminal draw",
-                           "**随机数** u ∈ [0, {m}]：每个 Draft 位置一个，另有终止采样用的 u_final", m=MAX_COIN))
-            for i in range(N - 1):
-                k = _synced(f"w_chain_coin{i}", float(req.coins[i]))
-                st.slider(tr("u[{i}]  (slot {s})", "u[{i}]  （位置 {s}）", i=i, s=i + 1), 0.0, MAX_COIN, step=COIN_STEP, key=k, on_change=_on_coin(i), format=COIN_FORMAT)
-            k = _synced("w_chain_coin_final", float(req.coin_final))
-            st.slider("u_final", 0.0, MAX_COIN, step=COIN_STEP, key=k, on_change=_on_coin(-1), format=COIN_FORMAT)
-            r1, r2 = st.columns([1, 1])
-            r1.number_input(tr("seed", "种子"), 0, 10**6, 0, key="w_chain_seed")
-            r2.button(tr("randomise coins", "随机生成"), key="w_chain_rand", on_click=_randomise, width="stretch", icon=":material/casino:")
-            st.caption(tr("Try u[0]:", "试试 u[0]："))
-            qc = st.columns(3)
-            qc[0].button(tr(".4 accept", ".4 接受"), key="w_chain_q1", on_click=_set_coin0(0.4), width="stretch",
-                         help=tr(".4 × .6 = .24 < .3", ".4 × .6 = .24 < .3"))
-            qc[1].button(tr(".5 edge", ".5 边界"), key="w_chain_q2", on_click=_set_coin0(0.5), width="stretch",
-                         help=tr(".5 × .6 = .3 is not < .3: the test is strict", ".5 × .6 = .3 不小于 .3：严格不等式"))
-            qc[2].button(tr(".7 reject", ".7 拒绝"), key="w_chain_q3", on_click=_set_coin0(0.7), width="stretch",
-                         help=tr(".7 × .6 = .42 ≥ .3", ".7 × .6 = .42 ≥ .3"))
-            ui.show_deferred_error("sv_chain_err")
-
         # p / q tables
         def _table(name: str, rows, row_labels):
             df = pd.DataFrame([list(r) for r in rows], columns=vocab, index=row_labels)
-            edited = st.data_editor(df, key=f"w_chain_{name}::{VER}", width="stretch",
+            edited = st.data_editor(df, key=f"w_chain_{name}::{PQ}", width="stretch",
                                     column_config={c: st.column_config.NumberColumn(c, min_value=None, step=0.01, format="%.3f") for c in vocab})
             return [[float(v) if v == v else float("nan") for v in row] for row in edited.to_numpy().tolist()]
 
@@ -243,9 +315,9 @@ def scenario_view():
                          "因此 q = 0 且 p > 0 的候选会被接受。"))
         with st.expander(tr("Edit p and q as text (paste rows: one row per line)", "以文本编辑 p 与 q（每行一个分布）")):
             tx1, tx2 = st.columns(2)
-            tx1.text_area("target_probs (p)", dist.rows_to_text(p_rows), key=f"w_chain_ptext::{VER}", height=130)
-            tx2.text_area("draft_probs (q)", dist.rows_to_text(req.draft_probs), key=f"w_chain_qtext::{VER}", height=130)
-            st.button(tr("Apply the text", "应用文本"), key="w_chain_apply", on_click=_apply_text, args=(VER,))
+            tx1.text_area("target_probs (p)", dist.rows_to_text(p_rows), key=f"w_chain_ptext::{PQ}", height=130)
+            tx2.text_area("draft_probs (q)", dist.rows_to_text(req.draft_probs), key=f"w_chain_qtext::{PQ}", height=130)
+            st.button(tr("Apply the text", "应用文本"), key="w_chain_apply", on_click=_apply_text, args=(PQ,))
             if TEXT_ERR in st.session_state:  # this click's answer, next to the button (never in another column)
                 ui.show_deferred_error(TEXT_ERR)
                 st.caption(tr("Nothing was applied: p and q are unchanged, and your text is kept above to fix.",
@@ -254,59 +326,11 @@ def scenario_view():
                 st.success(tr("Applied: p and q now come from the text.", "已应用：p 与 q 现在来自上面的文本。"),
                            icon=":material/check:")
 
-    # ---------------------------------------------------------------------------------------------
-    # The run, step by step
-    # ---------------------------------------------------------------------------------------------
-    s = ui.scenario(SLOT)
-    req = s.requests[0]
-    p_rows = _p_rows(s)
-    run = sampling_page.replay(s, KEY, SLOT, STEP)
-    if run is None:
-        return
-
-    # Every frame and caption of the player is a pure function of the one replay (specviz.playframes).
-    views = playframes.chain_frames(s, run, ui.lang())
-    cur = sampling_page.step_player(views, walk_box, ("The Accept, step by step", "逐步执行 Accept"), key=KEY,
-                                    slot=SLOT, step_key=STEP, version_key="sv_chain_step_ver")
-    events = run.trace.events
-    test_of = {e.node: e.data for e in events if e.kind == "accept_test"}
-    res_ev = next((e for e in events if e.kind == "residual"), None)
-    term_ev = next((e for e in events if e.kind == "terminal"), None)
-    chain_dot = views[cur].dot
-
-    st.header(tr("2. The end state: every slot at once", "2. 最终结果：所有位置一览"))
-    sampling_page.end_state_note()
-    step_fig = step_fig_what = None  # the terminal draw, for the export box
-    if res_ev is not None and term_ev is not None:
-        k = res_ev.node
-        full = res_ev.data.get("q") is None
-        src = wording.residual_source(res_ev.data.get("source_code"), ui.lang(), fallback=md(res_ev.data["source"]))
-        st.markdown(tr("**Terminal draw at row {k}** ({src})", "**第 {k} 行的终止采样**：{src}", k=k, src=src))
-        res_args = (vocab, p_rows[k], None if full else req.draft_probs[k])
-        res_kw = dict(coin_final=req.coin_final, chosen=term_ev.data["token"], bonus_from_p=full,
-                      text={"norm": tr("normalised", "归一化"), "cdf": tr("terminal draw", "终止采样"),
-                            "p": tr("p (target)", "p（Target）"), "q": tr("q (draft)", "q（Draft）")})
-        step_fig = lambda: sc.residual_figure(*res_args, **res_kw)  # noqa: E731  (built only for a chart export)
-        step_fig_what = tr("The terminal draw at row {k}", "第 {k} 行的终止采样", k=k)
-        ui.chart(_fig("residual_svg", *res_args, **res_kw))
-
-    # Summary of every slot at once.
-    rows = []
-    for j in range(1, N):
-        d = test_of.get(j)
-        if d is None:
-            rows.append({tr("slot", "位置"): j, "draft": req.chain[j], "p(x)": None, "q(x)": None, tr("accept probability", "接受概率"): None,
-                         "u": req.coins[j - 1], "u·q": None, tr("verdict", "结果"): tr("not reached", "未到达")})
-        else:
-            rows.append({tr("slot", "位置"): j, "draft": req.chain[j], "p(x)": d["p"], "q(x)": d["q"], tr("accept probability", "接受概率"): d["accept_prob"],
-                         "u": d["coin"], "u·q": d["u_times_q"],
-                         tr("verdict", "结果"): ("✔ " + ui.term("accepted")) if d["accepted"] else ("✘ " + ui.term("rejected"))})
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
-    c = run.commit
-    st.success(tr("Output this round: **{o}** — accept_index {ai}, accept_lens = {al}; next root **{nr}**.",
-                  "本轮输出：**{o}** — accept_index {ai}，accept_lens = {al}；下一轮 root 为 **{nr}**。",
-                  o=md(" ".join(vocab[t] for t in c.output_tokens)), ai=run.result["accept_index"][0].tolist(), al=c.accept_len,
-                  nr=md(vocab[c.next_root])))
+    end_box = st.container()  # section 2 (the end state), drawn by coin_view
+    # Called here, at a place that does not move (its identity is its position on the page: called after
+    # the mass check, whose slot box comes and goes with N, an edit of N gave it a new identity and its
+    # writes to the sidebar failed); its own elements (the raw tensors) follow section 2.
+    coin_view(col_coins, walk_box, end_box)
 
     # ---------------------------------------------------------------------------------------------
     # The mass check
@@ -376,10 +400,6 @@ def scenario_view():
     if mc_open:
         with mc_box:
             monte_carlo_view()
-
-    ui.raw_tensors(ui.shaped({k: v for k, v in run.inputs.items()} | {k: v for k, v in run.result.items()}))
-    share_ui.sidebar_controls(KEY, s, slot=SLOT, step_key=STEP, dot=chain_dot, fig=step_fig,
-                              dot_what=tr("The chain at step {c}", "第 {c} 步的链", c=cur), fig_what=step_fig_what)
 
 
 scenario_view()

@@ -65,8 +65,10 @@ def scenario_view():
     n = len(tree.parents)
     VER = ui.scenario_version(SLOT)
     p_rows = [list(map(float, r)) for r in (req.target_probs if req.target_probs is not None else s.target_probs(0).tolist())]
+    # The p table is rebuilt from the scenario when p changes, not on every scenario version: a coin edit
+    # reruns only coin_view below, so VER moves on without this part.
+    PV = sampling_page.content_version("to_p", p_rows)
     labels = [vocab[t] for t in tree.tokens]
-    children = [tree.children(i) for i in range(n)]
     walk_box = st.container()  # the key picture first (filled once the run is known); editing below it
     # The page's explanation under the key picture (a projector has 720 px: the picture comes first).
     st.caption(tr(
@@ -119,6 +121,83 @@ def scenario_view():
         """Take the Tree builder's tree (slot "tree"); keep p rows / coins of nodes that still exist, uniform rows for new ones."""
         _store(lambda cur: edits.adopt_tree(cur, ui.scenario("tree")))
 
+    # Everything that depends on the coins is this inner fragment: a coin edit reruns it alone (the player,
+    # the end state, the share link), not the thresholds, the p table or the Monte Carlo (coins are not among
+    # their inputs). It writes into containers of the outer fragment (Streamlit keeps such writes in place on
+    # its reruns); an edit in the outer fragment reruns both.
+    @st.fragment
+    def coin_view(coins_box, walk_box, end_box):
+        s = ui.scenario(SLOT)
+        req = s.requests[0]
+        tree = s.tree(0)
+        n = len(tree.parents)
+        VER = ui.scenario_version(SLOT)
+        p_rows = [list(map(float, r)) for r in (req.target_probs if req.target_probs is not None else s.target_probs(0).tolist())]
+        labels = [vocab[t] for t in tree.tokens]
+        children = [tree.children(i) for i in range(n)]
+
+        def _synced(wkey: str, current):
+            return ui.synced_key(wkey, current, VER)
+
+        with coins_box:
+            inner = [i for i in range(n) if children[i]]
+            st.markdown(tr("**Coins**: u[i] is used for the children of node i (after node i is accepted); u_final for the terminal draw",
+                           "**随机数**：u[i] 用于节点 i 被接受后扫描其子节点；u_final 用于终止采样"))
+            with st.container(height=330 if len(inner) > 4 else "content", border=False):
+                for i in inner:
+                    k = _synced(f"w_to_coin{i}", float(req.coins[i]))
+                    st.slider(tr("u[{i}] — children of node {i} ({t})", "u[{i}] — 节点 {i}（{t}）的子节点", i=i, t=md(labels[i])), 0.0, MAX_COIN,
+                              step=COIN_STEP, key=k, format=COIN_FORMAT, on_change=_cb_set(("req", "coins", i), k))
+            k = _synced("w_to_coin_final", float(req.coin_final))
+            st.slider("u_final", 0.0, MAX_COIN, step=COIN_STEP, key=k, format=COIN_FORMAT, on_change=_cb_set(("req", "coin_final"), k))
+            r1, r2 = st.columns(2)
+            r1.number_input(tr("seed", "种子"), 0, 10**6, 0, key="w_to_seed")
+            r2.button(tr("randomise coins", "随机生成"), key="w_to_rand", on_click=_randomise, width="stretch", icon=":material/casino:")
+            ui.show_deferred_error("sv_to_err")  # a coin edit's refusal (this fragment may rerun alone)
+
+        # ---------------------------------------------------------------------------------------------
+        # The walk
+        # ---------------------------------------------------------------------------------------------
+        run = sampling_page.replay(s, KEY, SLOT, STEP)
+        if run is None:
+            return
+
+        # Every frame and caption of the player is a pure function of the one replay (specviz.playframes).
+        views = playframes.target_only_frames(s, run, ui.lang())
+        cur = sampling_page.step_player(views, walk_box, ("The sibling scan, step by step", "逐步查看兄弟节点扫描"),
+                                        key=KEY, slot=SLOT, step_key=STEP, version_key="sv_to_step_ver")
+        events = run.trace.events
+        typed = steps.typed_events(events)
+        res_ev = next((e for e in events if e.kind == "residual"), None)
+        term_ev = next((e for e in events if e.kind == "terminal"), None)
+        tree_dot = views[cur].dot
+
+        with end_box:
+            st.header(tr("2. The end state", "2. 最终结果"))
+            sampling_page.end_state_note()
+            final = steps.scan_view(typed, n, parents=tree.parents)
+            step_fig = step_fig_what = None  # the terminal draw, for the export box
+            if res_ev is not None:
+                row = final.parent
+                buf_args = (vocab, p_rows[row], run.result["draft_probs"].reshape(n, -1)[row])
+                buf_kw = dict(dist=res_ev.data["dist"], coin_final=req.coin_final if term_ev else None,
+                              chosen=term_ev.data["token"] if term_ev else None,
+                              text={"p": tr("p (Target row)", "p（Target 行）"), "buf": tr("work buffer draft_probs", "工作缓冲区 draft_probs"),
+                                    "cdf": tr("terminal draw", "终止采样")})
+                step_fig = lambda: sc.buffer_figure(*buf_args, **buf_kw)  # noqa: E731  (built only for a chart export)
+                step_fig_what = tr("Row {p}: p, the work buffer, relu(p − buffer)", "第 {p} 行：p、工作缓冲区、relu(p − buffer)", p=row)
+                st.markdown(f"**{step_fig_what}**")
+                ui.chart(_fig("buffer_svg", *buf_args, **buf_kw))
+
+            c = run.commit
+            st.success(tr("Output this round: **{o}** — accept_index {ai}, accept_lens = {al}; next root **{nr}**.",
+                          "本轮输出：**{o}** — accept_index {ai}，accept_lens = {al}；下一轮 root 为 **{nr}**。",
+                          o=md(" ".join(vocab[t] for t in c.output_tokens)), ai=run.result["accept_index"][0].tolist(), al=c.accept_len,
+                          nr=md(vocab[c.next_root])))
+        ui.raw_tensors(ui.shaped(dict(run.inputs) | dict(run.result)))
+        share_ui.sidebar_controls(KEY, s, slot=SLOT, step_key=STEP, dot=tree_dot, fig=step_fig,
+                                  dot_what=tr("The tree at step {c}", "第 {c} 步的树", c=cur), fig_what=step_fig_what)
+
     # ---------------------------------------------------------------------------------------------
     # Inputs
     # ---------------------------------------------------------------------------------------------
@@ -138,26 +217,12 @@ def scenario_view():
                      help=tr("0.5.23: accept iff p > 0 and (coin < prob_acc/t_acc or p ≥ t_single); earlier releases use <= and no p > 0 guard.",
                              "0.5.23：当 p > 0 且 (coin < prob_acc/t_acc 或 p ≥ t_single) 时接受；更早版本用 <=，且没有 p > 0 保护。"))
             st.button(tr("Use the tree from the Tree builder", "使用“构建验证树”页面的树"), key="w_to_usetree", on_click=_use_builder_tree)
-        with c_coins:
-            inner = [i for i in range(n) if children[i]]
-            st.markdown(tr("**Coins**: u[i] is used for the children of node i (after node i is accepted); u_final for the terminal draw",
-                           "**随机数**：u[i] 用于节点 i 被接受后扫描其子节点；u_final 用于终止采样"))
-            with st.container(height=330 if len(inner) > 4 else "content", border=False):
-                for i in inner:
-                    k = _synced(f"w_to_coin{i}", float(req.coins[i]))
-                    st.slider(tr("u[{i}] — children of node {i} ({t})", "u[{i}] — 节点 {i}（{t}）的子节点", i=i, t=md(labels[i])), 0.0, MAX_COIN,
-                              step=COIN_STEP, key=k, format=COIN_FORMAT, on_change=_cb_set(("req", "coins", i), k))
-            k = _synced("w_to_coin_final", float(req.coin_final))
-            st.slider("u_final", 0.0, MAX_COIN, step=COIN_STEP, key=k, format=COIN_FORMAT, on_change=_cb_set(("req", "coin_final"), k))
-            r1, r2 = st.columns(2)
-            r1.number_input(tr("seed", "种子"), 0, 10**6, 0, key="w_to_seed")
-            r2.button(tr("randomise coins", "随机生成"), key="w_to_rand", on_click=_randomise, width="stretch", icon=":material/casino:")
 
         st.markdown(tr("**p = target_probs** `[bs, n, V]`: row i is the Target distribution after node i",
                        "**p = target_probs** `[bs, n, V]`：第 i 行是节点 i 之后的 Target 分布"))
         row_labels = [tr("node {i}: after {t}", "节点 {i}：{t} 之后", i=i, t=labels[i]) for i in range(n)]
         df = pd.DataFrame(p_rows, columns=vocab, index=row_labels)
-        edited = st.data_editor(df, key=f"w_to_p::{VER}", width="stretch", height=min(440, 44 + 36 * (n + 1)),
+        edited = st.data_editor(df, key=f"w_to_p::{PV}", width="stretch", height=min(440, 44 + 36 * (n + 1)),
                                 column_config={c: st.column_config.NumberColumn(c, step=0.01, format="%.3f") for c in vocab})
         new_p = [[float(v) for v in row] for row in edited.to_numpy().tolist()]
         if new_p != p_rows:
@@ -167,46 +232,10 @@ def scenario_view():
                 ui.rerun_view()
         st.button(tr("Normalise rows (divide each row by its sum)", "归一化（每行除以其和）"), key="w_to_norm", on_click=_normalise)
 
-    # ---------------------------------------------------------------------------------------------
-    # The walk
-    # ---------------------------------------------------------------------------------------------
-    s = ui.scenario(SLOT)
-    req = s.requests[0]
-    run = sampling_page.replay(s, KEY, SLOT, STEP)
-    if run is None:
-        return
-
-    # Every frame and caption of the player is a pure function of the one replay (specviz.playframes).
-    views = playframes.target_only_frames(s, run, ui.lang())
-    cur = sampling_page.step_player(views, walk_box, ("The sibling scan, step by step", "逐步查看兄弟节点扫描"),
-                                    key=KEY, slot=SLOT, step_key=STEP, version_key="sv_to_step_ver")
-    events = run.trace.events
-    typed = steps.typed_events(events)
-    res_ev = next((e for e in events if e.kind == "residual"), None)
-    term_ev = next((e for e in events if e.kind == "terminal"), None)
-    tree_dot = views[cur].dot
-
-    st.header(tr("2. The end state", "2. 最终结果"))
-    sampling_page.end_state_note()
-    final = steps.scan_view(typed, n, parents=tree.parents)
-    step_fig = step_fig_what = None  # the terminal draw, for the export box
-    if res_ev is not None:
-        row = final.parent
-        buf_args = (vocab, p_rows[row], run.result["draft_probs"].reshape(n, -1)[row])
-        buf_kw = dict(dist=res_ev.data["dist"], coin_final=req.coin_final if term_ev else None,
-                      chosen=term_ev.data["token"] if term_ev else None,
-                      text={"p": tr("p (Target row)", "p（Target 行）"), "buf": tr("work buffer draft_probs", "工作缓冲区 draft_probs"),
-                            "cdf": tr("terminal draw", "终止采样")})
-        step_fig = lambda: sc.buffer_figure(*buf_args, **buf_kw)  # noqa: E731  (built only for a chart export)
-        step_fig_what = tr("Row {p}: p, the work buffer, relu(p − buffer)", "第 {p} 行：p、工作缓冲区、relu(p − buffer)", p=row)
-        st.markdown(f"**{step_fig_what}**")
-        ui.chart(_fig("buffer_svg", *buf_args, **buf_kw))
-
-    c = run.commit
-    st.success(tr("Output this round: **{o}** — accept_index {ai}, accept_lens = {al}; next root **{nr}**.",
-                  "本轮输出：**{o}** — accept_index {ai}，accept_lens = {al}；下一轮 root 为 **{nr}**。",
-                  o=md(" ".join(vocab[t] for t in c.output_tokens)), ai=run.result["accept_index"][0].tolist(), al=c.accept_len,
-                  nr=md(vocab[c.next_root])))
+    end_box = st.container()  # section 2 (the end state), drawn by coin_view
+    # Called here, at a place that does not move (a fragment's identity is its position on the page);
+    # its own elements (the raw tensors) follow section 2.
+    coin_view(c_coins, walk_box, end_box)
 
     # ---------------------------------------------------------------------------------------------
     # Monte Carlo
@@ -274,10 +303,6 @@ def scenario_view():
             "- 按 **Target mass 的累加和** 接受：coin < prob_acc / threshold_acc\n"
             "- 每层一个随机数，由兄弟节点共享\n- 全部失败时从 **relu(p − buffer)** 采样，buffer = 被拒兄弟的 p\n"
             "- 只有阈值为 1 时精确；buffer **不是 q**"))
-
-    ui.raw_tensors(ui.shaped(dict(run.inputs) | dict(run.result)))
-    share_ui.sidebar_controls(KEY, s, slot=SLOT, step_key=STEP, dot=tree_dot, fig=step_fig,
-                              dot_what=tr("The tree at step {c}", "第 {c} 步的树", c=cur), fig_what=step_fig_what)
 
 
 scenario_view()

@@ -79,7 +79,11 @@ def _metric(at: AppTest, label: str) -> str:
 @pytest.mark.parametrize("path", [CHAIN, TARGET_ONLY, DSPARK], ids=["chain", "target_only", "dspark"])
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_page_runs(path, lang):
-    at = _run(path, lang)
+    at = AppTest.from_file(path, default_timeout=TIMEOUT)
+    at.session_state["sv_lang"] = lang
+    at.session_state["w_chain_mc_open"] = at.session_state["w_to_mc_open"] = True  # every chart, the Monte Carlo's too
+    at.run()
+    _clean(at)
     assert not at.error, [e.value for e in at.error]
     assert len(graphs(at)) + len(at.get("plotly_chart")) >= 2, "the page draws its charts"
     if path == DSPARK:  # the match grid, out tokens and KV columns: SVG drawn on the server, no plotly script
@@ -145,7 +149,7 @@ def test_chain_bad_p_row_names_the_field_and_keeps_other_edits():
     at = _run(CHAIN)
     at.slider(key="w_chain_coin0").set_value(0.4).run()
     before = at.session_state["sv_scn::chain"]
-    ver = at.session_state["sv_ver::chain"]
+    ver = at.session_state["sv_cv::chain_pq"][1]  # the p/q boxes' key suffix (moves on when p or q change)
     at.text_area(key=f"w_chain_ptext::{ver}").set_value("0.3 0.4 0.3 0\n0.2 0.5 0.5 0")
     at.button(key="w_chain_apply").click().run()
     _clean(at)
@@ -360,7 +364,7 @@ def test_chain_semantics_switch_on_a_zero_q_proposal():
     """q(A) = 0 although the Draft proposed A (impossible for a real draft): 0.5.23 rejects (0 < q fails),
     earlier releases accept (u·0 < p = .3). A warning explains the degenerate input."""
     at = _run(CHAIN)
-    ver = at.session_state["sv_ver::chain"] if "sv_ver::chain" in at.session_state else 0
+    ver = at.session_state["sv_cv::chain_pq"][1]  # the p/q boxes' key suffix (moves on when p or q change)
     at.text_area(key=f"w_chain_qtext::{ver}").set_value("0 0.5 0.5 0")
     at.button(key="w_chain_apply").click().run()
     _clean(at)

@@ -234,3 +234,52 @@ def test_a_chain_edit_is_one_fragment_run_not_a_second_whole_app_run(app_server)
     assert len(view.labels("selectbox", "slot ")) == before + 1  # the edit happened
     assert len(view.scenario["requests"][0]["chain"]) == before + 2
     assert not view.outside_fragment, f"{view.outside_fragment} elements outside the fragment were redrawn (a whole-app rerun)"
+
+
+@pytest.mark.parametrize("page,coin,table_text", [("chain_sampling", "u[0]", "p = target_probs"),
+                                                  ("target_only", "u[0]", "p = target_probs")])
+def test_a_coin_edit_reruns_only_what_the_coins_change(app_server, page, coin, table_text):
+    """Issue 31: a coin moved reran the page's whole scenario view (slot boxes, p/q tables, mass check). The
+    coins and everything drawn from them are an inner fragment now: a coin's answer redraws the outcome and
+    the link, not the tables. An edit of the outer part ("+ slot", a threshold) still redraws everything,
+    and a coin edit after it still works (the inner fragment keeps its place and its sidebar boxes)."""
+    import asyncio
+    import random
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import websockets
+    from bench_real_class import Student, _req
+
+    async def coin_edit(s, value):
+        sl, frag = s.view.find("slider", coin)
+        s.states[sl.id] = ("double_array_value", [value])
+        return await s.rerun(frag)
+
+    async def go():
+        s = Student(app_server, 2, page, False, 0.0, random.Random(2))
+        async with websockets.connect(app_server.replace("http://", "ws://") + "/_stcore/stream", max_size=None,
+                                      subprotocols=["streamlit"]) as ws:
+            s.ws = ws
+            await s.rerun()
+            answers = [await coin_edit(s, 0.37)]
+            if page == "chain_sampling":
+                btn, frag = s.view.find("button", "+ slot")
+                outer = await s.rerun(frag, (btn.id, "trigger_value", True))
+            else:
+                sl, frag = s.view.find("slider", "threshold_acc")
+                s.states[sl.id] = ("double_array_value", [0.8])
+                outer = await s.rerun(frag)
+            answers.append(await coin_edit(s, 0.63))
+            return answers, outer
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as ex:
+        answers, outer = ex.submit(asyncio.run, go()).result(120)
+    assert outer.finished and not outer.errors, outer.errors
+    assert any(table_text in x for x in outer.strings)  # an outer edit redraws the tables
+    for view, value in zip(answers, (0.37, 0.63)):
+        assert view.finished and not view.errors, view.errors
+        assert _req(view)["coins"][0] == pytest.approx(value)  # the link follows the coin
+        assert any("Output this round" in x for x in view.strings)  # the outcome is redrawn
+        assert not any(table_text in x for x in view.strings), "a coin edit redrew the p tables"

@@ -198,7 +198,7 @@ class LivePages(RuleBasedStateMachine):
         if broken:
             rows[1][0] += 0.25
         before = self.at.session_state["sv_scn::chain"]
-        ver = self.at.session_state["sv_ver::chain"] if "sv_ver::chain" in self.at.session_state else 0
+        ver = self.at.session_state["sv_cv::chain_pq"][1]  # the p/q boxes' key suffix (moves on when p or q change)
         self.at.text_area(key=f"w_chain_ptext::{ver}").set_value("\n".join(" ".join(f"{x:.6f}" for x in r) for r in rows))
         self._run(self.at.button(key="w_chain_apply").click())
         if broken:

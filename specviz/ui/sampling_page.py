@@ -167,3 +167,19 @@ def monte_carlo_section(prefix: str):
                          "尚未计算：展开上面的框，即在 {b} 上按当前输入运行（保持展开时，之后的每次修改都会重新计算）。",
                          b=ui.backend_label(ui.backend())))
     return box, is_open
+
+
+def content_version(name: str, *content) -> int:
+    """A number that moves on only when ``content`` changes (kept in ``sv_cv::<name>``): the key suffix of
+    widgets rebuilt from that content alone. ``ui.scenario_version`` moves on with every edit, also those
+    that rerun only an inner fragment; a widget keyed by it would be rebuilt (and a value typed into it
+    lost) on the next run of the part that draws it."""
+    import hashlib
+
+    digest = hashlib.blake2b(repr(content).encode(), digest_size=8).hexdigest()
+    key = f"sv_cv::{name}"
+    seen, n = st.session_state.get(key, (None, 0))
+    if seen != digest:
+        n += 1
+        st.session_state[key] = (digest, n)
+    return n
