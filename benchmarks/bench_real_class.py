@@ -3,6 +3,7 @@
     /work/main/.venv/bin/python benchmarks/bench_real_class.py [--students 50 100] [--edits 2] [--think 0 6]
                                                                [--server app|serve] [--workers 2] [--solo 3]
                                                                [--settle 20] [--app-dir DIR] [--json FILE]
+                                                               [--classes 50:0 50:6 100:6]
 
 ``bench_class.py`` has 50 students make the same two edits on the greedy page: after the first two
 every run is a cache hit, so its figure is the floor (Streamlit's own cost per rerun). Here each
@@ -486,6 +487,8 @@ def main() -> None:
     ap.add_argument("--settle", type=float, default=20.0, help="seconds of quiet after the warm-up, before measuring")
     ap.add_argument("--app-dir", type=Path, default=ROOT)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--classes", nargs="+", default=None, metavar="S:T",
+                    help="the classes to run, each S students with think time 0..T s (instead of every --students x --think)")
     args = ap.parse_args()
     proc, url, pids = start_server(args.server, args.workers, args.app_dir)
     proxied = args.server == "serve"
@@ -500,14 +503,18 @@ def main() -> None:
         out["idle_cpu_s_per_s"] = (cpu_seconds(pids) - c0) / 3.0  # what the server burns with nobody editing
         print(f"server CPU while idle: {out['idle_cpu_s_per_s']:.3f} s/s", flush=True)
         if args.solo:
+            load0 = os.getloadavg()
             out["solo"] = asyncio.run(solo(url, pids, args.solo, proxied))
+            out["solo_load"] = [load0, os.getloadavg()]
             kinds = out["solo"]
             print("\n| edit kind (alone on the server) | edits | verified | server CPU s / edit |\n|---|---|---|---|")
             for k, v in kinds.items():
                 print(f"| {k} | {v['n']} | {v['verified']} | {v['cpu_s']:.3f} |")
             print(f"| **mean over kinds** | | | **{statistics.mean(v['cpu_s'] for v in kinds.values()):.3f}** |", flush=True)
         out["classes"] = []
-        for n, think in [(n, t) for t in args.think for n in args.students if n > 0]:
+        classes = ([(int(c.split(":")[0]), float(c.split(":")[1])) for c in args.classes] if args.classes
+                   else [(n, t) for t in args.think for n in args.students])
+        for n, think in [(n, t) for n, t in classes if n > 0]:
             load0 = os.getloadavg()
             row = asyncio.run(one_class(url, n, args.edits, think, pids, proxied))
             row["load"] = [load0, os.getloadavg()]
@@ -528,6 +535,7 @@ def main() -> None:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
+    out["load_end"] = os.getloadavg()
     if args.json:
         args.json.write_text(json.dumps(out, indent=1))
 
