@@ -34,7 +34,11 @@ def _settled(page, url_path: str, open_page) -> None:
     open_page(page, url_path)
     page.wait_for_function("() => !/loading them|正在加载/.test(document.body.innerText)", timeout=180_000)
     wait_for_app(page)
-    page.wait_for_timeout(1500)  # the poll's last timer (0.5 s) may fire once more after the note is gone
+    # The poll's last timer (0.5 s) may fire once more after the note is gone: idle, and nothing sent or run
+    # for 0.8 s (a fixed 1.5 s before).
+    page.wait_for_function(
+        f"() => {_SCRIPT_STATE} === 'notRunning' && performance.now() - window.__svLastActivity > 800", timeout=30_000)
+    wait_for_app(page)
 
 
 def _scenario(page):
