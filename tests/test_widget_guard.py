@@ -144,5 +144,7 @@ def test_the_guard_takes_what_streamlits_frontend_sends_and_refuses_the_rest():
                (text, WidgetState(double_value=1.5)), (text, WidgetState(bool_value=True))]
     assert [widget_guard.misfit(m, p, kinds) for m, p in fits] == [None] * len(fits)
     assert all(widget_guard.misfit(m, p, kinds) for m, p in refused)
+    free_text = meta(TextInputSerde("abc"))  # no max_chars: Streamlit passes it on, the page checks it
+    assert widget_guard.misfit(free_text, WidgetState(double_value=1.5), kinds) is None
     checkbox = WidgetMetadata(id="c", deserializer=bool, serializer=bool, value_type="bool_value")
     assert widget_guard.misfit(checkbox, WidgetState(string_value="x"), kinds) is None  # other kinds: untouched

@@ -16,8 +16,8 @@ integer out of [min, max] is reset to the widget's default, a text longer than `
 only (recognised by their deserializer's ``NumberInputSerde`` / ``TextInputSerde`` / ``TextAreaSerde``):
 - ``set_widget_from_proto``: an incoming value the widget's deserializer cannot take (``misfit``: a
   number input takes ``int_value`` or ``double_value``, an integer one only finite; a text input or
-  area takes ``string_value``), for a widget drawn before in this session, is not stored: the widget
-  keeps its previous value and no on_change fires;
+  area with ``max_chars`` takes ``string_value``), for a widget drawn before in this session, is not
+  stored: the widget keeps its previous value and no on_change fires;
 - ``__getitem__``: a stored value whose widget is drawn only now (its metadata came after it, e.g. a
   session's first request) and does not fit is dropped and reported missing (``KeyError``, which
   Streamlit already answers for a value without metadata), so the widget gets its previous value or its
@@ -59,7 +59,8 @@ def misfit(metadata, proto, kinds: tuple[type, ...]) -> str | None:
 
     A number input takes ``int_value`` or ``double_value`` (Streamlit's frontend sends the first for an
     integer input, the second for a float one; ``WidgetMetadata.value_type`` says "double_value" for both),
-    an integer one only a finite double; a text input or text area takes ``string_value``."""
+    an integer one only a finite double; a text input or text area with ``max_chars`` takes ``string_value``
+    (without it Streamlit does not touch the value, so it is left to the page, which checks it)."""
     serde = getattr(getattr(metadata, "deserializer", None), "__self__", None)
     if not isinstance(serde, kinds):
         return None
@@ -76,7 +77,9 @@ def misfit(metadata, proto, kinds: tuple[type, ...]) -> str | None:
             integer = serde.data_type == NumberInput.INT
             return "non-finite double_value" if integer and not math.isfinite(proto.double_value) else None
         return field
-    return None if isinstance(serde, text) and field == "string_value" else field
+    if serde.max_chars is None:
+        return None  # Streamlit hands any value through unchanged: the page's own checks see it (engines' seed)
+    return None if field == "string_value" else field
 
 
 def install() -> bool:
