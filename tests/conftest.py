@@ -139,10 +139,11 @@ def screenshot_dir() -> Path:
 
 _SCRIPT_STATE = "document.querySelector('[data-testid=\"stApp\"]')?.getAttribute('data-test-script-state')"
 
-# Added to every page of pytest-playwright's ``context`` (below): counts what the page sends over its websockets
-# (a rerun request is one message) and every change of the app's script-run state (a run starting or ending),
-# and when the last of either happened (``__svLastActivity``), so that ``wait_for_app`` can tell "a run was asked for or has happened since the page last settled" from
-# "nothing is coming" instead of waiting a fixed time to see whether a run starts.
+# Added to every page of pytest-playwright's ``context`` and of the session ``browser`` (below): counts what the
+# page sends over its websockets (a rerun request is one message) and every change of the app's script-run
+# state (a run starting or ending), and notes when the last of either happened (``__svLastActivity``), so that
+# ``wait_for_app`` can tell "a run was asked for or has happened since the page last settled" from "nothing is
+# coming" instead of waiting a fixed time to see whether a run starts.
 RUN_WATCH_JS = """
 (() => {
   if (window.__svSends !== undefined) return;
