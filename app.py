@@ -24,7 +24,7 @@ if str(HERE) not in sys.path:
 from specviz import app_runtime  # noqa: E402
 from specviz.app_runtime import click_queue  # noqa: E402
 
-# Streamlit runtime patches (specviz/app_runtime: click queue, failover replay, wake-up batching); `specviz doctor`
+# Streamlit runtime patches (specviz/app_runtime: click queue, failover replay, wake-up batching, widget guard); `specviz doctor`
 # says which are active on this Streamlit.
 app_runtime.install()
 

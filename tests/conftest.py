@@ -139,28 +139,93 @@ def screenshot_dir() -> Path:
 
 _SCRIPT_STATE = "document.querySelector('[data-testid=\"stApp\"]')?.getAttribute('data-test-script-state')"
 
+# Added to every page of pytest-playwright's ``context`` and of the session ``browser`` (below): counts what the
+# page sends over its websockets (a rerun request is one message) and every change of the app's script-run
+# state (a run starting or ending), and notes when the last of either happened (``__svLastActivity``), so that
+# ``wait_for_app`` can tell "a run was asked for or has happened since the page last settled" from "nothing is
+# coming" instead of waiting a fixed time to see whether a run starts.
+RUN_WATCH_JS = """
+(() => {
+  if (window.__svSends !== undefined) return;
+  window.__svSends = 0; window.__svChanges = 0; window.__svSettledSends = 0; window.__svSettledChanges = 0;
+  window.__svLastActivity = performance.now();
+  const send = WebSocket.prototype.send;
+  WebSocket.prototype.send = function (data) {
+    window.__svSends += 1; window.__svLastActivity = performance.now(); return send.call(this, data);
+  };
+  const watch = () => new MutationObserver(records => {
+    window.__svChanges += records.length; window.__svLastActivity = performance.now();
+  })
+    .observe(document.documentElement, {subtree: true, attributes: true, attributeFilter: ["data-test-script-state"]});
+  if (document.documentElement) watch(); else document.addEventListener("DOMContentLoaded", watch);
+})();
+"""
+# How long ``wait_for_app`` waits, when the page has sent nothing since it last settled, for a send that an
+# input may still make (Streamlit sends a widget's change on commit: a click, Enter, a slider's key).
+QUIET_MS = 400
+
 
 def wait_for_app(page, timeout: float = 60_000, start_timeout: float = 1_500) -> None:
     """Wait until the app has rendered and finished its script run.
 
-    A run caused by the last action (a click) may start a moment after it: wait up to
-    ``start_timeout`` ms for the app to leave the idle state, then for it to be idle again
-    (``data-test-script-state`` = notRunning, and no "Running..." status widget).
+    A run caused by the last action (a click) may start a moment after it. Pages of pytest-playwright's
+    ``context`` and of the session's ``browser`` carry ``RUN_WATCH_JS`` and so know whether one can come:
+    the wait for it ends as soon as a run has started or happened since the page last settled here, or,
+    when the page has run once and sent nothing since it settled, after ``QUIET_MS``; at most it lasts
+    ``start_timeout`` ms (something was sent that starts no run). A page without it waits up to
+    ``start_timeout`` ms for the app to leave the idle state. Then: idle again (``data-test-script-state``
+    = notRunning, no "Running..." status widget), no skeleton left, and 250 ms for the last drawing.
     """
     page.wait_for_selector('[data-testid="stApp"]', timeout=timeout)
+    started = (f"{_SCRIPT_STATE} !== 'notRunning' || window.__svChanges > window.__svSettledChanges"
+               f" || (window.__svChanges > 0 && window.__svSends === window.__svSettledSends"
+               f" && performance.now() - t0 >= {QUIET_MS})")
     try:
-        page.wait_for_function(f"() => {_SCRIPT_STATE} !== 'notRunning'", timeout=start_timeout)
+        if page.evaluate("() => window.__svSends !== undefined"):
+            page.wait_for_function(f"t0 => {started}", arg=page.evaluate("() => performance.now()"),
+                                   timeout=start_timeout)
+        else:
+            page.wait_for_function(f"() => {_SCRIPT_STATE} !== 'notRunning'", timeout=start_timeout)
     except Exception:  # noqa: BLE001  no run started: the page is already settled
         pass
+    # Idle; what the page had sent and seen by then is what the next call compares with (a message sent
+    # after this, even while the lines below wait, is waited for by the next call).
     page.wait_for_function(
-        f"() => {_SCRIPT_STATE} === 'notRunning' && !document.querySelector('[data-testid=\"stStatusWidget\"]')",
-        timeout=timeout)
+        f"() => {{ const idle = {_SCRIPT_STATE} === 'notRunning'"
+        " && !document.querySelector('[data-testid=\"stStatusWidget\"]');"
+        " if (idle && window.__svSends !== undefined) {"
+        " window.__svSettledSends = window.__svSends; window.__svSettledChanges = window.__svChanges; }"
+        " return idle; }", timeout=timeout)
     page.wait_for_selector('[data-testid="stMainBlockContainer"], [data-testid="block-container"]', timeout=timeout)
     # Lazily loaded elements (tables, toggles, charts) show a skeleton until their code arrives.
     page.wait_for_function(
         "() => !document.querySelector('[data-testid=\"stSkeleton\"], [data-testid=\"stSkeletonElement\"], "
         "[data-testid=\"stAppSkeleton\"]')", timeout=timeout)
     page.wait_for_timeout(250)
+
+
+@pytest.fixture
+def context(context):
+    """pytest-playwright's context, with ``RUN_WATCH_JS`` in every page (see ``wait_for_app``)."""
+    context.add_init_script(RUN_WATCH_JS)
+    return context
+
+
+@pytest.fixture(scope="session")
+def browser(browser):
+    """pytest-playwright's browser; the contexts and pages a test makes itself (its own window size or server)
+    get ``RUN_WATCH_JS`` too."""
+    new_context, new_page = browser.new_context, browser.new_page
+
+    def watched(make):
+        def new(*args, **kwargs):
+            made = make(*args, **kwargs)
+            made.add_init_script(RUN_WATCH_JS)
+            return made
+        return new
+
+    browser.new_context, browser.new_page = watched(new_context), watched(new_page)
+    return browser
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from specviz.share import QUERY_KEY, decode_state
-from tests.conftest import wait_for_app
+from tests.conftest import _SCRIPT_STATE, wait_for_app
 
 
 def _settled(page, url_path: str, open_page) -> None:
@@ -34,7 +34,11 @@ def _settled(page, url_path: str, open_page) -> None:
     open_page(page, url_path)
     page.wait_for_function("() => !/loading them|正在加载/.test(document.body.innerText)", timeout=180_000)
     wait_for_app(page)
-    page.wait_for_timeout(1500)  # the poll's last timer (0.5 s) may fire once more after the note is gone
+    # The poll's last timer (0.5 s) may fire once more after the note is gone: idle, and nothing sent or run
+    # for 0.8 s (a fixed 1.5 s before).
+    page.wait_for_function(
+        f"() => {_SCRIPT_STATE} === 'notRunning' && performance.now() - window.__svLastActivity > 800", timeout=30_000)
+    wait_for_app(page)
 
 
 def _scenario(page):
@@ -137,12 +141,13 @@ def test_presses_while_a_slow_callback_runs_each_count_once_in_order(browser, tm
                 box.fill("7")
                 box.press("Enter")
         want = "presses = [1, 2, 3, 4, 5] · step = 7"
-        try:
-            page.wait_for_function("t => document.body.innerText.includes(t)", arg=want, timeout=15_000)
-            got = want
-        except Exception:  # noqa: BLE001  playwright's TimeoutError: some presses were lost
-            wait_for_app(page)
-            got = re.search(r"presses = .*", page.inner_text("body")).group(0)
+        # Until every press is shown or the page is done: idle, having sent and received nothing for 1.5 s
+        # (6 callbacks' time; while a callback runs the app is not idle). It waited 15 s for `want` before.
+        page.wait_for_function(
+            f"t => document.body.innerText.includes(t) || ({_SCRIPT_STATE} === 'notRunning'"
+            " && performance.now() - window.__svLastActivity > 1500)", arg=want, timeout=15_000)
+        wait_for_app(page)
+        got = re.search(r"presses = .*", page.inner_text("body")).group(0)
         page.close()
     if queue == "on":
         assert got == want

@@ -1,10 +1,11 @@
-"""Streamlit's internals, touched here and nowhere else: three runtime patches of private Streamlit
+"""Streamlit's internals, touched here and nowhere else: four runtime patches of private Streamlit
 classes, each a module, each guarded by a shape check (it installs only on the shape it was written
 for, else it stays out and says so), and ``install()`` that app.py and the worker call once.
 
 - ``click_queue``: no button press folded away, no callback preempted by a newer rerun;
 - ``failover``: the first edit after ``specviz serve`` moved a tab to another worker is applied;
-- ``wakeups``: one event-loop wake-up per burst of a session's messages, not one per element.
+- ``wakeups``: one event-loop wake-up per burst of a session's messages, not one per element;
+- ``widget_guard``: a crafted widget value of the wrong type (websocket) is ignored instead of breaking the tab.
 
 Each module's docstring names the upstream behaviour it works around, the Streamlit versions it was
 checked on, what a user sees without it, and how to drop it. ``specviz doctor`` prints ``status()``.
@@ -14,9 +15,9 @@ from __future__ import annotations
 
 import importlib
 
-PATCHES = ("click_queue", "failover", "wakeups")
+PATCHES = ("click_queue", "failover", "wakeups", "widget_guard")
 # Streamlit releases whose private classes these patches were written and tested against
-# (tests/test_click_queue.py, test_failover.py, test_wakeups.py, test_app_runtime.py).
+# (tests/test_click_queue.py, test_failover.py, test_wakeups.py, test_widget_guard.py, test_app_runtime.py).
 CHECKED_ON = ("1.67.0",)
 
 _RESULTS: dict[str, bool] = {}

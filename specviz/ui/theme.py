@@ -49,6 +49,10 @@ html, body, [data-testid="stAppViewContainer"] { font-size: 19px; }
                                              text-overflow: clip !important; }
 [data-testid="stButton"] button p, [data-testid="stDownloadButton"] button p,
 [data-testid="stFormSubmitButton"] button p { line-height: 1.2; }
+/* ...and wraps between words only ("random ise coins", ".4 accep t" in the chain page's coin column at 1280 px
+   with the sidebar open): a button in a column keeps whole words, with less side padding to make room. */
+[data-testid="stColumn"] [data-testid="stButton"] button { padding-left: .45rem; padding-right: .45rem; }
+[data-testid="stColumn"] [data-testid="stButton"] button p { word-break: normal; overflow-wrap: normal; }
 [data-testid="stSidebarNavLink"] span { white-space: normal !important; overflow: visible !important;
                                          text-overflow: clip !important; line-height: 1.25; }
 </style>

@@ -1,0 +1,137 @@
+"""Where the test suite's time goes, in CPU-seconds (a pytest plugin; works with and without -n 2).
+
+Wall-clock durations (``--durations``) are disturbed by anything else on the machine; CPU-seconds are not
+(much). For every test this plugin records the CPU time spent during its setup, call and teardown by the
+pytest process itself and by every process below it: the Streamlit servers, chromium and its renderers,
+HAProxy, ``specviz serve`` workers, subprocesses that have ended (``RUSAGE_CHILDREN``) and those still
+running (``/proc/PID/stat``: utime + stime + cutime + cstime). A session fixture's start-up is charged to
+the first test that uses it, which is what one wants when asking "what does this file cost".
+
+Run (one command; the table is printed at the end and written as JSON lines)::
+
+    TRITON_INTERPRET=1 .venv/bin/python -m pytest -q -n 2 -p benchmarks.pytest_cpu --cpu-out cpu.jsonl
+    .venv/bin/python -m benchmarks.pytest_cpu cpu.jsonl            # per file, then the 40 costliest tests
+    .venv/bin/python -m benchmarks.pytest_cpu before.jsonl after.jsonl   # files in both, side by side
+
+Under -n 2 each worker writes its own file (``cpu.gw0.jsonl``, ``cpu.gw1.jsonl``); name ``cpu.jsonl`` to read both.
+A test's figure can be off (even negative) when a long-lived process below the test process ends and is reaped
+elsewhere (chromium's helpers at the session's end); per-file sums over a whole run are the robust figures.
+
+Processes re-parented away from the test process (a daemon that double-forks) are not seen; nothing in
+the suite does that.
+"""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _descendants_cpu(root: int) -> float:
+    """CPU seconds of the live processes below ``root`` (each one's own plus its reaped children's)."""
+    parent: dict[int, int] = {}
+    times: dict[int, float] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                raw = fh.read().decode("ascii", "replace")
+        except OSError:
+            continue
+        fields = raw[raw.rfind(")") + 2:].split()
+        pid = int(name)
+        parent[pid] = int(fields[1])
+        times[pid] = sum(int(x) for x in fields[11:15]) / _TICK
+    total = 0.0
+    for pid, cpu in times.items():
+        p, seen = parent.get(pid), 0
+        while p and p != root and seen < 64:
+            p, seen = parent.get(p), seen + 1
+        if p == root and pid != root:
+            total += cpu
+    return total
+
+
+def _cpu_now() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime + _descendants_cpu(os.getpid())
+
+
+def pytest_addoption(parser):
+    parser.addoption("--cpu-out", default=None, help="JSON-lines file for per-test CPU seconds (benchmarks.pytest_cpu)")
+
+
+class _Recorder:
+    def __init__(self, out: Path):
+        worker = os.environ.get("PYTEST_XDIST_WORKER")
+        self.path = out.with_name(f"{out.stem}.{worker}{out.suffix}") if worker else out
+        self.fh = open(self.path, "w")
+
+    def pytest_runtest_protocol(self, item, nextitem):
+        self._c0, self._w0 = _cpu_now(), time.monotonic()
+
+    def pytest_runtest_logfinish(self, nodeid, location):
+        self.fh.write(json.dumps({"test": nodeid, "cpu": round(_cpu_now() - self._c0, 3),
+                                  "wall": round(time.monotonic() - self._w0, 3)}) + "\n")
+        self.fh.flush()
+
+
+def pytest_configure(config):
+    out = config.getoption("--cpu-out")
+    if out and not hasattr(config, "workerinput") and config.pluginmanager.hasplugin("dsession"):
+        return  # the xdist controller runs no tests; each worker records its own
+    if out:
+        config.pluginmanager.register(_Recorder(Path(out).resolve()), "specviz-cpu-recorder")
+
+
+def _load(path: Path) -> list[dict]:
+    files = [f for f in [path] if f.exists()] + sorted(path.parent.glob(f"{path.stem}.gw*{path.suffix}"))
+    rows = []
+    for f in files:
+        rows += [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+    return rows
+
+
+def _per_file(rows):
+    agg = defaultdict(lambda: [0.0, 0.0, 0])
+    for r in rows:
+        a = agg[r["test"].split("::")[0]]
+        a[0] += r["cpu"]
+        a[1] += r["wall"]
+        a[2] += 1
+    return agg
+
+
+def main(argv: list[str]) -> None:
+    runs = [_load(Path(a)) for a in argv]
+    if len(runs) == 1:
+        rows = runs[0]
+        agg = _per_file(rows)
+        print(f"{'file':58} {'tests':>5} {'cpu s':>8} {'wall s':>8}")
+        for f, (cpu, wall, n) in sorted(agg.items(), key=lambda kv: -kv[1][0]):
+            print(f"{f:58} {n:5d} {cpu:8.1f} {wall:8.1f}")
+        print(f"{'total':58} {len(rows):5d} {sum(r['cpu'] for r in rows):8.1f} {sum(r['wall'] for r in rows):8.1f}")
+        print("\ncostliest tests (cpu s, wall s):")
+        for r in sorted(rows, key=lambda r: -r["cpu"])[:40]:
+            print(f"{r['cpu']:7.1f} {r['wall']:7.1f}  {r['test']}")
+        return
+    a, b = (_per_file(r) for r in runs[:2])
+    common = sorted(set(a) & set(b), key=lambda f: -a[f][0])
+    print("files in both runs; cpu s and wall s, before -> after")
+    print(f"{'file':58} {'cpu before':>10} {'after':>8} {'wall before':>11} {'after':>8}")
+    for f in common:
+        print(f"{f:58} {a[f][0]:10.1f} {b[f][0]:8.1f} {a[f][1]:11.1f} {b[f][1]:8.1f}")
+    print(f"{'total':58} {sum(a[f][0] for f in common):10.1f} {sum(b[f][0] for f in common):8.1f} "
+          f"{sum(a[f][1] for f in common):11.1f} {sum(b[f][1] for f in common):8.1f}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
