@@ -38,3 +38,15 @@ def test_a_bad_graph_is_an_error_and_the_next_one_is_drawn():
     assert "<svg" in svg.dot_to_svg("digraph { after_error -> ok }")
     big = [f'digraph {{ g{k} [label="{"y" * 3000}"] }}' for k in range(60)]  # more than a pipe holds, one batch
     assert [f"g{k}" in s for k, s in enumerate(svg.dots_to_svgs(big))] == [True] * 60
+
+
+def test_a_figure_is_the_same_whatever_dot_drew_before():
+    """dot numbers the graphs of one input (graph0, graph1, ...): the long-lived process must not leak that
+    count into a figure (markup.inline_svg drops the title of graph0 only: Graphviz's graph name showed)."""
+    from specviz.ui import markup
+
+    svg._DOT_SERVER._stop()
+    svg.dots_to_svgs(["digraph first { a -> b }", "digraph second { c -> d }"])
+    later = svg.dot_to_svg("digraph tree { x -> y }")
+    assert '<g id="graph0" class="graph"' in later
+    assert ">tree<" not in markup.inline_svg(later, stretch=True, max_height="1px")

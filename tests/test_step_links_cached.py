@@ -23,6 +23,9 @@ def test_step_links_encoded_once_per_state(monkeypatch):
         return real(state)
 
     monkeypatch.setattr(share, "encode_state", counting)
+    from specviz.ui import player
+
+    player._LINKS.clear()  # another test may have drawn the same states in this process
     at = AppTest.from_file(str(ROOT / "pages/greedy.py"), default_timeout=120).run()
     assert not at.exception, at.exception
     first = len(calls)

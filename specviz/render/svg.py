@@ -50,8 +50,13 @@ def _strip(svg: str) -> str:
 
 
 def _documents(out: bytes) -> list[str]:
-    """The SVG documents in ``dot -Tsvg``'s output for several graphs (each starts with its XML prolog)."""
-    return [d for d in re.split(r"(?=<\?xml )", out.decode("utf-8", errors="replace")) if d.strip()]
+    """The SVG documents in ``dot -Tsvg``'s output for several graphs (each starts with its XML prolog).
+
+    ``dot`` numbers the graphs of one input (``<g id="graph0">``, then ``page0,1_graph0``, ...; the long-lived process
+    counts on across batches): every document gets ``graph0``, so a figure's SVG depends on its DOT text only
+    (``markup.inline_svg`` drops the title of ``graph0``, Graphviz's graph name)."""
+    docs = [d for d in re.split(r"(?=<\?xml )", out.decode("utf-8", errors="replace")) if d.strip()]
+    return [re.sub(r'<g id="[^"]*graph\d+" class="graph"', '<g id="graph0" class="graph"', d, count=1) for d in docs]
 
 
 class _DotServer:
