@@ -79,13 +79,20 @@ def _strings(msg) -> list[str]:
 
 
 def cpu_seconds(pids) -> float:
-    """User + system CPU seconds so far of these processes (and their exited-and-reaped children)."""
+    """User + system CPU seconds so far of these processes, their exited-and-reaped children, and their
+    children still running (a long-lived ``dot`` a server keeps: its CPU is in no parent's figure until reaped)."""
     tick = os.sysconf("SC_CLK_TCK")
     total = 0
-    for pid in pids:
+    want = {int(p) for p in pids}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
         try:
-            f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])  # utime stime cutime cstime
+            f = Path(f"/proc/{entry.name}/stat").read_text().rsplit(")", 1)[1].split()
+            if int(entry.name) in want:
+                total += int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])  # utime stime cutime cstime
+            elif int(f[1]) in want:  # a running child (its ppid is a server process)
+                total += int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])
         except (OSError, IndexError, ValueError):
             pass
     return total / tick

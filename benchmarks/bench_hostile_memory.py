@@ -86,7 +86,7 @@ def main() -> None:
                 page.wait_for_timeout(800)
                 for _ in range(1200):  # until the run is over and the "all backends agree" badge is drawn
                     if (page.locator('[data-testid="stStatusWidget"]').count() == 0
-                            and page.get_by_text(re.compile("All backends agree|disagrees with the reference")).count() > 0):
+                            and page.get_by_text(re.compile("backends agree|disagrees with the reference")).count() > 0):
                         break
                     page.wait_for_timeout(250)
                 page.wait_for_timeout(int(settle * 1000))

@@ -370,12 +370,14 @@ def kind_prefix(page: str) -> str:
 PAGES = ("tree_builder", "greedy", "chain_sampling", "target_only", "dspark")
 
 
-async def solo(url: str, pids: list, rounds: int, proxied: bool) -> dict:
+async def solo(url: str, pids: list, rounds: int, proxied: bool, pages=PAGES) -> dict:
     """Server CPU per edit kind: one student per page, alone, every edit kind ``rounds`` times; the CPU of
     each edit is the server's CPU from its send to its verified answer (nothing else runs)."""
     per: dict = {}
     lost: list = []
     for k, page in enumerate(PAGES):
+        if page not in pages:
+            continue
         s = Student(url, 1000 + k, page, proxied, 0.0, random.Random(k))
         uri = url.replace("http://", "ws://") + "/_stcore/stream"
         headers = {}
@@ -489,6 +491,8 @@ def main() -> None:
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--classes", nargs="+", default=None, metavar="S:T",
                     help="the classes to run, each S students with think time 0..T s (instead of every --students x --think)")
+    ap.add_argument("--solo-pages", nargs="+", choices=PAGES, default=list(PAGES),
+                    help="pages of the solo phase (default: all five)")
     args = ap.parse_args()
     proc, url, pids = start_server(args.server, args.workers, args.app_dir)
     proxied = args.server == "serve"
@@ -504,7 +508,7 @@ def main() -> None:
         print(f"server CPU while idle: {out['idle_cpu_s_per_s']:.3f} s/s", flush=True)
         if args.solo:
             load0 = os.getloadavg()
-            out["solo"] = asyncio.run(solo(url, pids, args.solo, proxied))
+            out["solo"] = asyncio.run(solo(url, pids, args.solo, proxied, args.solo_pages))
             out["solo_load"] = [load0, os.getloadavg()]
             kinds = out["solo"]
             print("\n| edit kind (alone on the server) | edits | verified | server CPU s / edit |\n|---|---|---|---|")

@@ -77,7 +77,7 @@ def _target_box(at, label: str):
 def test_page_runs_without_exception_or_error(path):
     at = _page(path)
     assert not at.error, [e.value for e in at.error]
-    assert any("All backends agree" in str(s.value) for s in at.success), "no 'all backends agree' badge"
+    assert any("backends agree" in str(s.value) for s in at.success), "no 'all backends agree' badge"
 
 
 def test_router_lists_the_core_pages_and_switches():
@@ -246,7 +246,7 @@ def test_backend_selector_torch_agrees():
     at = _page("pages/greedy.py")
     at.selectbox(key=widget_key("sv_backend", at.session_state)).select("torch").run()
     assert not at.exception
-    assert any("All backends agree" in str(s.value) for s in at.success)
+    assert any("backends agree" in str(s.value) for s in at.success)
 
 
 def test_tree_builder_vocabulary_add_and_empty_label_error():

@@ -328,7 +328,7 @@ def test_greedy_page_badge_is_red_for_a_silent_backend(monkeypatch, make):
     try:
         at = AppTest.from_file(str(ROOT / "pages/greedy.py"), default_timeout=TIMEOUT)
         _ok(at.run())
-        assert not any("All backends agree" in str(x.value) for x in at.success)
+        assert not any("backends agree" in str(x.value) for x in at.success)
         assert any("torch disagrees with the reference" in str(e.value) for e in at.error), [e.value for e in at.error]
     finally:
         bounded_cache.clear_all()

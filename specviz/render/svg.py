@@ -49,6 +49,98 @@ def _strip(svg: str) -> str:
     return svg[start:].strip() if start >= 0 else svg.strip()
 
 
+def _documents(out: bytes) -> list[str]:
+    """The SVG documents in ``dot -Tsvg``'s output for several graphs (each starts with its XML prolog).
+
+    ``dot`` numbers the graphs of one input (``<g id="graph0">``, then ``page0,1_graph0``, ...; the long-lived process
+    counts on across batches): every document gets ``graph0``, so a figure's SVG depends on its DOT text only
+    (``markup.inline_svg`` drops the title of ``graph0``, Graphviz's graph name)."""
+    docs = [d for d in re.split(r"(?=<\?xml )", out.decode("utf-8", errors="replace")) if d.strip()]
+    return [re.sub(r'<g id="[^"]*graph\d+" class="graph"', '<g id="graph0" class="graph"', d, count=1) for d in docs]
+
+
+class _DotServer:
+    """One long-lived ``dot -Tsvg`` process per server process, fed graphs on its standard input.
+
+    Starting ``dot`` (exec, loading its plugins) cost ~0.02 s of CPU for each new figure: most of a tree
+    edit's layout and a third of its server CPU. A running ``dot`` lays a small tree out in ~0.3 ms. After
+    each batch it gets one more, empty graph (``_END``): its document ends the answer. Anything unusual
+    (a message on stderr, a count that does not match, no answer within ``_TIMEOUT_S``, a dead process)
+    ends this process and ``layout`` returns None: the caller runs one ``dot`` for the batch as before,
+    and the next batch starts a new process. A forked child (``specviz serve`` workers) starts its own."""
+
+    END = "digraph sv_end_of_batch {}"
+    MAX_GRAPHS = 5000  # a fresh process now and then: no slow growth of one dot's memory
+
+    def __init__(self):
+        import threading
+
+        self.lock = threading.Lock()
+        self.proc = None
+        self.pid = None  # the process that started it (a fork must not share its pipes)
+        self.graphs = 0
+
+    def _start(self):
+        self.proc = subprocess.Popen(["dot", "-Tsvg"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, bufsize=0)
+        self.pid, self.graphs = os.getpid(), 0
+
+    def _stop(self):
+        proc, self.proc = self.proc, None
+        if proc is not None and self.pid == os.getpid():
+            try:
+                proc.kill()
+                proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+
+    def layout(self, todo: list[str]) -> list[str] | None:
+        import select
+        import threading
+
+        with self.lock:
+            try:
+                if self.proc is None or self.pid != os.getpid() or self.proc.poll() is not None or self.graphs > self.MAX_GRAPHS:
+                    self._stop()
+                    self._start()
+                proc = self.proc
+                data = ("\n".join([*todo, self.END]) + "\n").encode("utf-8")
+                # written by a thread: a batch of frames may be larger than the pipes hold while we read
+                writer = threading.Thread(target=self._write, args=(proc, data), daemon=True)
+                writer.start()
+                out, deadline = bytearray(), time.monotonic() + _TIMEOUT_S
+                end = b"<title>sv_end_of_batch</title>"
+                while not (end in out and out.rstrip().endswith(b"</svg>")):
+                    left = deadline - time.monotonic()
+                    ready = select.select([proc.stdout, proc.stderr], [], [], max(0.0, left))[0] if left > 0 else []
+                    if not ready or proc.stderr in ready:
+                        raise RuntimeError("dot wrote to stderr, or no answer")
+                    chunk = os.read(proc.stdout.fileno(), 1 << 16)
+                    if not chunk:
+                        raise RuntimeError("dot exited")
+                    out += chunk
+                writer.join(timeout=1)
+                docs = _documents(bytes(out))
+                if len(docs) != len(todo) + 1:
+                    raise RuntimeError("dot answered another number of documents")
+                self.graphs += len(todo)
+                return docs[:-1]
+            except (OSError, ValueError, RuntimeError):
+                self._stop()
+                return None
+
+    @staticmethod
+    def _write(proc, data: bytes) -> None:
+        try:
+            proc.stdin.write(data)
+            proc.stdin.flush()
+        except (OSError, ValueError):
+            pass  # the reader sees the process gone or silent
+
+
+_DOT_SERVER = _DotServer()
+
+
 def dots_to_svgs(dots: list[str]) -> list[str]:
     """SVG text for each DOT text, in order; one ``dot`` process for all the uncached ones.
 
@@ -58,11 +150,13 @@ def dots_to_svgs(dots: list[str]) -> list[str]:
     if todo:
         if not have_dot():
             raise RuntimeError("Graphviz 'dot' is not installed")
-        proc = subprocess.run(["dot", "-Tsvg"], input="\n".join(todo).encode("utf-8"), capture_output=True,
-                              timeout=_TIMEOUT_S, check=False)
-        docs = [d for d in re.split(r"(?=<\?xml )", proc.stdout.decode("utf-8", errors="replace")) if d.strip()]
-        if proc.returncode != 0 or len(docs) != len(todo):
-            raise RuntimeError(f"dot failed ({proc.returncode}): {proc.stderr.decode('utf-8', 'replace')[:300]}")
+        docs = _DOT_SERVER.layout(todo)
+        if docs is None:  # the long-lived process could not (an error, a warning, a timeout): one process, as before
+            proc = subprocess.run(["dot", "-Tsvg"], input="\n".join(todo).encode("utf-8"), capture_output=True,
+                                  timeout=_TIMEOUT_S, check=False)
+            docs = _documents(proc.stdout)
+            if proc.returncode != 0 or len(docs) != len(todo):
+                raise RuntimeError(f"dot failed ({proc.returncode}): {proc.stderr.decode('utf-8', 'replace')[:300]}")
         for d, svg in zip(todo, docs):
             _remember(d, _strip(svg))
     out = []

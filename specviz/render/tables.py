@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .palette import PALETTE, state_color, text_on
+from .palette import state_color, text_on
 
 
 def retrieve_table(tree, labels, retrieve_index, retrieve_next_token, retrieve_next_sibling, positions, cols=None) -> pd.DataFrame:
@@ -43,18 +43,6 @@ def highlight_rows(df: pd.DataFrame, rows: dict):
                 cells[pos, :] = f"background-color: {fill}; color: {text_on(fill)}; font-weight: 600"
         return pd.DataFrame(cells, index=frame.index, columns=frame.columns)
     return df.style.apply(style, axis=None)  # one call for the whole frame: fast at 64+ rows
-
-
-def selected_style(df: pd.DataFrame, selected):
-    """A Styler filling the selected node's row with the selection colour."""
-    c = PALETTE["selected"]
-
-    def style(frame):
-        cells = np.full(frame.shape, "", dtype=object)
-        if selected is not None and 0 <= selected < len(frame):
-            cells[selected, :] = f"background-color: {c}; color: black; font-weight: 700"
-        return pd.DataFrame(cells, index=frame.index, columns=frame.columns)
-    return df.style.apply(style, axis=None)
 
 
 def shift_table(n: int, labels, rows, predicts, accept_nodes, positions, words: dict, label_of=str) -> pd.DataFrame:

@@ -192,11 +192,36 @@ def _compare(key: str, names: tuple) -> dict:
     return compare_backends(scenario_from_json(key), list(names))
 
 
+# The badge compares every usable backend with the reference, except one that runs its kernels under
+# the Triton interpreter (this CPU server): that run cost 0.015-0.03 s of CPU per new scenario, a third
+# of a tree or greedy edit's server CPU, paid by every student on every edit (benchmarks/README, "The
+# badge on request"). It is compared when the session asks for it (the badge's button, kept for the
+# session) or runs it as its chosen backend; on a GPU server Triton is compiled, cheap, and compared
+# by default. The badge names what it compared and what it did not: "all backends agree" only when
+# every usable backend ran on these inputs.
+ALL_KEY = "sv_badge_all"
+
+
+@functools.cache
+def _interpreted(name: str) -> bool:
+    return interpreted(name)
+
+
+def compared_backends(names=None) -> tuple:
+    """The backends the badge compares for this session (``names``: the usable ones): see ALL_KEY."""
+    names = tuple(usable_backends() if names is None else names)
+    if st.session_state.get(ALL_KEY):
+        return names
+    chosen = st.session_state.get("sv_backend", "numpy")
+    return tuple(b for b in names if b == chosen or not _interpreted(b))
+
+
 def compare(s: Scenario) -> dict:
-    """Backend -> None when it matches the reference on these inputs, else what differs (cached)."""
+    """Backend -> None when it matches the reference on these inputs, else what differs (cached);
+    the backends of ``compared_backends``."""
     from specviz.engine import scenario_key
 
-    return _compare(scenario_key(s), tuple(usable_backends()))
+    return _compare(scenario_key(s), compared_backends())
 
 
 def backend_badge(s: Scenario) -> bool:
@@ -281,7 +306,7 @@ def compare_call(fn_name: str, *args, **kwargs) -> dict:
     if not backends_loaded(BADGE_WAIT_S):
         return None  # badge(None): still loading
     args = tuple(np.asarray(a) if isinstance(a, (list, np.ndarray)) else a for a in args)
-    return _compare_call(fn_name, args, kwargs, tuple(usable_backends()))
+    return _compare_call(fn_name, args, kwargs, compared_backends())
 
 
 def badge(diffs: dict | None, what: str = "") -> bool:
@@ -293,10 +318,16 @@ def badge(diffs: dict | None, what: str = "") -> bool:
     names = tr(", ", "、").join(backend_label(b) for b in diffs)
     bad = {b: d for b, d in diffs.items() if d is not None}
     suffix = f" · {what}" if what else ""
-    if not bad:
+    left = [b for b in usable_backends() if b not in diffs]  # usable, not compared (see ALL_KEY)
+    if not bad and not left:
         # (zh: a colon, not brackets around labels that carry their own: no nested （…（…）…）)
         st.success(tr("All backends agree ({names}){suffix}", "所有后端结果一致：{names}{suffix}", names=names, suffix=suffix),
                    icon=":material/check_circle:")
+        return True
+    if not bad:
+        st.success(tr("The compared backends agree ({names}){suffix}", "参与比较的后端结果一致：{names}{suffix}",
+                      names=names, suffix=suffix), icon=":material/check_circle:")
+        _offer_the_rest(left, what)
         return True
     for b, d in bad.items():
         if d.startswith("failed: "):  # it raised (engine.compare_backends): it did not compute another answer
@@ -305,7 +336,25 @@ def badge(diffs: dict | None, what: str = "") -> bool:
             continue
         st.error(tr("{b} disagrees with the reference{suffix}: {d}", "{b} 与参考实现不一致{suffix}：{d}", b=b, d=d, suffix=suffix),
                  icon=":material/cancel:")
+    if left:
+        _offer_the_rest(left, what)
     return False
+
+
+def _compare_all() -> None:
+    st.session_state[ALL_KEY] = True
+
+
+def _offer_the_rest(left: list, what: str) -> None:
+    """Say which usable backends the badge did not compare, and a button that compares them too (for
+    the rest of the session). The button sits in the page's fragment: pressing it reruns that only."""
+    label = tr(", ", "、").join(backend_label(b) for b in left)
+    c = st.columns([3, 1], vertical_alignment="center")
+    c[0].caption(tr("Not compared yet: {b}. On this server it runs its kernels under the Triton interpreter (slow), so it is "
+                    "compared on request.",
+                    "尚未比较：{b}。本服务器上它的 kernel 在 Triton 解释器中运行（较慢），因此按需比较。", b=label))
+    c[1].button(tr("Compare it too", "也比较它"), key=f"w_badge_all::{what}", on_click=_compare_all, width="stretch",
+                icon=":material/compare_arrows:")
 
 
 @bounded_cache(share=0.1, copies=False)  # the page and the player only read the frames

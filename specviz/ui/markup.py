@@ -7,6 +7,7 @@ this module built is a ``Markup`` string and is not escaped twice. Anything else
 """
 from __future__ import annotations
 
+import functools
 import re
 
 import streamlit as st
@@ -120,6 +121,7 @@ def _check_svg(svg: str) -> None:
                 raise ValueError(f"the SVG holds a {name} attribute")
 
 
+@functools.lru_cache(maxsize=128)  # a pure function of its text; a rerun that did not change a figure asks again
 def inline_svg(svg: str, *, stretch: bool, max_height: str) -> Markup:
     """A Graphviz SVG for inline display: sized by CSS (the whole figure scales down to fit),
     hover texts kept (``<a xlink:title>``), Graphviz's internal names dropped from the hovers.
