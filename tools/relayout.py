@@ -68,6 +68,7 @@ MOVES: dict[str, str] = {
     "specviz.wording": "specviz.replay.wording",
     "specviz.invariants": "specviz.replay.invariants",
     "specviz.sibling_scan": "specviz.replay.sibling_scan",
+    "specviz.run_display": "specviz.replay.run_display",
     "specviz.playframes": "specviz.replay.playframes",
     "specviz.player": "specviz.replay.player",
     # rooms: the side rooms
@@ -75,6 +76,7 @@ MOVES: dict[str, str] = {
     "specviz.engines": "specviz.rooms.engines",
     "specviz.audit": "specviz.rooms.audit",
     "specviz.pitfalls": "specviz.rooms.pitfalls",
+    "specviz.pitfall_bugs": "specviz.rooms.pitfall_bugs",
     "specviz.export": "specviz.rooms.export",
     "specviz.share": "specviz.rooms.share",
     "specviz.notebook": "specviz.rooms.notebook",
