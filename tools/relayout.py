@@ -84,6 +84,7 @@ MOVES: dict[str, str] = {
     "specviz.ui": "specviz.app.ui",
     "specviz.app_runtime": "specviz.app.runtime",
     "specviz.serve": "specviz.app.serve",
+    "specviz.haproxy": "specviz.app.haproxy",
     "specviz.cli": "specviz.app.cli",
 }
 
