@@ -33,7 +33,7 @@ LAYERS = [
     ("specviz.backends",),  # loads kernels.*_backend by name; a kernel importing it back would be a cycle
     ("specviz.render",),
     ("specviz.engine", "specviz.run_display", "specviz.steps", "specviz.algorithms.calls", "specviz.edits", "specviz.invariants", "specviz.audit", "specviz.pitfalls", "specviz.pitfall_bugs",
-     "specviz.distributions", "specviz.export", "specviz.player", "specviz.playframes", "specviz.naming", "specviz.cli", "specviz.serve", "specviz.haproxy", "specviz.__main__", "specviz.notebook", "specviz.loop",
+     "specviz.distributions", "specviz.export", "specviz.player", "specviz.playframes", "specviz.naming", "specviz.cli", "specviz.cli_files", "specviz.serve", "specviz.haproxy", "specviz.__main__", "specviz.notebook", "specviz.loop",
      "specviz.engines", "specviz.sibling_scan", "specviz.app_runtime"),
     ("specviz.ui",),
     ("pages", "app"),

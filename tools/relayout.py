@@ -86,6 +86,7 @@ MOVES: dict[str, str] = {
     "specviz.serve": "specviz.app.serve",
     "specviz.haproxy": "specviz.app.haproxy",
     "specviz.cli": "specviz.app.cli",
+    "specviz.cli_files": "specviz.app.cli_files",
 }
 
 # The new packages, lowest layer first, each with its __init__ docstring (one paragraph).
