@@ -114,7 +114,7 @@ NEW_PACKAGES: dict[str, str] = {
         "top of specviz: may import every package; only pages/ and app.py import it."),
 }
 
-TEXT_SUFFIXES = {".py", ".md", ".toml", ".cfg", ".ini", ".ipynb", ".sh", ".txt", ".yaml", ".yml", ".js", ".in"}
+TEXT_SUFFIXES = {".py", ".md", ".toml", ".cfg", ".ini", ".ipynb", ".sh", ".txt", ".yaml", ".yml", ".js", ".css", ".html", ".in"}
 TEXT_NAMES = {"Dockerfile", "run"}  # .ci/run
 KEEP_QUOTED = {"specviz.scenario", "specviz.player"}  # ids that look like module paths (format tag, component)
 SELF = "tools/relayout.py"
