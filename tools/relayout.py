@@ -89,6 +89,8 @@ MOVES: dict[str, str] = {
     "specviz.cli_files": "specviz.app.cli_files",
 }
 
+STAY = {"__init__.py", "__main__.py", "algorithms", "reference", "render"}  # specviz/ entries that stay put
+
 # The new packages, lowest layer first, each with its __init__ docstring (one paragraph).
 NEW_PACKAGES: dict[str, str] = {
     "specviz.base": (
@@ -264,6 +266,13 @@ def main(argv: list[str]) -> int:
     missing = [o for o in MOVES if not unit_path(o).exists()]
     if missing:
         print(f"relayout: not the old layout (missing: {', '.join(missing)}); nothing done", file=sys.stderr)
+        return 1
+    moved_tops = {o.split(".")[1] for o in MOVES if o.count(".") == 1}
+    unplaced = sorted(p.name for p in (ROOT / "specviz").iterdir()
+                      if p.name not in STAY and p.name != "__pycache__" and p.name.removesuffix(".py") not in moved_tops)
+    if unplaced:
+        print(f"relayout: specviz/ holds entries the table does not place: {', '.join(unplaced)}; add each to MOVES "
+              "(old dotted path -> its new package) and run again; nothing done", file=sys.stderr)
         return 1
     taken = [n for n in NEW_PACKAGES if unit_path(n).exists()]
     if taken:
