@@ -11,12 +11,13 @@ What it does, deterministically (files in ``git ls-files`` order, the table belo
 1. Relative imports inside ``specviz/`` (``from .x import``, ``from .. import y``) become absolute,
    resolved from each file's old place (the move changes what ``.`` means).
 2. Every reference to a moved module is rewritten across the repository's tracked text files
-   (*.py, *.md, *.toml, *.cfg, *.ini, *.ipynb, *.sh, *.txt, *.yaml, *.js, *.in, Dockerfile,
+   (*.py, *.md, *.toml, *.cfg, *.ini, *.ipynb, *.sh, *.txt, *.yaml, *.js, *.css, *.html, *.in, Dockerfile,
    .ci/run): ``from specviz import a, b`` (split into the new packages), ``from specviz.X import``,
    ``import specviz.X``, dotted strings (``"specviz.X.attr"`` monkeypatch targets,
-   ``python -m specviz.X``) and file paths (``specviz/X.py``, ``specviz/ui/``). Two quoted ids that
-   only look like module paths are left alone: the scenario format tag ``"specviz.scenario"`` and
-   the player component's name ``"specviz.player"``.
+   ``python -m specviz.X``), the same escaped in a regular expression (``specviz\\.X``) and file
+   paths (``specviz/X.py``, ``specviz/ui/``). Two quoted ids that only look like module paths are
+   left alone: the scenario format tag ``"specviz.scenario"`` and the player component's name
+   ``"specviz.player"``.
 3. ``Path(__file__)...parents[N]`` / ``.parent`` that reach outside a moved unit are re-counted.
 4. ``git mv`` of each unit (history follows), and each new package gets an ``__init__.py`` with a
    one-paragraph docstring: what it holds and what it may import.
@@ -122,6 +123,7 @@ KEEP_QUOTED = {"specviz.scenario", "specviz.player"}  # ids that look like modul
 SELF = "tools/relayout.py"
 
 DOTTED = re.compile(r"(?<![\w./-])specviz((?:\.\w+)+)")
+ESCAPED = re.compile(r"(?<![\w./-])specviz((?:\\\.\w+)+)")  # inside a regular expression: specviz\.cli:main
 PATHS = re.compile(r"(?<![\w./-])specviz((?:/\w+)+)")
 
 
@@ -244,7 +246,11 @@ def rewrite_refs(text: str) -> str:
     def path(m: re.Match) -> str:
         return new_name(m.group(0).replace("/", ".")).replace(".", "/")
 
+    def escaped(m: re.Match) -> str:
+        return new_name(m.group(0).replace("\\.", ".")).replace(".", "\\.")
+
     text = DOTTED.sub(dotted, text)
+    text = ESCAPED.sub(escaped, text)
     return PATHS.sub(path, text)
 
 
