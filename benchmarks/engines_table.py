@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import numpy as np  # noqa: E402
 
 from specviz.engines import chain as C  # noqa: E402
+from specviz.engines import chain_presets as CP  # noqa: E402
 from specviz.engines import compare as K  # noqa: E402
 from specviz.engines import rules as R  # noqa: E402
 
@@ -42,7 +43,7 @@ def random_chain(seed: int) -> C.Chain:
 
 
 def main() -> None:
-    cases = [(name, C.preset(name)) for name in C.PRESETS] + [(f"random{s}", random_chain(s)) for s in range(20)]
+    cases = [(name, CP.preset(name)) for name in CP.PRESETS] + [(f"random{s}", random_chain(s)) for s in range(20)]
     compared, differing, where = defaultdict(int), defaultdict(int), defaultdict(list)
     confirmed = 0
     for name, ch in cases:

@@ -18,7 +18,9 @@ import math
 import torch
 
 from specviz.errors import SpecvizError
-from specviz.reference.verify import check_chain_args, check_predicts_init, check_threshold, check_work_buffer
+from specviz.reference.chain_sampling import check_chain_args
+from specviz.reference.target_only import check_threshold, check_work_buffer
+from specviz.reference.verify import check_predicts_init
 from specviz.results import TreeSampleResult, VerifyResult
 from specviz.validate import (check_semantics, check_shape, check_tokens, check_tree_arrays, check_width, coin_array,
                               int_array, prob_array)

@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from specviz.engines import chain as C
+from specviz.engines import chain_presets as CP
 from specviz.engines import compare as K
 from specviz.engines import rules as R
 from specviz.errors import SpecvizError
@@ -34,7 +35,7 @@ if linked and "chain" in linked:   # (already checked by share_ui.check_page_ext
         st.session_state.pop(k, None)
 
 if SRC not in st.session_state:
-    st.session_state[SRC] = C.to_json(C.preset("equality"))
+    st.session_state[SRC] = C.to_json(CP.preset("equality"))
 
 st.title(tr("Three engines: same law, different draws", "三个引擎：同一分布，不同抽样"))
 st.caption(tr(
@@ -50,13 +51,13 @@ st.caption(tr(
 # ---------------------------------------------------------------------------------------------
 
 def _load_preset(name: str) -> None:
-    st.session_state[SRC] = C.to_json(C.preset(name))
+    st.session_state[SRC] = C.to_json(CP.preset(name))
     st.session_state.pop(ERR, None)
     st.session_state.pop("w_engines_json", None)
     st.session_state.pop("w_engines_seed", None)
 
 
-items = list(C.PRESETS.items())
+items = list(CP.PRESETS.items())
 cols = st.columns(4) + st.columns(4)  # two rows: every label readable at 1280 px
 for col, (name, (_fn, (en, zh))) in zip(cols, items):
     col.button(tr(en, zh), key=f"w_engines_preset_{name}", on_click=_load_preset, args=(name,), width="stretch")
@@ -72,7 +73,7 @@ def _parse(text: str):
 chain, err = _parse(st.session_state[SRC])
 if chain is None:  # the stored JSON was edited into something invalid: fall back, say why
     st.error(md_message(str(err)))
-    chain = C.preset("equality")
+    chain = CP.preset("equality")
 
 
 SEED = "w_engines_seed"

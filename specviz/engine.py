@@ -52,19 +52,22 @@ class Run:
     def commit(self) -> RequestCommit:
         return self.commits[0]
 
-    # Jupyter rich display: the accepted path, outputs and committed rows (escaped HTML, SVG tree).
+    # Jupyter rich display: the accepted path, outputs and committed rows (escaped HTML, SVG tree), and the
+    # step player widget (of the numpy reference's run: the only backend with a trace). From run_display,
+    # a module below this one (specviz.notebook, which runs scenarios, sits above).
     def _repr_html_(self) -> str:
-        from .notebook import run_html
+        from .run_display import run_html
 
         return run_html(self)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        from .notebook import run_mimebundle
+        from .run_display import run_mimebundle
 
-        return run_mimebundle(self, include, exclude)
+        traced = self if self.trace is not None else run_scenario(self.scenario, "numpy")
+        return run_mimebundle(self, traced, include, exclude)
 
     def _repr_svg_(self) -> str | None:
-        from .notebook import run_svg
+        from .run_display import run_svg
 
         return run_svg(self)
 

@@ -1,41 +1,27 @@
 """The pitfall gallery: common Accept-stage bugs next to the correct behaviour, on the same inputs.
 
 Each ``Pitfall`` holds a scenario (the inputs both sides see), a deliberately *buggy*
-implementation written here (small and readable, so a student can spot the mistake), and the
+implementation (``specviz.pitfall_bugs``: small and readable, so a student can spot the mistake), and the
 correct values from the numpy reference (``specviz.engine`` / ``specviz.audit``). The buggy
 side returns the same field names the audit engine checks (``accept_index``, ``outputs``,
 ``correct_len``, ...), so ``audit(pitfall.scenario(), pitfall.buggy_outputs())`` explains the
 bug in one sentence as well.
 
-No streamlit here. Text is given in English and 简体中文.
+This module is the gallery's content (the words, as data: ``PITFALLS``) and what shows it (the record,
+the side-by-side comparison, the nodes each side marks in the tree). No streamlit here. Text is given
+in English and 简体中文.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Callable
-
-import numpy as np
 
 from .audit import expected_outputs
 from .engine import run_scenario
-from .paths import scenario_dir
-from .reference import top_p_renorm
-from .scenario import Scenario, load_scenario, scenario_from_dict
-
-PRESET_DIR = scenario_dir()  # the checkout's scenarios/, or the wheel's copy
-
-
-@lru_cache(maxsize=None)
-def preset(name: str) -> Scenario:
-    """A scenario from scenarios/<name>.json."""
-    return load_scenario(PRESET_DIR / f"{name}.json")
-
-
-def _with_request(s: Scenario, b: int, **changes) -> Scenario:
-    data = s.model_dump(mode="json")
-    data["requests"][b].update(changes)
-    return scenario_from_dict(data)
+from .pitfall_bugs import (buffer_scenario, bug_buffer_as_q, bug_count_all_matches, bug_kv_by_outputs, bug_le_boundary,
+                           bug_local_ids, bug_no_root, bug_pad_gather, bug_q_zero, bug_thresholds, bug_top_p_one_side,
+                           dspark_scenario, pad_scenario, preset, q_zero_scenario, top_p_scenario)
+from .scenario import Scenario
 
 
 # ---------------------------------------------------------------------------------------------
@@ -102,255 +88,6 @@ def display(s: Scenario, name: str, value) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# Small readable helpers the buggy implementations share
-# ---------------------------------------------------------------------------------------------
-
-
-def _greedy_path(s: Scenario, b: int) -> list[int]:
-    """Node ids of the greedy accepted path of request b, root first (written plainly, for the buggy variants)."""
-    tree = s.tree(b)
-    target = s.ids(s.requests[b].target_predict)
-    path = [0]
-    while len(path) < s.width:
-        want = target[path[-1]]
-        nxt = next((c for c in tree.children(path[-1]) if tree.tokens[c] == want), None)
-        if nxt is None:
-            break
-        path.append(nxt)
-    return path
-
-
-def _greedy_predicts(s: Scenario) -> np.ndarray:
-    """predicts [bs*n] of a correct greedy walk (accepted child tokens, then the bonus)."""
-    n = s.n
-    pr = np.zeros(len(s.requests) * n, dtype=np.int64)
-    for b in range(len(s.requests)):
-        path = _greedy_path(s, b)
-        tokens = s.tree(b).tokens
-        target = s.ids(s.requests[b].target_predict)
-        for a, c in zip(path, path[1:]):
-            pr[b * n + a] = tokens[c]
-        pr[b * n + path[-1]] = target[path[-1]]
-    return pr
-
-
-# ---------------------------------------------------------------------------------------------
-# 1. accept_index without the root row
-# ---------------------------------------------------------------------------------------------
-
-
-def _bug_no_root(s: Scenario) -> dict:
-    """BUG: only the accepted *draft* rows go into accept_index; the root's row is left out."""
-    W, n = s.width, s.n
-    pr = _greedy_predicts(s)
-    ai, outs = [], []
-    for b in range(len(s.requests)):
-        rows = [b * n + i for i in _greedy_path(s, b)[1:]]  # <- the bug: [1:] drops the root
-        ai.append(rows + [-1] * (W - len(rows)))
-        outs.append([int(pr[r]) for r in rows])
-    return {"accept_index": ai, "outputs": outs}
-
-
-# ---------------------------------------------------------------------------------------------
-# 2. gathering predicts through a -1 pad
-# ---------------------------------------------------------------------------------------------
-
-
-def _pad_scenario() -> Scenario:
-    # Request 0 of the batch: the target predicts X after A, so only A is accepted and
-    # accept_index[0] = [0, 1, -1]. The -1 then reads predicts[-1] = request 1's last row.
-    return _with_request(preset("batch_two_requests"), 0, target_predict=["A", "X", "X", "X", "X"]).replace(
-        name="pitfall_pad_gather", title="A -1 pad gathered as an index",
-        description="Request 0 accepts only A (the target predicts X after A): accept_index[0] = [0, 1, -1]. Request 1 "
-                    "accepts B, F: [5, 6, 9], so the last flat element predicts[9] is request 1's bonus Y.")
-
-
-def _bug_pad_gather(s: Scenario) -> dict:
-    """BUG: accept_tokens = predicts[accept_index] over all W slots, and bonus = the last slot."""
-    run = run_scenario(s, with_trace=False)
-    pr = run.result["predicts"].reshape(-1)
-    ai = run.result["accept_index"]
-    gathered = pr[ai]  # <- the bug: numpy / torch read index -1 as the LAST element of the whole tensor
-    return {"accept_tokens": gathered.tolist(), "outputs": gathered.tolist(), "bonus": gathered[:, -1].tolist()}
-
-
-# ---------------------------------------------------------------------------------------------
-# 3. DSpark: counting a non-leading match in correct_len
-# ---------------------------------------------------------------------------------------------
-
-
-def _dspark_scenario() -> Scenario:
-    # Drafts A, B, C; the target says A, X, C: B fails, C matches again later.
-    return _with_request(preset("dspark_chain"), 0, target_predict=["A", "X", "C", "Y"]).replace(
-        name="pitfall_dspark_non_leading", title="A match after the first mismatch",
-        description="Anchor R, drafts A, B, C; the target predicts A, X, C, Y. A matches, B does not (X), C matches again. "
-                    "correct_len = 1 (the leading run), bonus = target_predict[1] = X, output A X.")
-
-
-def _bug_count_all_matches(s: Scenario) -> dict:
-    """BUG: correct_len = the number of matches anywhere, not the leading run."""
-    out = {"correct_len": [], "bonus": [], "outputs": []}
-    for r in s.requests:
-        chain, target = s.ids(r.chain), s.ids(r.target_predict)
-        matches = [chain[t + 1] == target[t] for t in range(len(chain) - 1)]
-        k = sum(matches)  # <- the bug: should stop at the first False
-        bonus = target[k]
-        out["correct_len"].append(k)
-        out["bonus"].append(bonus)
-        out["outputs"].append(chain[1:k + 1] + [bonus])
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
-# 4. committing KV by output tokens
-# ---------------------------------------------------------------------------------------------
-
-
-def _bug_kv_by_outputs(s: Scenario) -> dict:
-    """BUG: the KV commit keeps the *output* tokens (A C X) instead of the input rows (R A C)."""
-    pr = _greedy_predicts(s)
-    n = s.n
-    toks = []
-    for b in range(len(s.requests)):
-        rows = [b * n + i for i in _greedy_path(s, b)]
-        toks.append([int(pr[r]) for r in rows])  # <- the bug: predicts[rows] are outputs, not inputs
-    return {"committed_tokens": toks}
-
-
-# ---------------------------------------------------------------------------------------------
-# 5. treating the target-only work buffer as q
-# ---------------------------------------------------------------------------------------------
-
-
-def _buffer_scenario() -> Scenario:
-    return preset("thresholds_below_1").replace(
-        threshold_acc=1.0, name="pitfall_buffer_as_q", title="Target-only sampling with coin u[0] = .9",
-        description="Thresholds 1 (exact). Coin u[0] = .9 lies outside A's bucket [0, .5) and B's [.5, .8), so both root "
-                    "children are rejected; the terminal token comes from relu(p_R − buffer) = (0 0 0 0 .2 0): X.")
-
-
-def _bug_buffer_as_q(s: Scenario) -> dict:
-    """BUG: the zero work buffer passed as draft_probs is used as q in the chain rule u*q < p.
-
-    With q = 0, u*q = 0 < p for every child with p > 0, so the first such child is always
-    accepted, whatever the coin; the residual relu(p − 0) is then plain p.
-    """
-    out = {"accept_index": [], "outputs": []}
-    W, n = s.width, s.n
-    for b, r in enumerate(s.requests):
-        tree = s.tree(b)
-        p = np.asarray(r.target_probs, dtype=np.float32)
-        buffer_q = np.zeros_like(p)  # what the target-only sampler receives as "draft_probs"
-        path, outputs = [0], []
-        while len(path) < W:
-            node = path[-1]
-            coin = np.float32(r.coins[node])
-            pick = next((c for c in tree.children(node)
-                         if coin * buffer_q[node, tree.tokens[c]] < p[node, tree.tokens[c]]), None)  # <- the bug
-            if pick is None:
-                break
-            outputs.append(tree.tokens[pick])
-            path.append(pick)
-        dist = np.maximum(p[path[-1]] - buffer_q[path[-1]], 0)
-        cums = np.cumsum(dist)
-        outputs.append(int(np.argmax(cums > np.float32(r.coin_final) * cums[-1])))
-        out["accept_index"].append([b * n + i for i in path] + [-1] * (W - len(path)))
-        out["outputs"].append(outputs)
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
-# 6. q = 0 for a proposed token
-# ---------------------------------------------------------------------------------------------
-
-
-def _q_zero_scenario() -> Scenario:
-    # The draft "proposed" A although its q row gives A no mass (a broken draft_probs export).
-    s = preset("pq_example")
-    return _with_request(s, 0, draft_probs=[[0.0, 0.5, 0.5, 0.0]], coins=[0.7], coin_final=0.25).replace(
-        name="pitfall_q_zero", title="q(A) = 0 for the proposed token A",
-        description="The draft 'proposed' A but its q row gives A no mass. 0.5.23 rejects (it needs 0 < q <= 1); the "
-                    "residual relu(p − q) = (.3 0 0) then gives A as the correction. Earlier releases accept A.")
-
-
-def _bug_q_zero(s: Scenario) -> dict:
-    """Earlier releases' rule u*q < p: with q = 0 the product is 0, so any p > 0 accepts."""
-    exp = expected_outputs(s.replace(semantics="earlier"))
-    return {k: exp[k] for k in ("accept_index", "outputs")}
-
-
-# ---------------------------------------------------------------------------------------------
-# 7. a coin exactly on a bucket boundary (< vs <=)
-# ---------------------------------------------------------------------------------------------
-
-
-def _bug_le_boundary(s: Scenario) -> dict:
-    """BUG (and earlier releases): coin <= running sum instead of the strict coin < running sum."""
-    exp = expected_outputs(s.replace(semantics="earlier"))
-    return {k: exp[k] for k in ("accept_index", "outputs")}
-
-
-# ---------------------------------------------------------------------------------------------
-# 8. thresholds below 1
-# ---------------------------------------------------------------------------------------------
-
-
-def _bug_thresholds(s: Scenario) -> dict:
-    """threshold_acc = 0.5: the test u < running_sum / 0.5 doubles every bucket (lossy)."""
-    exp = expected_outputs(s.replace(threshold_acc=0.5))
-    return {k: exp[k] for k in ("accept_index", "outputs")}
-
-
-# ---------------------------------------------------------------------------------------------
-# 9. top-p applied to one side only
-# ---------------------------------------------------------------------------------------------
-
-TOP_P = 0.8
-_P_RAW = [[0.5, 0.35, 0.15, 0.0], [0.2, 0.5, 0.3, 0.0]]  # target rows (root, after A), vocab A B C R
-_Q_RAW = [[0.6, 0.3, 0.1, 0.0]]  # the draft's distribution before top-p
-
-
-def _truncate(rows) -> list:
-    return [[float(round(float(v), 6)) for v in top_p_renorm(np.asarray(r, dtype=np.float32), TOP_P)] for r in rows]
-
-
-def _top_p_scenario() -> Scenario:
-    # The request asks for top_p = 0.8. The draft sampled A from its top-p distribution, so the
-    # q that matches is the truncated one; the target side is truncated as SGLang does.
-    s = preset("pq_example")
-    return _with_request(s, 0, target_probs=_truncate(_P_RAW), draft_probs=_truncate(_Q_RAW), coins=[0.9],
-                         coin_final=0.5).replace(
-        name="pitfall_top_p_one_side", title="top_p = 0.8 on both sides",
-        description="p = top_p(.5 .35 .15) = (.588 .412 0), q = top_p(.6 .3 .1) = (.667 .333 0). A is accepted iff "
-                    "u*q(A) < p(A), i.e. u < .882; the coin .9 rejects it and the residual gives B.")
-
-
-def _bug_top_p_one_side(s: Scenario) -> dict:
-    """BUG: top-p truncates the target p, but the raw (untruncated) draft distribution is passed as q."""
-    bad = _with_request(s, 0, draft_probs=_Q_RAW)  # <- the bug: q without the request's top-p
-    exp = expected_outputs(bad)
-    return {k: exp[k] for k in ("accept_index", "outputs")}
-
-
-# ---------------------------------------------------------------------------------------------
-# 10. a batch with per-request offsets forgotten
-# ---------------------------------------------------------------------------------------------
-
-
-def _bug_local_ids(s: Scenario) -> dict:
-    """BUG: accept_index stores local node ids i instead of global rows b*n + i, and the gather then
-    reads request 0's predicts for request 1."""
-    W = s.width
-    pr = _greedy_predicts(s)
-    ai, outs = [], []
-    for b in range(len(s.requests)):
-        nodes = _greedy_path(s, b)  # <- the bug: no b*n offset
-        ai.append(nodes + [-1] * (W - len(nodes)))
-        outs.append([int(pr[i]) for i in nodes])
-    return {"accept_index": ai, "outputs": outs}
-
-
-# ---------------------------------------------------------------------------------------------
 # The gallery
 # ---------------------------------------------------------------------------------------------
 
@@ -362,7 +99,7 @@ PITFALLS: tuple[Pitfall, ...] = (
                  "zh": "第一个输出 A 消失了：accept_index 只有 [1, 3]，这两行的预测只给出 C、X。"},
         fix={"en": "Start accept_index with the root's row b*n: the root's prediction is the first output, so accept_index = [0, 1, 3].",
              "zh": "accept_index 要从 root 行 b*n 开始：root 的预测就是第一个输出，因此 accept_index = [0, 1, 3]。"},
-        make_scenario=lambda: preset("running_example"), buggy=_bug_no_root, fields=("accept_index", "outputs"),
+        make_scenario=lambda: preset("running_example"), buggy=bug_no_root, fields=("accept_index", "outputs"),
     ),
     Pitfall(
         key="pad_gather",
@@ -372,7 +109,7 @@ PITFALLS: tuple[Pitfall, ...] = (
                  "zh": "请求 0 只接受了 A，输出末尾却多出 Y：predicts[-1] 读到了整个扁平张量的最后一个元素，它属于请求 1。"},
         fix={"en": "Gather only the first accept_lens slots of each row (the -1 pads are not indices) and take the bonus at slot accept_lens - 1.",
              "zh": "每行只 gather 前 accept_lens 个位置（-1 只是填充，不是下标），bonus 取 accept_lens - 1 位置。"},
-        make_scenario=_pad_scenario, buggy=_bug_pad_gather, fields=("accept_tokens", "outputs", "bonus"), page="batch_kv",
+        make_scenario=pad_scenario, buggy=bug_pad_gather, fields=("accept_tokens", "outputs", "bonus"), page="batch_kv",
     ),
     Pitfall(
         key="dspark_non_leading",
@@ -381,7 +118,7 @@ PITFALLS: tuple[Pitfall, ...] = (
                  "zh": "Draft B 已经不匹配，后面的 C 却恰好匹配，correct_len 变成 2：输出 A、B、C 保留了 Target 已否定的 Draft。"},
         fix={"en": "correct_len is the length of the leading run of matches: stop at the first mismatch (here 1), bonus = target_predict[1] = X.",
              "zh": "correct_len 是从头开始连续匹配的长度：遇到第一个不匹配就停止（这里是 1），bonus = target_predict[1] = X。"},
-        make_scenario=_dspark_scenario, buggy=_bug_count_all_matches, fields=("correct_len", "bonus", "outputs"), page="dspark",
+        make_scenario=dspark_scenario, buggy=bug_count_all_matches, fields=("correct_len", "bonus", "outputs"), page="dspark",
     ),
     Pitfall(
         key="kv_by_outputs",
@@ -390,7 +127,7 @@ PITFALLS: tuple[Pitfall, ...] = (
                  "zh": "KV 提交要的是 A、C、X：漏掉了本轮 Verify 刚写入 KV 的 root R，又去要还不存在的 X 的 KV。"},
         fix={"en": "Keep the KV of the input rows in accept_index (R, A, C at positions 10, 11, 12); X gets its KV next round as the new root.",
              "zh": "保留 accept_index 指向的输入行（R、A、C，位置 10、11、12）的 KV；X 在下一轮作为新 root 才计算 KV。"},
-        make_scenario=lambda: preset("running_example"), buggy=_bug_kv_by_outputs, fields=("committed_tokens",), page="batch_kv",
+        make_scenario=lambda: preset("running_example"), buggy=bug_kv_by_outputs, fields=("committed_tokens",), page="batch_kv",
     ),
     Pitfall(
         key="buffer_as_q",
@@ -399,7 +136,7 @@ PITFALLS: tuple[Pitfall, ...] = (
                  "zh": "把全零缓冲区当作 q 后，u*q = 0 < p 对每个 child 都成立，所以即使 coin .9 不在 A 的区间 [0, .5) 内，A、C 也被接受。"},
         fix={"en": "The target-only sampler has no q: it compares the coin with the running sum of target mass over siblings, and the buffer only collects rejected mass for relu(p − buffer).",
              "zh": "Target-only sampler 没有 q：它把 coin 与各 sibling 的 Target 累计概率比较，缓冲区只收集被拒绝的质量，用于 relu(p − buffer)。"},
-        make_scenario=_buffer_scenario, buggy=_bug_buffer_as_q, fields=("accept_index", "outputs"), page="target_only",
+        make_scenario=buffer_scenario, buggy=bug_buffer_as_q, fields=("accept_index", "outputs"), page="target_only",
     ),
     Pitfall(
         key="q_zero",
@@ -408,7 +145,7 @@ PITFALLS: tuple[Pitfall, ...] = (
                  "zh": "Draft 以 q(A) = 0 “提出”了 A；早期版本无论 coin 多少都接受（u*0 = 0 < p = .3），0.5.23 则拒绝。"},
         fix={"en": "Pass the distribution the draft really sampled from (q > 0 for every proposed token); 0.5.23 also requires 0 < q <= 1 before u*q < p.",
              "zh": "传入 Draft 实际采样所用的分布（被提出的 token 必有 q > 0）；0.5.23 在判断 u*q < p 之前还要求 0 < q <= 1。"},
-        make_scenario=_q_zero_scenario, buggy=_bug_q_zero, fields=("accept_index", "outputs"), page="chain_sampling",
+        make_scenario=q_zero_scenario, buggy=bug_q_zero, fields=("accept_index", "outputs"), page="chain_sampling",
         buggy_label={"en": "earlier releases", "zh": "早期版本"},
     ),
     Pitfall(
@@ -418,7 +155,7 @@ PITFALLS: tuple[Pitfall, ...] = (
                  "zh": "u[0] = .5 恰好等于 A 的累计概率 .5：用 <= 时 A 被接受（输出 A、C、X），用严格的 < 时 A 被拒绝、改走 B（输出 B、X）。"},
         fix={"en": "Buckets are half-open [S(i-1), S(i)): use coin < running sum, as 0.5.23 does; test coins should sit on a boundary only on purpose.",
              "zh": "区间是左闭右开的 [S(i-1), S(i))：与 0.5.23 一样使用 coin < 累计概率；测试用的 coin 只在有意时才放在边界上。"},
-        make_scenario=lambda: preset("semantics_disagree"), buggy=_bug_le_boundary, fields=("accept_index", "outputs"),
+        make_scenario=lambda: preset("semantics_disagree"), buggy=bug_le_boundary, fields=("accept_index", "outputs"),
         page="target_only", buggy_label={"en": "<= (earlier releases)", "zh": "<=（早期版本）"},
     ),
     Pitfall(
@@ -428,7 +165,7 @@ PITFALLS: tuple[Pitfall, ...] = (
                  "zh": "threshold_acc = .5 时，coin .9 满足 u < .5/.5 = 1，A 被接受：A 作为第一个 token 的概率从 .5 升到 1，输出不再服从 Target 分布。"},
         fix={"en": "Keep threshold_single = threshold_acc = 1 for exact sampling; lower thresholds trade exactness for longer accepts on purpose.",
              "zh": "需要精确采样时保持 threshold_single = threshold_acc = 1；更低的阈值是有意用精确性换更长的接受长度。"},
-        make_scenario=_buffer_scenario, buggy=_bug_thresholds, fields=("accept_index", "outputs"), page="target_only",
+        make_scenario=buffer_scenario, buggy=bug_thresholds, fields=("accept_index", "outputs"), page="target_only",
         buggy_label={"en": "threshold_acc = 0.5", "zh": "threshold_acc = 0.5"},
         correct_label={"en": "thresholds = 1 (exact)", "zh": "阈值 = 1（精确）"},
     ),
@@ -439,7 +176,7 @@ PITFALLS: tuple[Pitfall, ...] = (
                  "zh": "Target 的 p 按 top_p = .8 截断了，q 却仍是未截断的 Draft 分布：A 的接受概率 min(1, p/q) 从 .88 变成 .98，coin .9 因而接受了 A。"},
         fix={"en": "q must be the distribution the draft actually sampled from, under the same top-k / top-p as the request; truncate and renormalise both sides consistently.",
              "zh": "q 必须是 Draft 实际采样所用、与请求相同 top-k / top-p 处理后的分布；两侧要一致地截断并重新归一化。"},
-        make_scenario=_top_p_scenario, buggy=_bug_top_p_one_side, fields=("accept_index", "outputs"), page="chain_sampling",
+        make_scenario=top_p_scenario, buggy=bug_top_p_one_side, fields=("accept_index", "outputs"), page="chain_sampling",
     ),
     Pitfall(
         key="local_node_ids",
@@ -448,7 +185,7 @@ PITFALLS: tuple[Pitfall, ...] = (
                  "zh": "请求 1 的 accept_index 存的是局部节点号 [0, 1, 4]，gather 读到的是请求 0 的行：输出 A、C、A 而不是 B、F、Y。"},
         fix={"en": "accept_index holds global rows b*n + i (request 1: [5, 6, 9]); logits, predicts and positions are all indexed by the global row.",
              "zh": "accept_index 存的是全局行号 b*n + i（请求 1：[5, 6, 9]）；logits、predicts 与 positions 都按全局行号索引。"},
-        make_scenario=lambda: preset("batch_two_requests"), buggy=_bug_local_ids, fields=("accept_index", "outputs"), page="batch_kv",
+        make_scenario=lambda: preset("batch_two_requests"), buggy=bug_local_ids, fields=("accept_index", "outputs"), page="batch_kv",
     ),
 )
 

@@ -9,7 +9,7 @@ order of the kernel's test
 
 so a sibling is decided by the ``p > 0`` guard first (0.5.23), then by the coin test, and only when
 the coin test fails by ``threshold_single``. The running sum and the bound are float32, as in the
-reference (``specviz.reference.verify.tree_sampling_target_only``), so a coin exactly on a bound gets
+reference (``specviz.reference.target_only.tree_sampling_target_only``), so a coin exactly on a bound gets
 the reference's verdict. No streamlit here; the words live in ``rule_text``.
 """
 from __future__ import annotations

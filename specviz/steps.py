@@ -124,12 +124,14 @@ def _plain(v):
     return v
 
 
-def replay_steps(s, run=None) -> list[Step]:
-    """Replay the scenario's reference trace once: one Step per event (plus step 0)."""
+def replay_steps(s, run) -> list[Step]:
+    """Replay the scenario's reference trace once: one Step per event (plus step 0). ``run`` is the
+    scenario's run with the numpy reference's trace (``run_scenario(s, "numpy")``): the caller runs it,
+    so that this module stays below the engine."""
     from .captions import caption
-    from .engine import run_scenario
 
-    run = run if run is not None and run.trace is not None else run_scenario(s, "numpy")
+    if run is None or run.trace is None:
+        raise ValueError("replay_steps needs the scenario's run with the reference's trace: run_scenario(s, 'numpy')")
     dspark = algorithms.get(s.algorithm).family == "dspark"
     events = typed_events(run.trace.events)
     frames = replay(run.trace)

@@ -254,7 +254,7 @@ except ImportError:
 
 def open_sidebar_boxes(at, export_key: str | None = None):
     """Open the sidebar's boxes (share, export, scenario load / save) for the next run, as a user's click
-    does: their content is drawn only while they are open (``specviz.ui.theme.lazy_expander``).
+    does: their content is drawn only while they are open (``specviz.ui.state.lazy_expander``).
     ``export_key``: the page's export key (``f"{page}_export"`` unless the page names another)."""
     from specviz.ui.scenarios import SLOTS
 

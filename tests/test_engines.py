@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from specviz.engines import adapters as A
 from specviz.engines import chain as C
+from specviz.engines import chain_presets as CP
 from specviz.engines import compare as K
 from specviz.engines import rules as R
 from specviz.errors import SpecvizError
@@ -50,9 +51,9 @@ def assert_engine_matches_description(engine: str, ch: C.Chain):
 # ---------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("engine", ENGINE_PARAMS)
-@pytest.mark.parametrize("name", list(C.PRESETS))
+@pytest.mark.parametrize("name", list(CP.PRESETS))
 def test_edge_presets_match_each_engines_own_code(engine, name):
-    assert_engine_matches_description(engine, C.preset(name))
+    assert_engine_matches_description(engine, CP.preset(name))
 
 
 @st.composite
@@ -97,13 +98,13 @@ PRESET_EDGE = {"equality": "equality", "q_zero": "q_zero", "p_zero": "p_zero", "
 
 
 @ALL_THREE
-@pytest.mark.parametrize("name", list(C.PRESETS))
+@pytest.mark.parametrize("name", list(CP.PRESETS))
 def test_listed_differences_are_the_ones_the_engines_own_code_shows(name):
     """Every difference the page lists, with its reason, equals what the engines' own code runs show:
     where their outputs differ (never two equal values), and why (coins first: the coins each
     engine's code actually consumed; with equal coins, the boundary found by re-running the real
     code one float32 step away)."""
-    ch = C.preset(name)
+    ch = CP.preset(name)
     cmp = K.compare(ch)
     for e, view in cmp.views.items():
         assert not view.error, view.error
@@ -119,7 +120,7 @@ def test_listed_differences_are_the_ones_the_engines_own_code_shows(name):
 def test_p_zero_preset_blames_transformers_coin_not_the_rule():
     """Issue 32: vLLM got the edited coin 0, transformers drew its own (0.830252): a coin difference,
     and handed coin 0 transformers' own code accepts too."""
-    ch = C.preset("p_zero")
+    ch = CP.preset("p_zero")
     cmp = K.compare(ch)
     d = next(d for d in cmp.diffs if d.pair == ("vllm", "transformers") and d.slot == 1)
     seen = O.observe(ch)
@@ -137,7 +138,7 @@ def test_p_zero_preset_blames_transformers_coin_not_the_rule():
 @pytest.mark.skipif(not AVAIL["transformers"][0], reason=AVAIL["transformers"][1])
 def test_transformers_accepts_p_zero_at_coin_zero_and_the_rule_says_so():
     """A float32 rand_like of exactly 0.0 (about 1 in 2^24 draws): transformers' u <= p/q is 0 <= 0."""
-    ch = C.preset("p_zero")
+    ch = CP.preset("p_zero")
     req, d = ch.requests[0], C.randomness(ch)[0]
     fed = O.observe(ch, transformers_coins=[[0.0] * ch.n])["transformers"][0]
     zero = dataclasses.replace(d, seeded_coins=np.zeros_like(d.seeded_coins))
@@ -148,7 +149,7 @@ def test_transformers_accepts_p_zero_at_coin_zero_and_the_rule_says_so():
 
 def test_identical_terminal_tokens_are_never_listed():
     """Issue 32: "terminal token: 0 vs 0. Follows an earlier difference" listed equal values."""
-    cmp = K.compare(C.preset("p_zero"))
+    cmp = K.compare(CP.preset("p_zero"))
     for d in cmp.diffs:
         assert d.a != d.b, d
 
@@ -158,7 +159,7 @@ def test_temperature_zero_engines_split():
     """All greedy: SGLang's greedy verifier and vLLM's greedy kernel agree (argmax); transformers
     refuses temperature 0 when sampling (its own TemperatureLogitsWarper) and runs greedy requests
     on an inline path that specviz can only describe."""
-    cmp = K.compare(C.preset("temperature_zero"))
+    cmp = K.compare(CP.preset("temperature_zero"))
     assert cmp.views["sglang"].agrees(0) and cmp.views["vllm"].agrees(0)
     assert cmp.views["transformers"].outs[0].ran is False
     assert "strictly positive" in A.temperature_zero_error()
@@ -166,7 +167,7 @@ def test_temperature_zero_engines_split():
 
 def test_sglang_equality_rejects_vllm_accepts_by_the_numbers():
     """Hand-checked: the preset's coin u times q = 0.5 equals p exactly (float32), and p/q = u."""
-    ch = C.preset("equality")
+    ch = CP.preset("equality")
     d = C.randomness(ch)[0]
     req = ch.requests[0]
     t = req.draft_tokens[0]
@@ -252,11 +253,11 @@ def test_chi_square_p_value_comes_from_torch(monkeypatch):
 ])
 def test_bad_input_names_the_field(change, field):
     with pytest.raises(SpecvizError, match=f"^{field}"):
-        C.preset("q_zero").with_(**change)
+        CP.preset("q_zero").with_(**change)
 
 
 def test_bad_rows_name_the_field():
-    r = C.preset("q_zero").requests[0]
+    r = CP.preset("q_zero").requests[0]
     bad = C.Request(((0.5, 0.6, 0, 0),) + r.target_probs[1:], r.draft_probs, r.draft_tokens)
     with pytest.raises(SpecvizError, match="target_probs: row 0 sums to 1.1"):
         C.validate(C.Chain((bad,)))
@@ -299,7 +300,7 @@ def test_greedy_zero_mass_chain_is_what_the_engines_own_code_does():
 
 
 def test_vllm_bonus_text_says_the_page_stands_in_for_vllms_sampler():
-    cmp = K.compare(C.preset("random"))
+    cmp = K.compare(CP.preset("random"))
     d = next(d for d in cmp.diffs if d.pair == ("sglang", "vllm") and d.slot == "terminal")
     en, zh = K.explain(cmp, d)
     assert "stand-in for vLLM's Sampler" in en and "vLLM's own Sampler" in en, en
@@ -312,7 +313,7 @@ def test_vllm_bonus_text_says_the_page_stands_in_for_vllms_sampler():
 
 def _json_with(**changes) -> str:
     import json
-    obj = json.loads(C.to_json(C.preset("q_zero")))
+    obj = json.loads(C.to_json(CP.preset("q_zero")))
     for key, value in changes.items():
         if key == "greedy":
             obj["requests"][0]["greedy"] = value

@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from specviz.engines import adapters as A
 from specviz.engines import chain as C
+from specviz.engines import chain_presets as CP
 from specviz.engines import compare as K
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "engines.py")
@@ -58,10 +59,10 @@ def test_page_shows_the_differences_in_both_languages(lang, title, reason):
 @ALL_THREE
 def test_every_preset_is_one_click_away_and_the_monte_carlo_shows_p_values():
     at = _run("en")
-    for name in C.PRESETS:
+    for name in CP.PRESETS:
         at.button(key=f"w_engines_preset_{name}").click().run()
         assert not at.exception and not at.error, (name, [e.value for e in at.error])
-        assert C.from_json(at.session_state["sv_engines_json"]) == C.preset(name)
+        assert C.from_json(at.session_state["sv_engines_json"]) == CP.preset(name)
     at.button(key="w_engines_preset_random").click().run()
     at.select_slider(key="w_engines_trials").set_value(100).run()
     at.button(key="w_engines_mc").click().run()
@@ -99,7 +100,7 @@ def test_bad_json_names_the_field_and_keeps_the_chain():
 
 
 def test_hostile_labels_stay_text():
-    ch = C.preset("q_zero").with_(labels=("[x](javascript:alert(1))", "<b>B</b>", "*c*", "d"))
+    ch = CP.preset("q_zero").with_(labels=("[x](javascript:alert(1))", "<b>B</b>", "*c*", "d"))
     at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
     at.session_state["sv_engines_json"] = C.to_json(ch)
     at.run()
@@ -191,7 +192,7 @@ def test_a_crafted_websocket_seed_does_not_break_the_tab(monkeypatch):
 
 
 def test_a_bidi_label_reaches_the_page_as_a_visible_escape():
-    ch = C.preset("q_zero").with_(labels=("exe\u202etxt", "b", "c", "d"))
+    ch = CP.preset("q_zero").with_(labels=("exe\u202etxt", "b", "c", "d"))
     at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
     at.session_state["sv_engines_json"] = C.to_json(ch)
     at.run()
@@ -226,7 +227,7 @@ def test_share_link_round_trip():
     token = _token(at)
     state = decode_state(token)
     assert state.page == "engines" and state.lang == "zh"
-    assert C.from_json(state.extra["chain"]) == C.preset("p_zero").with_(seed=77)
+    assert C.from_json(state.extra["chain"]) == CP.preset("p_zero").with_(seed=77)
 
     fresh = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
     fresh.query_params["s"] = token
@@ -243,11 +244,11 @@ def test_a_bad_chain_in_a_link_is_refused_naming_the_field():
     import json
     import zlib
 
-    bad = C.to_json(C.preset("q_zero")).replace('"greedy": false', '"greedy": "false"', 1)
+    bad = C.to_json(CP.preset("q_zero")).replace('"greedy": false', '"greedy": "false"', 1)
     raw = json.dumps({"v": 1, "page": "engines", "extra": {"chain": bad}}).encode()
     at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
     at.query_params["s"] = base64.urlsafe_b64encode(zlib.compress(raw)).decode().rstrip("=")
     at.run()
     assert not at.exception
     assert any("link.extra.chain.requests[0].greedy" in e for e in _errors(at)), _errors(at)
-    assert C.from_json(at.session_state["sv_engines_json"]) == C.preset("equality")   # the default, nothing half-applied
+    assert C.from_json(at.session_state["sv_engines_json"]) == CP.preset("equality")   # the default, nothing half-applied

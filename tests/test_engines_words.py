@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from specviz.engines import adapters as A
 from specviz.engines import chain as C
+from specviz.engines import chain_presets as CP
 from specviz.engines import compare as K
 from tests import engines_observed as O
 
@@ -79,11 +80,11 @@ def edge_chains(draw):
 @settings(max_examples=40, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(ch=edge_chains())
-@example(ch=C.preset("q_zero"))
-@example(ch=C.preset("equality"))
-@example(ch=C.preset("p_zero"))
-@example(ch=C.preset("zero_mass"))
-@example(ch=C.preset("greedy_row"))
+@example(ch=CP.preset("q_zero"))
+@example(ch=CP.preset("equality"))
+@example(ch=CP.preset("p_zero"))
+@example(ch=CP.preset("zero_mass"))
+@example(ch=CP.preset("greedy_row"))
 def test_every_listed_difference_is_real_and_its_reason_matches_the_engines_runs(ch):
     cmp = K.compare(ch)
     seen = O.observe(ch)

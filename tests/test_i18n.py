@@ -221,9 +221,9 @@ def test_every_worded_code_in_both_languages():
         assert sources <= set(wording.SOURCES), sources - set(wording.SOURCES)
         emitted |= sources
         for node in _ast.walk(_ast.parse(text)):
-            if isinstance(node, _ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) in ("_warn", "emit"):
+            if isinstance(node, _ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) in ("record_warning", "emit"):
                 emitted |= {k.value.value for k in node.keywords if k.arg == "code" and isinstance(k.value, _ast.Constant)}
-                if getattr(node.func, "id", "") == "_warn" and len(node.args) > 4 and isinstance(node.args[4], _ast.Constant):
+                if getattr(node.func, "id", "") == "record_warning" and len(node.args) > 4 and isinstance(node.args[4], _ast.Constant):
                     emitted.add(node.args[4].value)
     warn_codes = {"chain_q_zero", "chain_no_mass", "target_only_no_mass", "unlinked_node"}
     assert warn_codes <= emitted and set(wording.SOURCES) <= emitted, emitted

@@ -1,7 +1,7 @@
 """Layers point down (issue 9): a module never imports a layer above its own, and no module
 imports another module's private (underscored) name. Imports are read with ``ast``, at every
 level (a lazy import inside a function counts too). No two files import each other, directly or
-round a longer circle (issue 34; today's known circle is allow-listed in KNOWN_CIRCLES below).
+round a longer circle (issue 34; KNOWN_CIRCLES below is empty).
 A module's layer is that of its longest listed prefix: a folder's files take the folder's place in
 the order below (once issue 34's folder restructure lands, the list becomes the folder order).
 
@@ -32,8 +32,8 @@ LAYERS = [
     ("kernels",),
     ("specviz.backends",),  # loads kernels.*_backend by name; a kernel importing it back would be a cycle
     ("specviz.render",),
-    ("specviz.engine", "specviz.steps", "specviz.algorithms.calls", "specviz.edits", "specviz.invariants", "specviz.audit", "specviz.pitfalls",
-     "specviz.distributions", "specviz.export", "specviz.player", "specviz.playframes", "specviz.naming", "specviz.cli", "specviz.serve", "specviz.__main__", "specviz.notebook", "specviz.loop",
+    ("specviz.engine", "specviz.run_display", "specviz.steps", "specviz.algorithms.calls", "specviz.edits", "specviz.invariants", "specviz.audit", "specviz.pitfalls", "specviz.pitfall_bugs",
+     "specviz.distributions", "specviz.export", "specviz.player", "specviz.playframes", "specviz.naming", "specviz.cli", "specviz.cli_files", "specviz.serve", "specviz.haproxy", "specviz.__main__", "specviz.notebook", "specviz.loop",
      "specviz.engines", "specviz.sibling_scan", "specviz.app_runtime"),
     ("specviz.ui",),
     ("pages", "app"),
@@ -200,19 +200,10 @@ def imports_under(path: Path, root: Path):
             yield target, tuple(a.name for a in node.names), node.lineno
 
 
-# Circles known at the merge of issue 33's player (2026-12-03), left for issue 34's restructure (open): the
-# list only shrinks. Any circle not inside one of these sets fails at once, and so does an entry that is no
-# longer (wholly) a circle.
-KNOWN_CIRCLES: list[set[str]] = [
-    # Run's Jupyter display (engine -> notebook, lazy) shows the step player, whose frames come from playframes
-    # -> steps -> engine, and notebook.show(preset) -> pitfalls -> audit -> engine. To break: Run's _repr_*_ keep
-    # the static view (a module below engine) and the widget stays notebook.show(run).
-    {"specviz.audit", "specviz.audit.check", "specviz.audit.compare", "specviz.audit.quiz", "specviz.audit.report",
-     "specviz.engine", "specviz.notebook", "specviz.pitfalls", "specviz.playframes", "specviz.steps"},
-    # specviz/ui: theme (the sidebar) -> backend_cache / scenarios -> theme (the ten-file circle before the player
-    # moved down to the library layer).
-    {"specviz.ui.backend_cache", "specviz.ui.scenarios", "specviz.ui.tensors", "specviz.ui.theme"},
-]
+# Circles allowed: none (issue 34 broke the last two: Run's Jupyter display goes through run_display, below the
+# engine, and steps.replay_steps takes the run instead of running the engine; the ui's lazy_expander lives in
+# ui/state, below the sidebar's theme). Kept as a list so that the check below stays one rule: any circle fails.
+KNOWN_CIRCLES: list[set[str]] = []
 
 
 def product_circles() -> list[list[str]]:

@@ -7,7 +7,8 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from specviz.loop.decode import MISTAKES, LoopSettings, run_loop
+from specviz.loop.decode import LoopSettings, run_loop
+from specviz.loop.settings import MISTAKES
 from specviz.loop.proofs import PROOF_FOR_MISTAKE, greedy_lossless, sampling_lossless, tree_pass_exact
 from specviz.loop.train import load_models
 

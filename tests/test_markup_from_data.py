@@ -127,8 +127,9 @@ def test_no_label_becomes_markup_on_any_page(page, lang):
         at.session_state["sv_loop::rounds"] = 3
     else:  # the engines page: a chain of its own (JSON, as its editor holds it)
         from specviz.engines import chain as C
+        from specviz.engines import chain_presets as CP
 
-        data = json.loads(C.to_json(C.preset("equality")))
+        data = json.loads(C.to_json(CP.preset("equality")))
         data["labels"] = [LABELS[i % len(LABELS)] + ("" if i < len(LABELS) else f"~{i}") for i in range(len(data["requests"][0]["target_probs"][0]))]
         at.session_state["sv_engines_json"] = json.dumps(data)
     at.run()

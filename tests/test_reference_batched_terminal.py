@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
-from specviz.reference import cdf, verify
+from specviz.reference import cdf, chain_sampling, target_only
 from specviz.trace import Trace
 
 
@@ -34,13 +34,13 @@ def test_batched_terminal_draws_equal_row_by_row(V):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for sem in ("0.5.23", "earlier"):
-            fast = verify.chain_rejection_sampling(cand, ri, u, uf, p, q, num_speculative_tokens=3, semantics=sem)
-            slow = verify.chain_rejection_sampling(cand, ri, u, uf, p, q, num_speculative_tokens=3, semantics=sem, trace=Trace())
+            fast = chain_sampling.chain_rejection_sampling(cand, ri, u, uf, p, q, num_speculative_tokens=3, semantics=sem)
+            slow = chain_sampling.chain_rejection_sampling(cand, ri, u, uf, p, q, num_speculative_tokens=3, semantics=sem, trace=Trace())
             assert (fast.predicts == slow.predicts).all() and (fast.accept_index == slow.accept_index).all()
             for t in ((1.0, 1.0), (0.6, 0.8)):
                 kw = dict(num_speculative_tokens=2, threshold_single=t[0], threshold_acc=t[1], semantics=sem)
-                fast = verify.tree_sampling_target_only(cand, ri, nt, ns, u, uf, p, **kw)
-                slow = verify.tree_sampling_target_only(cand, ri, nt, ns, u, uf, p, trace=Trace(), **kw)
+                fast = target_only.tree_sampling_target_only(cand, ri, nt, ns, u, uf, p, **kw)
+                slow = target_only.tree_sampling_target_only(cand, ri, nt, ns, u, uf, p, trace=Trace(), **kw)
                 assert (fast.predicts == slow.predicts).all() and (fast.accept_index == slow.accept_index).all()
 
 
@@ -49,7 +49,7 @@ def test_a_monte_carlo_is_one_inverse_cdf_call_not_one_per_trial(monkeypatch):
 
     calls = []
     real = cdf.chain_inverse_cdf
-    monkeypatch.setattr(verify, "chain_inverse_cdf", lambda d, c, *a, **k: calls.append(len(c)) or real(d, c, *a, **k))
+    monkeypatch.setattr(chain_sampling, "chain_inverse_cdf", lambda d, c, *a, **k: calls.append(len(c)) or real(d, c, *a, **k))
     cand, ri, u, uf, p, q = _batch(1, 1, 3, 6)
     res = sample_many("chain_rejection_sampling", {"candidates": cand, "retrieve_index": ri, "target_probs": p,
                                                    "draft_probs": q, "num_speculative_tokens": 3}, num_trials=4000, seed=3)

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from specviz.serve import COOKIE, WORKER_HEADER, find_haproxy, haproxy_config
+from specviz.haproxy import COOKIE, WORKER_HEADER, find_haproxy, haproxy_config
 from tests.conftest import _free_port, wait_for_app
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -50,7 +50,7 @@ def test_captions_follow_an_edited_tree():
     """After an edit, every compare/terminal caption names the edited walk's tokens."""
     s = load_scenario(ROOT / "scenarios/running_example.json")
     s = edits.set_target_predict(s, edits.agree_along(s, "last"))  # R -> B, bonus X
-    steps = replay_steps(s)
+    steps = replay_steps(s, engine.run_scenario(s, "numpy"))
     compares = [st for st in steps if isinstance(st.event, Compare)]
     assert any("Compare B with target_predict at row 0 = B: they match." == st.caption["en"] for st in compares)
     term = next(st for st in steps if isinstance(st.event, Terminal))

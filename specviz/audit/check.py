@@ -9,7 +9,8 @@ from ..engine import Run, run_scenario
 from ..errors import SpecvizError
 from ..safety import loads_json, read_text_file
 from ..scenario import MAX_SCENARIO_CHARS, Scenario, load_scenario, scenario_from_dict
-from .compare import Context, expected_values, field_finding
+from .compare import field_finding
+from .expected import Context, expected_values
 from .fields import auditable_fields, normalise_claimed
 from .parse import MAX_PASTE_CHARS, parse_claimed_text
 from .report import AuditReport

@@ -17,7 +17,7 @@
    work buffer started at q) move the mass of A by far more than the L1 bins see.
    ``detection_power`` computes, from the exact law of the first token (the numpy reference on
    round 0's tree, every coin interval), how often the proof fails at a given number of trials.
-4. The mistakes (``decode.MISTAKES``) each make one of these fail; ``proof_for_mistake`` says which.
+4. The mistakes (``settings.MISTAKES``) each make one of these fail; ``proof_for_mistake`` says which.
 """
 from __future__ import annotations
 

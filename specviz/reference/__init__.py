@@ -8,7 +8,9 @@ from .montecarlo import sample_many
 from .sampling import (eagle_sample, fill_bonus_tokens, gather_accept_tokens, raw_gather, target_probs_from_logits,
                        top_k_renorm, top_p_renorm)
 from .tree import TREE_MASK_MODES, FullMask, build_tree, build_tree_described, parent_nodes, tree_mask_matrix
-from .verify import chain_rejection_sampling, inverse_cdf, tree_sampling_target_only, verify_tree_greedy
+from .chain_sampling import chain_rejection_sampling
+from .target_only import tree_sampling_target_only
+from .verify import inverse_cdf, verify_tree_greedy
 
 API_FUNCTIONS = (
     "build_tree", "verify_tree_greedy", "tree_sampling_target_only", "chain_rejection_sampling",

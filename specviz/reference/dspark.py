@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import SpecvizError
 from ..trace import Trace
 from ..validate import INT64_MAX, check_int32, check_range, check_shape, check_tokens, int_array
-from .verify import chain_rejection_sampling
+from .chain_sampling import chain_rejection_sampling
 
 
 def dspark_windows(name: str, candidates, int32: bool = False) -> np.ndarray:

@@ -62,7 +62,8 @@ def count_outcomes(predicts, accept_index, accept_token_num, vocab_size: int, wi
 
 def sample_many(algorithm: str, inputs: dict, *, num_trials: int, seed: int) -> SampleCounts:
     """Run ``num_trials`` independent draws of request 0 of ``inputs`` with the numpy reference."""
-    from . import chain_rejection_sampling, tree_sampling_target_only
+    from .chain_sampling import chain_rejection_sampling
+    from .target_only import tree_sampling_target_only
 
     check_sample_many_args(algorithm, inputs, num_trials)
     batch = tile_request(inputs, num_trials)

@@ -12,7 +12,9 @@ from ..errors import SpecvizError
 from ..results import EagleSampleResult
 from ..trace import Trace
 from ..validate import check_int32, check_tree_arrays, check_width, int_array, logits_array
-from .verify import chain_rejection_sampling, tree_sampling_target_only, verify_tree_greedy
+from .chain_sampling import chain_rejection_sampling
+from .target_only import tree_sampling_target_only
+from .verify import verify_tree_greedy
 
 from ..probs import F32, GREEDY_TEMPERATURE, per_row, target_probs_from_logits, top_k_renorm, top_p_renorm  # noqa: F401  (re-exported)
 

@@ -51,7 +51,7 @@ ensure_triton_env()  # before anything below imports torch / triton
 from specviz.ui.i18n import (  # noqa: E402,F401
     LANGS, TERMS, lang, tr, term)
 from specviz.ui.state import (  # noqa: E402,F401
-    persist_key, widget, set_value, synced_key, widget_key)
+    persist_key, widget, set_value, synced_key, widget_key, lazy_expander)
 from specviz.ui.scenarios import (  # noqa: E402,F401
     ROOT, SCENARIO_DIR, SLOTS, preset_names, load_preset, scenario, set_scenario, scenario_version, try_update, scenario_io)
 from specviz.ui.guard import (  # noqa: E402,F401
@@ -66,4 +66,4 @@ from specviz.ui.stepping import (  # noqa: E402,F401
 from specviz.ui.widgets import (  # noqa: E402,F401
     chip, chip_row, chip_rows, STYLED_ROWS_LIMIT, state_table, text_table, legend, page_link, graph, chart)
 from specviz.ui.theme import (  # noqa: E402,F401
-    CSS, PRESENT_CSS, presenting, editing_area, lazy_expander, route_through_app, page_setup)
+    CSS, PRESENT_CSS, presenting, editing_area, route_through_app, page_setup)

@@ -97,7 +97,7 @@ def try_update(slot: str, build) -> bool:
 
 def scenario_io(slot: str = "tree", presets: list[str] | None = None) -> None:
     """Sidebar: pick a preset, load a JSON file, save the current scenario as JSON."""
-    from specviz.ui.theme import lazy_expander
+    from specviz.ui.state import lazy_expander
 
     box, is_open = lazy_expander(tr("Scenario: load / save", "场景：加载 / 保存"), f"w_io_open::{slot}", parent=st.sidebar)
     if not is_open:

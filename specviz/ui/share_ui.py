@@ -118,7 +118,7 @@ def check_page_extras(extra: dict) -> None:
             raise SpecvizError(f"link.extra.chain.{exc.field}", exc.detail) from None
     mistakes = extra.get("loop", {}).get("mistakes", [])
     if mistakes:
-        from specviz.loop.decode import MISTAKES
+        from specviz.loop.settings import MISTAKES
 
         unknown = [m for m in mistakes if m not in MISTAKES]
         if unknown:

@@ -95,3 +95,16 @@ def set_value(key: str, value) -> None:
         st.session_state[wkey] = value
     except StreamlitAPIException:  # the widget is already drawn in this run: refill it on the next
         st.session_state["sv_dirty::" + key] = True
+
+
+def lazy_expander(label: str, key: str, *, expanded: bool = False, icon: str | None = None, parent=None):
+    """``(expander, open)``: an expander whose content the page draws only while it is open (Streamlit's
+    ``on_change="rerun"``: opening it reruns the page, which then draws the content). The sidebar's
+    closed boxes (scenario I/O, share, export: some 20 elements) were a third of every edit's script
+    time (benchmarks/README.md, "A class of 50"). On a Streamlit without that option: always drawn."""
+    parent = st if parent is None else parent
+    try:
+        box = parent.expander(label, expanded=expanded, icon=icon, key=key, on_change="rerun")
+    except TypeError:
+        return parent.expander(label, expanded=expanded, icon=icon), True
+    return box, bool(getattr(box, "open", True))

@@ -31,12 +31,12 @@ def tensor_text(name: str, arr, shape_doc: str = "") -> str:
 
 def raw_tensors(tensors: dict, title: str | None = None, expanded: bool = False) -> None:
     """An expander listing tensors named and shaped as in SGLang, its text built only while it is open
-    (``theme.lazy_expander``, key ``w_raw_open::<page>``): closed, it cost every edit ~7% of the
+    (``state.lazy_expander``, key ``w_raw_open::<page>``): closed, it cost every edit ~7% of the
     script's time, and a first visit Streamlit's syntax highlighter.
 
     ``tensors``: name -> array, or name -> (array, "[bs, n]") to document the shape symbolically.
     """
-    from specviz.ui.theme import lazy_expander
+    from specviz.ui.state import lazy_expander
 
     box, is_open = lazy_expander(title or term("raw_tensors"), f"w_raw_open::{st.session_state.get('sv_page', '')}",
                                  expanded=expanded)
