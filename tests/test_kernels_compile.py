@@ -36,6 +36,8 @@ KERNELS = {
             "retrieve_index_ptr": I64, "next_token_ptr": I64, "next_sibling_ptr": I64, "target_predict_ptr": I64,
             "N": "constexpr", "W": "constexpr", "PREDICTS_INIT": "constexpr", "BLOCK_N": "constexpr",
             "BLOCK_W": "constexpr"}, {"N": 64, "W": 6, "PREDICTS_INIT": 0, "BLOCK_N": 64, "BLOCK_W": 8}),
+    },
+    "kernels.triton_target_only_kernels": {
         **{f"tree_sampling_target_only_kernel[new={new},zero={zero}]": ("tree_sampling_target_only_kernel", {
             "predicts_ptr": I32, "accept_index_ptr": I32, "accept_token_num_ptr": I32, "buf_ptr": I32 if zero else F32,
             "candidates_ptr": I64, "retrieve_index_ptr": I64, "next_token_ptr": I64, "next_sibling_ptr": I64,
@@ -61,6 +63,8 @@ KERNELS = {
              "NC": nc, "NC_P2": max(2, 1 << (nc - 1).bit_length()), "WALK_IN_REGISTERS": n <= 16, "WALK": walk})
             for new in (True, False) for V, chunk, nc in ((128256, 4096, 32), (50257, 1024, 50), (1000, 4096, 1))
             for n in (8, 64) for walk in ((0, 1, 2) if new else (0,))},
+    },
+    "kernels.triton_chain_kernels": {
         **{f"chain_rejection_sampling_kernel[new={new},bonus={bonus},N={N},V={V},bpp={bpp}]": ("chain_rejection_sampling_kernel", {
             "predicts_ptr": I32, "accept_index_ptr": I32, "accept_token_num_ptr": I32, "bonus_ptr": I64,
             "count_ptr": I32, "work_ptr": I32, "k_off": "i32", "candidates_ptr": I64, "retrieve_index_ptr": I64, "coins_ptr": F32, "final_coins_ptr": F32,
@@ -150,7 +154,7 @@ def _jit_kernels():
 
 def test_every_kernel_is_listed():
     """The compile list covers every kernel (helpers called from kernels compile with their callers)."""
-    helpers = {"_record_rejection", "_chain_accept_len", "_node", "_pick", "_zero_buffer_terminal_chunk", "chain_inverse_cdf_row", "chain_inverse_cdf_row_from_sums", "target_only_inverse_cdf_row", "_terminal_block", "_probs_block", "_row_values"}
+    helpers = {"_record_rejection", "_chain_accept_len", "_node", "_pick", "_zero_buffer_terminal_chunk", "chain_inverse_cdf_row", "chain_inverse_cdf_row_from_sums", "target_only_inverse_cdf_row", "terminal_block", "_probs_block", "_row_values"}
     for module, names in _jit_kernels().items():
         listed = {spec[0] for spec in KERNELS[module].values()}
         assert names - helpers == listed, (module, names - helpers - listed)
