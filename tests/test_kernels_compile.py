@@ -94,6 +94,12 @@ KERNELS = {
             {"HAS_TOP_K": k, "HAS_TOP_P": p, "SCALARS": sc, "BLOCK_V": block})
         for name, block in (("target_probs_kernel", 4096), ("target_probs_row_kernel", 4096))
         for k in (True, False) for p in (True, False) for sc in (True, False)
+    } | {
+        f"target_probs_split_kernel[NC={nc}]": ("target_probs_split_kernel", {
+            "logits_ptr": F32, "probs_ptr": F32, "part_ptr": I32, "count_ptr": I32, "V": "i32", "temperature": "fp32",
+            "CHUNK": "constexpr", "NC": "constexpr", "NC_P2": "constexpr", "BLOCK_V": "constexpr"},
+            {"CHUNK": 8192, "NC": nc, "NC_P2": p2, "BLOCK_V": 4096})
+        for nc, p2 in ((16, 16), (7, 8))
     },
     "kernels.triton_dspark_kernels": {
         "dspark_accept_greedy_kernel": ("dspark_accept_greedy_kernel", {
@@ -108,9 +114,9 @@ KERNELS = {
         "build_out_tokens_kernel": ("build_out_tokens_kernel", {
             "draft_tokens_ptr": I64, "correct_len_ptr": I64, "bonus_ptr": I64, "out_ptr": I64, "gamma": "i32",
             "BLOCK_T": "constexpr"}, {"BLOCK_T": 8}),
-        "fill_bonus_tokens_kernel": ("fill_bonus_tokens_kernel", {
-            "accept_tokens_ptr": I64, "accept_lens_ptr": I64, "bonus_ptr": I32, "bs": "i32", "stride": "i32",
-            "BLOCK": "constexpr"}, {"BLOCK": 256}),
+        **{f"fill_bonus_tokens_kernel[{tok},{lens}]": ("fill_bonus_tokens_kernel", {
+            "accept_tokens_ptr": tok, "accept_lens_ptr": lens, "bonus_ptr": I32, "bs": "i32", "stride": "i32",
+            "BLOCK": "constexpr"}, {"BLOCK": 256}) for tok in (I64, I32) for lens in (I64, I32)},
     },
 }
 
