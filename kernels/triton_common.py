@@ -120,9 +120,14 @@ def _spec(a):
     return a  # constexpr values (bool, None, str, ...) are part of the kernel
 
 
+_ACTIVE = []  # triton's active driver, looked up once (an import and a lookup a launch otherwise)
+
+
 def _driver():
-    from triton.runtime import driver
-    return driver.active
+    if not _ACTIVE:
+        from triton.runtime import driver
+        _ACTIVE.append(driver.active)
+    return _ACTIVE[0]
 
 
 def _constexpr_flags(fn) -> tuple:

@@ -23,14 +23,16 @@ def build_tree_kernel(parent_list_ptr, selected_index_ptr, seq_lens_ptr, seq_cum
                       tree_mask_ptr, positions_ptr, retrieve_index_ptr, next_token_ptr, next_sibling_ptr,
                       parent_list_stride: tl.constexpr, topk: tl.constexpr, depth: tl.constexpr, n: tl.constexpr,
                       MASK_MODE: tl.constexpr, BLOCK_N: tl.constexpr, SQUARINGS: tl.constexpr,
-                      BLOCK_S: tl.constexpr):
+                      BLOCK_S: tl.constexpr, PREFIX_BLOCK: tl.constexpr):
     """Request b = program_id(0).
 
     parent_list [bs, *] i64 (row stride parent_list_stride), selected_index [bs, n-1] i64,
     seq_lens / seq_cumsum (inclusive prefix sum; FULL_MASK only) [bs] i64; outputs positions [bs*n] i64,
     retrieve_* [bs, n] i64, tree_mask: MASK_MODE 0 = FULL_MASK bool (every cell written: the prefix
     cells True, BLOCK_S columns a store), 1 = QLEN_ONLY bool, 2 = QLEN_ONLY_BITPACKING (a signed view of
-    the uint buffer). BLOCK_N >= 16 (tl.dot); SQUARINGS = ceil(log2(depth)).
+    the uint buffer). BLOCK_N >= 16 (tl.dot); SQUARINGS = ceil(log2(depth)). PREFIX_BLOCK > 0 (FULL_MASK,
+    small batches): the program sums the lengths of the requests before it itself, PREFIX_BLOCK a load,
+    and seq_cumsum is unread (the launcher's cumsum, a kernel of its own, is saved; integer sums are exact).
     """
     b = tl.program_id(0).to(tl.int64)
     i = tl.arange(0, BLOCK_N)
@@ -69,7 +71,14 @@ def build_tree_kernel(parent_list_ptr, selected_index_ptr, seq_lens_ptr, seq_cum
     tl.store(positions_ptr + row0 + i, seq_len + steps, mask=valid)
     cell_ok = valid[:, None] & valid[None, :]
     if MASK_MODE == 0:
-        seq_prefix = tl.load(seq_cumsum_ptr + b) - seq_len  # tokens of the requests before b
+        if PREFIX_BLOCK > 0:
+            before = tl.zeros([PREFIX_BLOCK], tl.int64)
+            for s in range(0, b, PREFIX_BLOCK):
+                j = s + tl.arange(0, PREFIX_BLOCK)
+                before += tl.load(seq_lens_ptr + j, mask=j < b, other=0)
+            seq_prefix = tl.sum(before, axis=0)  # tokens of the requests before b
+        else:
+            seq_prefix = tl.load(seq_cumsum_ptr + b) - seq_len  # tokens of the requests before b
         start = n * n * b + n * seq_prefix + i * (seq_len + n) + seq_len  # [BLOCK_N] row starts
         tl.store(tree_mask_ptr + start[:, None] + i[None, :], anc, mask=cell_ok)
         # The prefix cells (every row sees the whole verified prefix): True, written here instead of a

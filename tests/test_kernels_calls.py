@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from kernels import triton_common, triton_sampling, triton_verify
+from kernels import triton_common, triton_sampling, triton_tree, triton_verify
 from tests.support.random_cases import eagle_rollout, plausible_candidates, random_probs
 from specviz.results import TreeSampleResult
 from specviz.backends import cdf_order
@@ -213,3 +213,23 @@ def test_fill_bonus_tokens_takes_the_samplers_int32_as_it_is():
     assert_same(expected, got)
     assert_same(expected, triton_sampling.fill_bonus_tokens(predicts.long(), lens.long(), stride=4))
     assert_same(expected, triton_sampling.fill_bonus_tokens([[5, 6, 7, 0], [8, 9, 0, 0]], [3, 1], stride=4))
+
+
+@pytest.mark.parametrize("in_kernel", [True, False])
+def test_build_tree_full_mask_prefix_in_kernel(monkeypatch, in_kernel):
+    """FULL_MASK: a small batch's programs sum the lengths before their request themselves (no cumsum op
+    on the Python call: failed before, one cumsum a call); larger batches keep the cumsum. Both give the
+    reference's tree, here with 5 requests over prefix blocks of 2 tokens."""
+    rng = np.random.default_rng(3)
+    bs, topk, depth, n = 5, 2, 3, 6
+    pl, si = eagle_rollout(rng, bs, topk, depth, n)
+    seq_lens = rng.integers(1, 9, size=bs)
+    kw = dict(topk=topk, depth=depth, num_draft_tokens=n, tree_mask_mode="full_mask")
+    monkeypatch.setattr(triton_tree, "PREFIX_BLOCK", 2)
+    monkeypatch.setattr(triton_tree, "PREFIX_IN_KERNEL_MAX_BS", bs if in_kernel else bs - 1)
+    args = [on_device(x) for x in (pl, si, seq_lens)]
+    triton_tree.build_tree(*args, validate=False, seq_lens_sum=int(seq_lens.sum()), **kw)
+    with _AtenOps() as seen:
+        got = triton_tree.build_tree(*args, validate=False, seq_lens_sum=int(seq_lens.sum()), **kw)
+    assert ("cumsum" in seen.ops) != in_kernel, seen.ops
+    assert_same(_REF.build_tree(pl, si, seq_lens, **kw), got)

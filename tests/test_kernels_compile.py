@@ -20,15 +20,16 @@ I64, I32, F32 = "*i64", "*i32", "*fp32"
 # kernel module -> kernel name -> (signature, constexprs); every variant of a constexpr branch.
 KERNELS = {
     "kernels.triton_tree_kernels": {
-        f"build_tree_kernel[mode={mode},bits={bits}]": ("build_tree_kernel", {
+        f"build_tree_kernel[mode={mode},bits={bits},prefix={prefix}]": ("build_tree_kernel", {
             "parent_list_ptr": I64, "selected_index_ptr": I64, "seq_lens_ptr": I64, "seq_cumsum_ptr": I64,
             "tree_mask_ptr": {0: "*i1", 1: "*i1", 2: f"*i{bits}"}[mode], "positions_ptr": I64,
             "retrieve_index_ptr": I64, "next_token_ptr": I64, "next_sibling_ptr": I64,
             "parent_list_stride": "constexpr", "topk": "constexpr", "depth": "constexpr", "n": "constexpr",
-            "MASK_MODE": "constexpr", "BLOCK_N": "constexpr", "SQUARINGS": "constexpr", "BLOCK_S": "constexpr"},
+            "MASK_MODE": "constexpr", "BLOCK_N": "constexpr", "SQUARINGS": "constexpr", "BLOCK_S": "constexpr",
+            "PREFIX_BLOCK": "constexpr"},
             {"parent_list_stride": 17, "topk": 4, "depth": 5, "n": 64, "MASK_MODE": mode, "BLOCK_N": 64, "SQUARINGS": 3,
-             "BLOCK_S": 32})
-        for mode, bits in ((0, 8), (1, 8), (2, 8), (2, 16), (2, 32))
+             "BLOCK_S": 32, "PREFIX_BLOCK": prefix})
+        for mode, bits, prefix in ((0, 8, 0), (0, 8, 128), (1, 8, 0), (2, 8, 0), (2, 16, 0), (2, 32, 0))
     },
     "kernels.triton_verify_kernels": {
         "verify_tree_greedy_kernel": ("verify_tree_greedy_kernel", {
