@@ -107,6 +107,7 @@ def sampler_warps(V: int) -> int:
 # Triton's launch hooks (profilers) as the JIT would. Under the interpreter, or with
 # SPECVIZ_FAST_LAUNCH=0, every launch goes through the JIT.
 _FAST = os.environ.get("SPECVIZ_FAST_LAUNCH", "1") != "0"
+_Tensor = torch.Tensor
 
 
 def _spec(a):
@@ -157,7 +158,9 @@ class FastLaunch:
         if self.constexpr is None:
             self.constexpr = _constexpr_flags(self.fn)
         assert len(args) == len(self.constexpr), "FastLaunch takes every kernel parameter, positionally"
-        return tuple(a if c else _spec(a) for a, c in zip(args, self.constexpr))
+        # A plain tensor's spec inline (a list comprehension, no call a tensor): ~30% less host time a key.
+        return tuple([a if c else (a.dtype, a.data_ptr() & 15 == 0) if type(a) is _Tensor else _spec(a)
+                      for a, c in zip(args, self.constexpr)])
 
     def __call__(self, grid, *args, **options):
         if not _FAST or interpreting():
