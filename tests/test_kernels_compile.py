@@ -22,8 +22,7 @@ KERNELS = {
     "kernels.triton_tree_kernels": {
         f"build_tree_kernel[mode={mode},bits={bits},prefix={prefix}]": ("build_tree_kernel", {
             "parent_list_ptr": I64, "selected_index_ptr": I64, "seq_lens_ptr": I64, "seq_cumsum_ptr": I64,
-            "tree_mask_ptr": {0: "*i1", 1: "*i1", 2: f"*i{bits}"}[mode], "positions_ptr": I64,
-            "retrieve_index_ptr": I64, "next_token_ptr": I64, "next_sibling_ptr": I64,
+            "tree_mask_ptr": {0: "*i1", 1: "*i1", 2: f"*i{bits}"}[mode], "links_ptr": I64,
             "parent_list_stride": "constexpr", "topk": "constexpr", "depth": "constexpr", "n": "constexpr",
             "MASK_MODE": "constexpr", "BLOCK_N": "constexpr", "SQUARINGS": "constexpr", "BLOCK_S": "constexpr",
             "PREFIX_BLOCK": "constexpr"},
