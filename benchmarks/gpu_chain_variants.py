@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from kernels import triton_verify, triton_verify_kernels  # noqa: E402
+from kernels import triton_chain_kernels, triton_verify, triton_verify_kernels  # noqa: E402
 from tests.support import sglang_oracle  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -80,22 +80,22 @@ _TAIL_DRAW_LAST = """    if is_last:
 # The draw's reading of the block sums as NB scalar loads (an unrolled loop) instead of one vector load and
 # one-hot sums (no CTA-wide reduction per block): measured 2026-12-02 11:50 UTC, 0.5-1.5% slower where
 # it matters (bs 4096 / V 32000, V 128256 from bs 512) though it needs fewer registers; kept as a variant.
-_FROM_SUMS_SCALAR = '@triton.jit\ndef chain_inverse_cdf_row_from_sums(p_row_ptr, sub_row_ptr, use_sub, coin, sums_row_ptr, V: tl.constexpr,\n                                   CLEAN_SUB: tl.constexpr, BLOCK_V: tl.constexpr, NB: tl.constexpr,\n                                   NB_P2: tl.constexpr):\n    """``chain_inverse_cdf_row`` given the row\'s block sums (sums_row_ptr[j] = tl.sum of block j, computed\n    by other programs with the same block shape): the same token, bit for bit, reading one block.\n\n    The NB sums are NB scalar loads issued together (an unrolled loop: one round trip, and no CTA-wide\n    reduction to take a value out of a vector). total = the sums folded in block order (SGLang\'s\n    ``norm_sum += tl.sum(val)``, the same additions in the same order, so the same float32). thr = coin *\n    total. SGLang\'s scan adds carry + tl.cumsum(block) block by block and stops at the first running sum\n    > thr; a block j cannot hold it when carry_j + s_j * (1 + 2**-9) + 1e-37 <= thr: every running sum of a\n    block is at most s_j * (1 + 4.9e-4) (4096 non-negative float32 terms, any order of additions, relative\n    error <= 4095 * 2**-24 each way) and carry + x is monotone in x. The scan starts at the first block that\n    can, with carry_j folded from the sums: the earlier blocks\' comparisons are all false in SGLang\'s kernel too."""\n    total = tl.zeros([], dtype=tl.float32)\n    for j in tl.static_range(NB):\n        total += tl.load(sums_row_ptr + j, volatile=True)\n    thr = coin * total\n    carry = tl.zeros([], dtype=tl.float32)\n    first_blk = tl.full([], NB, dtype=tl.int32)\n    carry_at = tl.zeros([], dtype=tl.float32)\n    for j in tl.static_range(NB):\n        s = tl.load(sums_row_ptr + j, volatile=True)\n        can = (first_blk == NB) & (carry + (s * 1.001953125 + 1e-37) > thr)\n        carry_at = tl.where(can, carry, carry_at)\n        first_blk = tl.where(can, j, first_blk)\n        carry += s\n    offs = tl.arange(0, BLOCK_V)\n    carry = carry_at\n    result = tl.full([], -1, dtype=tl.int32)\n    for j in range(0, NB):\n        if (result < 0) & (j >= first_blk):\n            v = j * BLOCK_V + offs\n            m = v < V\n            x = _terminal_block(p_row_ptr, sub_row_ptr, use_sub, v, m, CLEAN_SUB)\n            running = carry + tl.cumsum(x, axis=0)\n            first = tl.min(tl.where((running > thr) & m, v, 2147483647), axis=0)\n            result = tl.where(first < 2147483647, first, result)\n            carry += tl.load(sums_row_ptr + j, volatile=True)\n    return tl.where(result >= 0, result, V - 1)\n\n\n'
+_FROM_SUMS_SCALAR = '@triton.jit\ndef chain_inverse_cdf_row_from_sums(p_row_ptr, sub_row_ptr, use_sub, coin, sums_row_ptr, V: tl.constexpr,\n                                   CLEAN_SUB: tl.constexpr, BLOCK_V: tl.constexpr, NB: tl.constexpr,\n                                   NB_P2: tl.constexpr):\n    """``chain_inverse_cdf_row`` given the row\'s block sums (sums_row_ptr[j] = tl.sum of block j, computed\n    by other programs with the same block shape): the same token, bit for bit, reading one block.\n\n    The NB sums are NB scalar loads issued together (an unrolled loop: one round trip, and no CTA-wide\n    reduction to take a value out of a vector). total = the sums folded in block order (SGLang\'s\n    ``norm_sum += tl.sum(val)``, the same additions in the same order, so the same float32). thr = coin *\n    total. SGLang\'s scan adds carry + tl.cumsum(block) block by block and stops at the first running sum\n    > thr; a block j cannot hold it when carry_j + s_j * (1 + 2**-9) + 1e-37 <= thr: every running sum of a\n    block is at most s_j * (1 + 4.9e-4) (4096 non-negative float32 terms, any order of additions, relative\n    error <= 4095 * 2**-24 each way) and carry + x is monotone in x. The scan starts at the first block that\n    can, with carry_j folded from the sums: the earlier blocks\' comparisons are all false in SGLang\'s kernel too."""\n    total = tl.zeros([], dtype=tl.float32)\n    for j in tl.static_range(NB):\n        total += tl.load(sums_row_ptr + j, volatile=True)\n    thr = coin * total\n    carry = tl.zeros([], dtype=tl.float32)\n    first_blk = tl.full([], NB, dtype=tl.int32)\n    carry_at = tl.zeros([], dtype=tl.float32)\n    for j in tl.static_range(NB):\n        s = tl.load(sums_row_ptr + j, volatile=True)\n        can = (first_blk == NB) & (carry + (s * 1.001953125 + 1e-37) > thr)\n        carry_at = tl.where(can, carry, carry_at)\n        first_blk = tl.where(can, j, first_blk)\n        carry += s\n    offs = tl.arange(0, BLOCK_V)\n    carry = carry_at\n    result = tl.full([], -1, dtype=tl.int32)\n    for j in range(0, NB):\n        if (result < 0) & (j >= first_blk):\n            v = j * BLOCK_V + offs\n            m = v < V\n            x = terminal_block(p_row_ptr, sub_row_ptr, use_sub, v, m, CLEAN_SUB)\n            running = carry + tl.cumsum(x, axis=0)\n            first = tl.min(tl.where((running > thr) & m, v, 2147483647), axis=0)\n            result = tl.where(first < 2147483647, first, result)\n            carry += tl.load(sums_row_ptr + j, volatile=True)\n    return tl.where(result >= 0, result, V - 1)\n\n\n'
 _FROM_SUMS_START, _FROM_SUMS_END = "@triton.jit\ndef chain_inverse_cdf_row_from_sums(", "@triton.jit\ndef _chain_accept_len("
 
 
 def _current_from_sums() -> str:
-    src = inspect.getsource(triton_verify_kernels)
+    src = inspect.getsource(triton_chain_kernels)
     return src[src.index(_FROM_SUMS_START):src.index(_FROM_SUMS_END)]
 
 
-_TAIL_START, _TAIL_END = "    if is_last:  # the draw's loads go out first", "@triton.jit\ndef _pick"
+_TAIL_START = "    if is_last:  # the draw's loads go out first"  # to the end of the file (the sampler kernel is last)
 
 
 def _current_tail() -> str:
     """The last program's part of today's kernel, as its source has it (what ``draw_last`` replaces)."""
-    src = inspect.getsource(triton_verify_kernels)
-    return src[src.index(_TAIL_START):src.index(_TAIL_END)]
+    src = inspect.getsource(triton_chain_kernels)
+    return src[src.index(_TAIL_START):]
 # 0.5.23's clean of q (values outside [0, 1], NaN included, count as 0) in one compare fewer: max(s, 0) where
 # s <= 1, else 0; the same terminal values (p - (+-0) is p) and so the same block sums and tokens.
 _CLEAN = "        s = tl.where((s >= 0.0) & (s <= 1.0), s, 0.0)\n"
@@ -105,9 +105,12 @@ _NO_DRAW = "        if NB > 1:\n            final = k + 0 * chain_inverse_cdf_ro
 
 
 def patched(name: str, pairs) -> object:
-    """The kernel module with each (old, new) text replaced, loaded from a temporary file (Triton reads
-    a kernel's source from its file)."""
-    src = inspect.getsource(triton_verify_kernels)
+    """The chain kernel module with each (old, new) text replaced, loaded from a temporary file (Triton reads
+    a kernel's source from its file). The shared row helper it imports (``terminal_block``) is pasted in
+    its place, so that a variant may patch it too."""
+    helper = inspect.getsource(triton_verify_kernels.terminal_block.fn)
+    src = inspect.getsource(triton_chain_kernels).replace("from .triton_verify_kernels import terminal_block\n",
+                                                          "\n" + helper)
     for old, new in pairs:
         assert src.count(old) == 1, (name, old[:60])
         src = src.replace(old, new)
@@ -125,13 +128,13 @@ def variants():
     out = {}
     for bpp in (1, 2, 4):
         for split, tag in ((None, "one"), (0, "split")):
-            out[f"bpp{bpp}_{tag}"] = (triton_verify_kernels, bpp, split, None, True)
+            out[f"bpp{bpp}_{tag}"] = (triton_chain_kernels, bpp, split, None, True)
     mods = {"no_draw": patched("no_draw", [(_DRAW, _NO_DRAW)]),
             "draw_last": patched("draw_last", [(_current_tail(), _TAIL_DRAW_LAST)]),
             "scalar_sums": patched("scalar_sums", [(_current_from_sums(), _FROM_SUMS_SCALAR)]),
             "cheap_clean": patched("cheap_clean", [(_CLEAN, _CLEAN_CHEAP)])}
     for regs in (72, 80):  # ptxas caps: 6 (80) or 7 (72) programs an SM instead of 5 at 96 registers
-        out[f"bpp2_one_r{regs}"] = (triton_verify_kernels, 2, None, regs, True)
+        out[f"bpp2_one_r{regs}"] = (triton_chain_kernels, 2, None, regs, True)
     for name, mod in mods.items():
         for bpp in (1, 2, 4):
             for split, tag in ((None, "one"), (0, "split")):

@@ -95,10 +95,13 @@ def sampler_warps(V: int) -> int:
 # Launch without the JIT's per-call dispatch
 # ---------------------------------------------------------------------------------------------
 # ``kernel[grid](*args)`` binds the arguments, computes the specialization key, checks globals and
-# builds launch metadata on every call. ``FastLaunch`` skips those steps; measured on the H200 (triton
-# 3.6, benchmarks/README.md "Issue 36") it saves nothing on an empty kernel (18.5 us through the JIT,
-# 18.9 us direct: the launch itself is the cost there), so it is no lever for the Python call's time;
-# it is kept for kernels of 20+ arguments. It goes through the JIT once per specialization (that call compiles if
+# builds launch metadata on every call. ``FastLaunch`` skips those steps. Measured on an H200 (triton 3.6,
+# host time a call, benchmarks/gpu_host_profile.py -> results_h200_host_profile.json, 2026-12-03): an empty
+# one-argument kernel 15.1 us direct vs 15.5 through the JIT (the launch itself is the cost; 18.9 vs 18.5
+# on another machine start), 20 arguments 27.9 vs 29.9 us; of 28 real calls (bs 1 / 64) 26 took less
+# (median 2.9 us; greedy verify bs 1: 36.8 vs 52.1 us), chain bs 64 2.8 us more, one equal. Not the ~14 us
+# on the empty kernel that commit b6ce07d's message claimed.
+# It goes through the JIT once per specialization (that call compiles if
 # need be and returns the CompiledKernel), then launches the compiled kernel directly
 # (``CompiledKernel[grid](*args)``, Triton's own launcher for a compiled kernel). The specialization
 # key is computed here the way Triton specializes arguments (dtype and 16-byte alignment of a tensor,
@@ -107,6 +110,7 @@ def sampler_warps(V: int) -> int:
 # Triton's launch hooks (profilers) as the JIT would. Under the interpreter, or with
 # SPECVIZ_FAST_LAUNCH=0, every launch goes through the JIT.
 _FAST = os.environ.get("SPECVIZ_FAST_LAUNCH", "1") != "0"
+_Tensor = torch.Tensor
 
 
 def _spec(a):
@@ -120,9 +124,14 @@ def _spec(a):
     return a  # constexpr values (bool, None, str, ...) are part of the kernel
 
 
+_ACTIVE = []  # triton's active driver, looked up once (an import and a lookup a launch otherwise)
+
+
 def _driver():
-    from triton.runtime import driver
-    return driver.active
+    if not _ACTIVE:
+        from triton.runtime import driver
+        _ACTIVE.append(driver.active)
+    return _ACTIVE[0]
 
 
 def _constexpr_flags(fn) -> tuple:
@@ -152,7 +161,9 @@ class FastLaunch:
         if self.constexpr is None:
             self.constexpr = _constexpr_flags(self.fn)
         assert len(args) == len(self.constexpr), "FastLaunch takes every kernel parameter, positionally"
-        return tuple(a if c else _spec(a) for a, c in zip(args, self.constexpr))
+        # A plain tensor's spec inline (a list comprehension, no call a tensor): ~30% less host time a key.
+        return tuple([a if c else (a.dtype, a.data_ptr() & 15 == 0) if type(a) is _Tensor else _spec(a)
+                      for a, c in zip(args, self.constexpr)])
 
     def __call__(self, grid, *args, **options):
         if not _FAST or interpreting():

@@ -1,6 +1,6 @@
 """Triton kernels for DSpark / DFlash chain accept (SEMANTICS.md §8) and the small EAGLE hand-off ops.
 
-DSpark's sampling accept is the chain kernel of ``triton_verify_kernels`` (it stores the bonus
+DSpark's sampling accept is the chain kernel of ``triton_chain_kernels`` (it stores the bonus
 itself); the kernels here are the greedy accept (one program per request, the window in lanes)
 and elementwise kernels over the batch (BLOCK requests per program).
 """

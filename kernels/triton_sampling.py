@@ -9,16 +9,24 @@ from specviz.validate import logits_array
 
 from .torch_common import F32, INT32, INT64, as_tensor
 from .torch_sampling import check_logits_args, eagle_sample_with, per_row_values
-from .triton_common import FastLaunch, pow2, triton_device
+from .triton_common import DeviceCache, FastLaunch, pow2, triton_device
 from .triton_dspark_kernels import fill_bonus_tokens_kernel
-from .triton_sampling_kernels import target_probs_kernel, target_probs_row_kernel
+from .triton_sampling_kernels import target_probs_kernel, target_probs_row_kernel, target_probs_split_kernel
 from . import triton_verify
 
 
 # Rows of at most this many tokens are held in one program's registers (target_probs_row_kernel: one read
-# and one write of the row); longer rows take the multi-pass kernel. 32768 floats over 16 warps: 64 a thread.
+# and one write of the row); longer rows take the split kernel (temperature only, Python numbers: the row in
+# chunks across programs, 2 reads and a write) or the multi-pass kernel (top-k / top-p, or per-row values).
+# 32768 floats over 16 warps: 64 a thread.
 ROW_IN_REGISTERS_MAX = 32768
+SPLIT_CHUNK = 8192  # tokens a program of the split kernel holds in registers (8 warps: 32 floats a thread)
+SPLIT_WARPS = 8
+SPLIT_FINAL_BLOCK = 4096  # the last program's block as it writes the row
 _ROW_KERNEL = FastLaunch(target_probs_row_kernel)
+_SPLIT_KERNEL = FastLaunch(target_probs_split_kernel)
+_SPLIT_COUNTERS = DeviceCache()  # [rows] finished chunks, left zero by the kernel
+_SPLIT_PARTS = DeviceCache()  # [rows, 2, NC_P2] chunk max / sum, written before read
 _PASS_KERNEL = FastLaunch(target_probs_kernel)
 _FILL_BONUS = FastLaunch(fill_bonus_tokens_kernel)
 
@@ -69,9 +77,23 @@ def target_probs_from_logits(logits, *, temperature, top_k=None, top_p=None, val
         if V <= ROW_IN_REGISTERS_MAX:
             block = pow2(V, 16)
             _ROW_KERNEL((rows,), *args, block, num_warps=max(1, min(16, block // 2048)))
+        elif scalars and not has_k and not has_p:
+            nc = -(-V // SPLIT_CHUNK)
+            nc_p2 = pow2(nc)
+            _SPLIT_KERNEL((rows, nc), lg, probs, _SPLIT_PARTS.get(rows * 2 * nc_p2, device),
+                          _SPLIT_COUNTERS.get(rows, device), V, temp_s, SPLIT_CHUNK, nc, nc_p2, SPLIT_FINAL_BLOCK,
+                          num_warps=SPLIT_WARPS)
         else:
             _PASS_KERNEL((rows,), *args, min(4096, pow2(V, 16)), num_warps=4 if V <= 4096 else 8)
     return probs
+
+
+def _int_tensor(name, x, device) -> torch.Tensor:
+    """``x`` as a contiguous int32 or int64 tensor on ``device``: an int32 one (what the samplers return) is
+    taken as it is (the kernel is compiled for either), anything else converted to int64."""
+    if isinstance(x, torch.Tensor) and x.dtype == INT32 and x.device == device and x.is_contiguous():
+        return x
+    return as_tensor(name, x, INT64, device)
 
 
 def fill_bonus_tokens(accept_tokens, accept_lens, *, stride, validate=True) -> torch.Tensor:
@@ -79,8 +101,8 @@ def fill_bonus_tokens(accept_tokens, accept_lens, *, stride, validate=True) -> t
     device = triton_device(accept_tokens, accept_lens)
     if validate:
         check_fill_bonus_args(accept_tokens, accept_lens, stride)
-    at = as_tensor("accept_tokens", accept_tokens, INT64, device).reshape(-1)
-    al = as_tensor("accept_lens", accept_lens, INT64, device)
+    at = _int_tensor("accept_tokens", accept_tokens, device).reshape(-1)
+    al = _int_tensor("accept_lens", accept_lens, device)
     bs = al.shape[0]
     bonus = torch.empty(bs, dtype=INT32, device=device)
     if bs:

@@ -14,10 +14,18 @@ Two kernels, the same element-wise arithmetic:
   max, exponentials (one float64 exp a token), sum, every bisection probe and the renorm sums run on
   registers, and the row is written once: one read and one write of the row whatever top-k / top-p
   ask for (each probe costs arithmetic, not memory).
-* ``target_probs_kernel`` (longer rows, which do not fit one program's registers): one pass over the
+* ``target_probs_split_kernel`` (longer rows, temperature only): a row in CHUNK-token chunks across
+  programs, each chunk held in registers: a chunk's max and its sum of exp(x - chunk max) (float32
+  exp) go to a scratch; the last of the row's programs to finish (an atomic counter, as the chain
+  sampler's split) folds them into the row's max and sum (float64) and writes the row: one read of
+  the row from memory by the chunk programs, a second by the last program just after (most of it
+  still in L2), one write; one float64 exp a token. The tokens' exp terms are the reference's (the
+  row's max, rounded once); only the sum they are divided by is folded differently (from the
+  chunks' float32 sums, rescaled in float64, not the float32 sum of the rounded terms).
+* ``target_probs_kernel`` (longer rows with top-k / top-p): one pass over the
   row for the max, one for the sum, one a bisection probe, one a renorm sum, one to write;
   probabilities are recomputed from the logits in every pass instead of stored (an exp a token a
-  pass), so the kernel writes the output row once. Temperature only: 3 reads and a write.
+  pass), so the kernel writes the output row once.
 
 Both take the per-row values as tensors, or (SCALARS, the call's values are Python numbers) as
 scalar arguments, which saves the launcher the small tensor ops that build the per-row tensors.
@@ -186,3 +194,38 @@ def target_probs_kernel(logits_ptr, temperature_ptr, top_k_ptr, top_p_ptr, probs
         m = v < V
         prob = _probs_block(row, v, m, 1, temperature, row_max, row_sum, pivot_k, sum_k, pivot_p, sum_p)
         tl.store(probs_ptr + r * V + v, prob, mask=m)
+
+
+@triton.jit
+def target_probs_split_kernel(logits_ptr, probs_ptr, part_ptr, count_ptr, V, temperature, CHUNK: tl.constexpr,
+                              NC: tl.constexpr, NC_P2: tl.constexpr, BLOCK_V: tl.constexpr):
+    """softmax(logits / temperature) of row r = program_id(0); program_id(1) = the chunk c (NC chunks of
+    CHUNK tokens). part [rows, 2, NC_P2] int32 (float32 bits): each chunk's max and sum of exp(x - max);
+    count [rows] int32, zero on entry and left zero: the row's finished chunks."""
+    r = tl.program_id(0).to(tl.int64)
+    c = tl.program_id(1)
+    row = logits_ptr + r * V
+    v = c * CHUNK + tl.arange(0, CHUNK)
+    m = v < V
+    x = tl.load(row + v, mask=m, other=float("-inf")) / temperature
+    cmax = tl.max(x, axis=0)
+    csum = tl.sum(tl.where(m, tl.exp(x - cmax), 0.0), axis=0)
+    part = part_ptr + r * (2 * NC_P2)
+    tl.store(part + c, cmax.to(tl.int32, bitcast=True))
+    tl.store(part + NC_P2 + c, csum.to(tl.int32, bitcast=True))
+    if tl.atomic_add(count_ptr + r, 1, sem="acq_rel", scope="gpu") == NC - 1:  # the row's last chunk
+        tl.store(count_ptr + r, 0)
+        j = tl.arange(0, NC_P2)
+        maxes = tl.load(part + j, mask=j < NC, other=0, volatile=True).to(tl.float32, bitcast=True)
+        maxes = tl.where(j < NC, maxes, float("-inf"))
+        sums = tl.load(part + NC_P2 + j, mask=j < NC, other=0, volatile=True).to(tl.float32, bitcast=True)
+        row_max = tl.max(maxes, axis=0)
+        scaled = tl.where(j < NC, sums.to(tl.float64) * tl.exp((maxes - row_max).to(tl.float64)), 0.0)
+        row_sum = tl.sum(scaled, axis=0).to(tl.float32)
+        offs = tl.arange(0, BLOCK_V)
+        for b in range(0, tl.cdiv(V, BLOCK_V)):
+            w = b * BLOCK_V + offs
+            mw = w < V
+            y = tl.load(row + w, mask=mw, other=float("-inf"))
+            e = tl.exp((y / temperature - row_max).to(tl.float64)).to(tl.float32)  # rounded once, as the reference
+            tl.store(probs_ptr + r * V + w, e / row_sum, mask=mw)

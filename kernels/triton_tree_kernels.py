@@ -20,19 +20,23 @@ import triton.language as tl
 
 @triton.jit
 def build_tree_kernel(parent_list_ptr, selected_index_ptr, seq_lens_ptr, seq_cumsum_ptr,
-                      tree_mask_ptr, positions_ptr, retrieve_index_ptr, next_token_ptr, next_sibling_ptr,
+                      tree_mask_ptr, links_ptr,
                       parent_list_stride: tl.constexpr, topk: tl.constexpr, depth: tl.constexpr, n: tl.constexpr,
                       MASK_MODE: tl.constexpr, BLOCK_N: tl.constexpr, SQUARINGS: tl.constexpr,
-                      BLOCK_S: tl.constexpr):
+                      BLOCK_S: tl.constexpr, PREFIX_BLOCK: tl.constexpr):
     """Request b = program_id(0).
 
     parent_list [bs, *] i64 (row stride parent_list_stride), selected_index [bs, n-1] i64,
-    seq_lens / seq_cumsum (inclusive prefix sum; FULL_MASK only) [bs] i64; outputs positions [bs*n] i64,
-    retrieve_* [bs, n] i64, tree_mask: MASK_MODE 0 = FULL_MASK bool (every cell written: the prefix
-    cells True, BLOCK_S columns a store), 1 = QLEN_ONLY bool, 2 = QLEN_ONLY_BITPACKING (a signed view of
-    the uint buffer). BLOCK_N >= 16 (tl.dot); SQUARINGS = ceil(log2(depth)).
+    seq_lens / seq_cumsum (inclusive prefix sum; FULL_MASK only) [bs] i64; outputs links [4, bs, n] i64 =
+    (retrieve_index, retrieve_next_token, retrieve_next_sibling, positions) in one buffer (one pointer
+    argument and one allocation instead of four; bs = the grid), tree_mask: MASK_MODE 0 = FULL_MASK bool
+    (every cell written: the prefix cells True, BLOCK_S columns a store), 1 = QLEN_ONLY bool,
+    2 = QLEN_ONLY_BITPACKING (a signed view of the uint buffer). BLOCK_N >= 16 (tl.dot); SQUARINGS = ceil(log2(depth)). PREFIX_BLOCK > 0 (FULL_MASK,
+    small batches): the program sums the lengths of the requests before it itself, PREFIX_BLOCK a load,
+    and seq_cumsum is unread (the launcher's cumsum, a kernel of its own, is saved; integer sums are exact).
     """
     b = tl.program_id(0).to(tl.int64)
+    bs = tl.num_programs(0).to(tl.int64)
     i = tl.arange(0, BLOCK_N)
     valid = i < n
     draft = valid & (i >= 1)
@@ -53,9 +57,9 @@ def build_tree_kernel(parent_list_ptr, selected_index_ptr, seq_lens_ptr, seq_cum
     sib = (par[:, None] == par[None, :]) & (i[None, :] > i[:, None]) & (par[:, None] >= 0) & draft[None, :]
     nxt = tl.min(tl.where(sib, i[None, :], big), axis=1)
     row0 = b * n
-    tl.store(next_token_ptr + row0 + i, tl.where(first < big, first, -1).to(tl.int64), mask=valid)
-    tl.store(next_sibling_ptr + row0 + i, tl.where(nxt < big, nxt, -1).to(tl.int64), mask=valid)
-    tl.store(retrieve_index_ptr + row0 + i, row0 + i, mask=valid)
+    tl.store(links_ptr + bs * n + row0 + i, tl.where(first < big, first, -1).to(tl.int64), mask=valid)
+    tl.store(links_ptr + 2 * bs * n + row0 + i, tl.where(nxt < big, nxt, -1).to(tl.int64), mask=valid)
+    tl.store(links_ptr + row0 + i, row0 + i, mask=valid)
 
     # Ancestor sets: closure of (self | parent) by repeated squaring (0/1 counts are exact in fp32).
     reach = ((i[:, None] == i[None, :]) | (par[:, None] == i[None, :])) & valid[:, None]
@@ -66,10 +70,17 @@ def build_tree_kernel(parent_list_ptr, selected_index_ptr, seq_lens_ptr, seq_cum
     # steps = non-root nodes on the chain (the reference's walk count)
     steps = tl.sum(reach.to(tl.int32), axis=1) - tl.sum(tl.where(i[None, :] == 0, reach.to(tl.int32), 0), axis=1)
     seq_len = tl.load(seq_lens_ptr + b)
-    tl.store(positions_ptr + row0 + i, seq_len + steps, mask=valid)
+    tl.store(links_ptr + 3 * bs * n + row0 + i, seq_len + steps, mask=valid)
     cell_ok = valid[:, None] & valid[None, :]
     if MASK_MODE == 0:
-        seq_prefix = tl.load(seq_cumsum_ptr + b) - seq_len  # tokens of the requests before b
+        if PREFIX_BLOCK > 0:
+            before = tl.zeros([PREFIX_BLOCK], tl.int64)
+            for s in range(0, b, PREFIX_BLOCK):
+                j = s + tl.arange(0, PREFIX_BLOCK)
+                before += tl.load(seq_lens_ptr + j, mask=j < b, other=0)
+            seq_prefix = tl.sum(before, axis=0)  # tokens of the requests before b
+        else:
+            seq_prefix = tl.load(seq_cumsum_ptr + b) - seq_len  # tokens of the requests before b
         start = n * n * b + n * seq_prefix + i * (seq_len + n) + seq_len  # [BLOCK_N] row starts
         tl.store(tree_mask_ptr + start[:, None] + i[None, :], anc, mask=cell_ok)
         # The prefix cells (every row sees the whole verified prefix): True, written here instead of a

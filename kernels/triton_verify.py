@@ -1,4 +1,5 @@
-"""Launchers of the Triton accept kernels (kernels in ``triton_verify_kernels.py``).
+"""Launchers of the Triton accept kernels (kernels in ``triton_verify_kernels.py``, ``triton_chain_kernels.py``
+and ``triton_target_only_kernels.py``).
 
 Same signatures and results as the numpy reference (spec/API.md) plus ``validate=True``: the
 checks run on numpy copies (a sync on a GPU); benchmarks pass ``validate=False``. Each call is
@@ -16,8 +17,9 @@ from .torch_common import F32, INT32, INT64, as_tensor
 from .torch_verify import check_chain_inputs, check_greedy_inputs, check_tree_sampling_args, check_work_buffer
 from .triton_common import (DeviceCache, FastLaunch, chain_cdf_block, interpreting, pow2, sampler_warps, target_only_chunk,
                             triton_device)
-from .triton_verify_kernels import (chain_accept_len_kernel, chain_rejection_sampling_kernel, tree_sampling_target_only_kernel,
-                                    tree_sampling_target_only_split_kernel, verify_tree_greedy_kernel)
+from .triton_chain_kernels import chain_accept_len_kernel, chain_rejection_sampling_kernel
+from .triton_target_only_kernels import tree_sampling_target_only_kernel, tree_sampling_target_only_split_kernel
+from .triton_verify_kernels import verify_tree_greedy_kernel
 
 
 def _outputs(bs: int, n: int, W: int, device):

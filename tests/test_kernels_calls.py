@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from kernels import triton_common, triton_sampling, triton_verify
+from kernels import triton_common, triton_sampling, triton_tree, triton_verify
 from tests.support.random_cases import eagle_rollout, plausible_candidates, random_probs
 from specviz.results import TreeSampleResult
 from specviz.backends import cdf_order
@@ -115,19 +115,27 @@ def test_chain_call_fills_no_scratch_and_shares_it_between_shapes(monkeypatch):
 
 @pytest.mark.parametrize("top_k, top_p", [(None, None), (5, None), (None, 0.8), (40, 0.9)])
 def test_target_probs_both_kernels_and_both_argument_forms(monkeypatch, top_k, top_p):
-    """The register-resident kernel and the multi-pass one (forced on short rows), with scalar and
-    per-row arguments, give the reference's probabilities."""
+    """The register-resident kernel, and on rows forced to count as long the split kernel (temperature
+    only, scalar arguments; 6 chunks of 128 tokens, called twice: its row counters must be left at zero)
+    and the multi-pass one (the rest), with scalar and per-row arguments, give the reference's
+    probabilities."""
     rng = np.random.default_rng(5)
     rows, V = 3, 700
     logits = (rng.normal(size=(rows, V)) * 3).astype(np.float32)
     expected = REF.target_probs_from_logits(logits, temperature=0.7, top_k=top_k, top_p=top_p)
     per_row = dict(temperature=[0.7] * rows, top_k=None if top_k is None else [top_k] * rows,
                    top_p=None if top_p is None else [top_p] * rows)
+    split_calls = []
+    split = triton_sampling._SPLIT_KERNEL
+    monkeypatch.setattr(triton_sampling, "_SPLIT_KERNEL", lambda grid, *a, **k: split_calls.append(grid) or split(grid, *a, **k))
+    monkeypatch.setattr(triton_sampling, "SPLIT_CHUNK", 128)
     for limit in (triton_sampling.ROW_IN_REGISTERS_MAX, 0):
         monkeypatch.setattr(triton_sampling, "ROW_IN_REGISTERS_MAX", limit)
         for kw in (dict(temperature=0.7, top_k=top_k, top_p=top_p), per_row):
-            got = triton_sampling.target_probs_from_logits(on_device(logits), **kw)
-            assert_same(expected, got, f"limit {limit}, {kw}")
+            for _ in range(2):
+                got = triton_sampling.target_probs_from_logits(on_device(logits), **kw)
+                assert_same(expected, got, f"limit {limit}, {kw}")
+    assert split_calls == ([(rows, 6)] * 2 if top_k is None and top_p is None else [])
 
 
 def test_fast_launch_key_tells_apart_what_triton_specializes_on():
@@ -160,3 +168,68 @@ def test_target_only_walk_in_a_first_launch(monkeypatch, case_seed):
             expected = REF.tree_sampling_target_only(*args, **kw, semantics=semantics)
             got = triton_verify.tree_sampling_target_only(*[on_device(a) for a in args], **kw, semantics=semantics)
             assert_same(expected, got, f"walk first {shape} {V} {semantics}")
+
+
+class _AtenOps:
+    """Counts the torch operations (aten ops, each one host-side step on a GPU) a launcher makes inside a
+    block, the kernel launches left out (the interpreter runs a kernel on torch ops of its own)."""
+
+    def __enter__(self):
+        from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
+
+        ops = self.ops = []
+        self.launch = launch = triton_common.FastLaunch.__call__
+
+        def unseen(fast, *args, **kwargs):
+            with _disable_current_modes():
+                return launch(fast, *args, **kwargs)
+        triton_common.FastLaunch.__call__ = unseen
+
+        class Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                ops.append(func.overloadpacket.__name__)
+                return func(*args, **(kwargs or {}))
+
+        self.mode = Mode()
+        self.mode.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self.mode.__exit__(*exc)
+        triton_common.FastLaunch.__call__ = self.launch
+
+
+def test_fill_bonus_tokens_takes_the_samplers_int32_as_it_is():
+    """The samplers return int32 (predicts, accept_token_num): fill_bonus_tokens reads them as they are,
+    with one allocation (its output) and no conversion (a copy kernel each, ~10 us of the Python call on
+    a GPU); int64 and lists still work."""
+    predicts = on_device(np.array([[5, 6, 7, 0], [8, 9, 0, 0]], dtype=np.int32))
+    lens = on_device(np.array([3, 1], dtype=np.int32))
+    triton_sampling.fill_bonus_tokens(predicts, lens, stride=4, validate=False)
+    with _AtenOps() as seen:
+        got = triton_sampling.fill_bonus_tokens(predicts, lens, stride=4, validate=False)
+    assert [op for op in seen.ops if op not in ("view", "_unsafe_view")] == ["empty"], seen.ops
+    expected = _REF.fill_bonus_tokens(np.array([[5, 6, 7, 0], [8, 9, 0, 0]]), np.array([3, 1]), stride=4)
+    assert_same(expected, got)
+    assert_same(expected, triton_sampling.fill_bonus_tokens(predicts.long(), lens.long(), stride=4))
+    assert_same(expected, triton_sampling.fill_bonus_tokens([[5, 6, 7, 0], [8, 9, 0, 0]], [3, 1], stride=4))
+
+
+@pytest.mark.parametrize("in_kernel", [True, False])
+def test_build_tree_full_mask_prefix_in_kernel(monkeypatch, in_kernel):
+    """FULL_MASK: a small batch's programs sum the lengths before their request themselves (no cumsum op
+    on the Python call: failed before, one cumsum a call); larger batches keep the cumsum. Both give the
+    reference's tree, here with 5 requests over prefix blocks of 2 tokens."""
+    rng = np.random.default_rng(3)
+    bs, topk, depth, n = 5, 2, 3, 6
+    pl, si = eagle_rollout(rng, bs, topk, depth, n)
+    seq_lens = rng.integers(1, 9, size=bs)
+    kw = dict(topk=topk, depth=depth, num_draft_tokens=n, tree_mask_mode="full_mask")
+    monkeypatch.setattr(triton_tree, "PREFIX_BLOCK", 2)
+    monkeypatch.setattr(triton_tree, "PREFIX_IN_KERNEL_MAX_BS", bs if in_kernel else bs - 1)
+    args = [on_device(x) for x in (pl, si, seq_lens)]
+    triton_tree.build_tree(*args, validate=False, seq_lens_sum=int(seq_lens.sum()), **kw)
+    with _AtenOps() as seen:
+        got = triton_tree.build_tree(*args, validate=False, seq_lens_sum=int(seq_lens.sum()), **kw)
+    assert ("cumsum" in seen.ops) != in_kernel, seen.ops
+    assert_same(_REF.build_tree(pl, si, seq_lens, **kw), got)

@@ -20,15 +20,15 @@ I64, I32, F32 = "*i64", "*i32", "*fp32"
 # kernel module -> kernel name -> (signature, constexprs); every variant of a constexpr branch.
 KERNELS = {
     "kernels.triton_tree_kernels": {
-        f"build_tree_kernel[mode={mode},bits={bits}]": ("build_tree_kernel", {
+        f"build_tree_kernel[mode={mode},bits={bits},prefix={prefix}]": ("build_tree_kernel", {
             "parent_list_ptr": I64, "selected_index_ptr": I64, "seq_lens_ptr": I64, "seq_cumsum_ptr": I64,
-            "tree_mask_ptr": {0: "*i1", 1: "*i1", 2: f"*i{bits}"}[mode], "positions_ptr": I64,
-            "retrieve_index_ptr": I64, "next_token_ptr": I64, "next_sibling_ptr": I64,
+            "tree_mask_ptr": {0: "*i1", 1: "*i1", 2: f"*i{bits}"}[mode], "links_ptr": I64,
             "parent_list_stride": "constexpr", "topk": "constexpr", "depth": "constexpr", "n": "constexpr",
-            "MASK_MODE": "constexpr", "BLOCK_N": "constexpr", "SQUARINGS": "constexpr", "BLOCK_S": "constexpr"},
+            "MASK_MODE": "constexpr", "BLOCK_N": "constexpr", "SQUARINGS": "constexpr", "BLOCK_S": "constexpr",
+            "PREFIX_BLOCK": "constexpr"},
             {"parent_list_stride": 17, "topk": 4, "depth": 5, "n": 64, "MASK_MODE": mode, "BLOCK_N": 64, "SQUARINGS": 3,
-             "BLOCK_S": 32})
-        for mode, bits in ((0, 8), (1, 8), (2, 8), (2, 16), (2, 32))
+             "BLOCK_S": 32, "PREFIX_BLOCK": prefix})
+        for mode, bits, prefix in ((0, 8, 0), (0, 8, 128), (1, 8, 0), (2, 8, 0), (2, 16, 0), (2, 32, 0))
     },
     "kernels.triton_verify_kernels": {
         "verify_tree_greedy_kernel": ("verify_tree_greedy_kernel", {
@@ -36,6 +36,8 @@ KERNELS = {
             "retrieve_index_ptr": I64, "next_token_ptr": I64, "next_sibling_ptr": I64, "target_predict_ptr": I64,
             "N": "constexpr", "W": "constexpr", "PREDICTS_INIT": "constexpr", "BLOCK_N": "constexpr",
             "BLOCK_W": "constexpr"}, {"N": 64, "W": 6, "PREDICTS_INIT": 0, "BLOCK_N": 64, "BLOCK_W": 8}),
+    },
+    "kernels.triton_target_only_kernels": {
         **{f"tree_sampling_target_only_kernel[new={new},zero={zero}]": ("tree_sampling_target_only_kernel", {
             "predicts_ptr": I32, "accept_index_ptr": I32, "accept_token_num_ptr": I32, "buf_ptr": I32 if zero else F32,
             "candidates_ptr": I64, "retrieve_index_ptr": I64, "next_token_ptr": I64, "next_sibling_ptr": I64,
@@ -61,6 +63,8 @@ KERNELS = {
              "NC": nc, "NC_P2": max(2, 1 << (nc - 1).bit_length()), "WALK_IN_REGISTERS": n <= 16, "WALK": walk})
             for new in (True, False) for V, chunk, nc in ((128256, 4096, 32), (50257, 1024, 50), (1000, 4096, 1))
             for n in (8, 64) for walk in ((0, 1, 2) if new else (0,))},
+    },
+    "kernels.triton_chain_kernels": {
         **{f"chain_rejection_sampling_kernel[new={new},bonus={bonus},N={N},V={V},bpp={bpp}]": ("chain_rejection_sampling_kernel", {
             "predicts_ptr": I32, "accept_index_ptr": I32, "accept_token_num_ptr": I32, "bonus_ptr": I64,
             "count_ptr": I32, "work_ptr": I32, "k_off": "i32", "candidates_ptr": I64, "retrieve_index_ptr": I64, "coins_ptr": F32, "final_coins_ptr": F32,
@@ -90,6 +94,12 @@ KERNELS = {
             {"HAS_TOP_K": k, "HAS_TOP_P": p, "SCALARS": sc, "BLOCK_V": block})
         for name, block in (("target_probs_kernel", 4096), ("target_probs_row_kernel", 4096))
         for k in (True, False) for p in (True, False) for sc in (True, False)
+    } | {
+        f"target_probs_split_kernel[NC={nc}]": ("target_probs_split_kernel", {
+            "logits_ptr": F32, "probs_ptr": F32, "part_ptr": I32, "count_ptr": I32, "V": "i32", "temperature": "fp32",
+            "CHUNK": "constexpr", "NC": "constexpr", "NC_P2": "constexpr", "BLOCK_V": "constexpr"},
+            {"CHUNK": 8192, "NC": nc, "NC_P2": p2, "BLOCK_V": 4096})
+        for nc, p2 in ((16, 16), (7, 8))
     },
     "kernels.triton_dspark_kernels": {
         "dspark_accept_greedy_kernel": ("dspark_accept_greedy_kernel", {
@@ -104,9 +114,9 @@ KERNELS = {
         "build_out_tokens_kernel": ("build_out_tokens_kernel", {
             "draft_tokens_ptr": I64, "correct_len_ptr": I64, "bonus_ptr": I64, "out_ptr": I64, "gamma": "i32",
             "BLOCK_T": "constexpr"}, {"BLOCK_T": 8}),
-        "fill_bonus_tokens_kernel": ("fill_bonus_tokens_kernel", {
-            "accept_tokens_ptr": I64, "accept_lens_ptr": I64, "bonus_ptr": I32, "bs": "i32", "stride": "i32",
-            "BLOCK": "constexpr"}, {"BLOCK": 256}),
+        **{f"fill_bonus_tokens_kernel[{tok},{lens}]": ("fill_bonus_tokens_kernel", {
+            "accept_tokens_ptr": tok, "accept_lens_ptr": lens, "bonus_ptr": I32, "bs": "i32", "stride": "i32",
+            "BLOCK": "constexpr"}, {"BLOCK": 256}) for tok in (I64, I32) for lens in (I64, I32)},
     },
 }
 
@@ -150,7 +160,7 @@ def _jit_kernels():
 
 def test_every_kernel_is_listed():
     """The compile list covers every kernel (helpers called from kernels compile with their callers)."""
-    helpers = {"_record_rejection", "_chain_accept_len", "_node", "_pick", "_zero_buffer_terminal_chunk", "chain_inverse_cdf_row", "chain_inverse_cdf_row_from_sums", "target_only_inverse_cdf_row", "_terminal_block", "_probs_block", "_row_values"}
+    helpers = {"_record_rejection", "_chain_accept_len", "_node", "_pick", "_zero_buffer_terminal_chunk", "chain_inverse_cdf_row", "chain_inverse_cdf_row_from_sums", "target_only_inverse_cdf_row", "terminal_block", "_probs_block", "_row_values"}
     for module, names in _jit_kernels().items():
         listed = {spec[0] for spec in KERNELS[module].values()}
         assert names - helpers == listed, (module, names - helpers - listed)
