@@ -1,7 +1,7 @@
 """specviz: the Accept stage of speculative decoding, made visible. ``streamlit run app.py``.
 
 The router only: it lists the pages (each file in ``pages/``, included when it exists) and
-leaves every widget to the pages and ``specviz.ui.common``.
+leaves every widget to the pages and ``specviz.app.ui.common``.
 """
 import os
 import sys
@@ -21,10 +21,10 @@ if not (HERE / "pages").is_dir():
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from specviz import app_runtime  # noqa: E402
-from specviz.app_runtime import click_queue  # noqa: E402
+from specviz.app import runtime as app_runtime  # noqa: E402
+from specviz.app.runtime import click_queue  # noqa: E402
 
-# Streamlit runtime patches (specviz/app_runtime: click queue, failover replay, wake-up batching, widget guard); `specviz doctor`
+# Streamlit runtime patches (specviz/app/runtime: click queue, failover replay, wake-up batching, widget guard); `specviz doctor`
 # says which are active on this Streamlit.
 app_runtime.install()
 
@@ -67,7 +67,7 @@ def build_pages(zh: bool) -> list:
 
 
 def main() -> None:
-    from specviz.ui.theme import favicon_url, page_objects
+    from specviz.app.ui.theme import favicon_url, page_objects
 
     st.set_page_config(page_title="specviz: the Accept stage", page_icon=favicon_url(), layout="wide")
     zh = st.session_state.get("sv_lang", "en") == "zh"

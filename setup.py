@@ -2,7 +2,7 @@
 
 The repository keeps ``app.py``, ``pages/`` and ``scenarios/`` at its top level (that is how
 ``streamlit run app.py`` and the tests use them). A wheel installs packages only, so ``build_py``
-copies those files to ``specviz/_app/`` in the build; ``specviz.paths.app_root()`` looks there
+copies those files to ``specviz/_app/`` in the build; ``specviz.base.paths.app_root()`` looks there
 first. Everything else is declared in pyproject.toml.
 """
 import shutil

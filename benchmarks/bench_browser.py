@@ -51,7 +51,7 @@ def start_app_server(log: Path):
     port = _free_port()
     env = dict(os.environ, TRITON_INTERPRET=os.environ.get("TRITON_INTERPRET", "1"))
     with open(log, "w") as out:
-        if SERVER == "app":  # the README's command (warmed up before it answers: specviz.ui.worker)
+        if SERVER == "app":  # the README's command (warmed up before it answers: specviz.app.ui.worker)
             env["PYTHONPATH"] = str(APP_DIR) + os.pathsep + env.get("PYTHONPATH", "")
             cmd = [sys.executable, "-m", "specviz", "app", "--server.port", str(port)]
         else:

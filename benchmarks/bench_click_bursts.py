@@ -77,7 +77,7 @@ def target_cycle(page, clicks: int, c: int) -> str | None:
 
 
 def coin_cycle(page, clicks: int, c: int) -> str | None:
-    from specviz.limits import COIN_STEP  # one arrow key = one step of the slider
+    from specviz.base.limits import COIN_STEP  # one arrow key = one step of the slider
 
     thumb = page.locator('[data-testid="stSlider"]').filter(has_text="u[0]").locator('[tabindex="0"]').first
     for direction in (1, -1):

@@ -5,7 +5,7 @@ tokens from the same dense row and coin? (issue 10, docs/sampling_numerics.md)
     python benchmarks/bench_fidelity.py --root /path/to/an/older/checkout ...   # "before" figures
 
 Cases come from this checkout's ``tests/support/fidelity_cases.py`` (loaded by file path, so the same
-rows and coins reach every code version; so does SGLang's loader, ``specviz/engines/sglang_engine.py``); the backends come from ``--root`` (default: this
+rows and coins reach every code version; so does SGLang's loader, ``specviz/rooms/engines/sglang_engine.py``); the backends come from ``--root`` (default: this
 checkout). Families: chain_plain / chain_residual (the chain sampler's bonus and residual draw,
 also run through SGLang's ``chain_speculative_sampling_triton`` where the wheel or ``.sglang/``
 is present), target_plain / target_residual (the target-only sampler: no SGLang Triton version).
@@ -49,7 +49,7 @@ def _cases_module():
 
 
 def _sglang_engine():
-    return _by_path("_sglang_engine", "specviz/engines/sglang_engine.py")
+    return _by_path("_sglang_engine", "specviz/rooms/engines/sglang_engine.py")
 
 
 _STATE = {}
@@ -57,7 +57,7 @@ _STATE = {}
 
 def _init(root: str, backends: list[str]):
     sys.path.insert(0, root)
-    from specviz.backends import get_backend  # noqa: PLC0415  (from --root)
+    from specviz.algorithms.backends import get_backend  # noqa: PLC0415  (from --root)
     _STATE["cases"] = _cases_module()
     # "numpy_gpu": the reference in a compiled GPU kernel's order (specviz.reference.cdf.summation_order)
     _STATE["backends"] = {b: get_backend("numpy" if b == "numpy_gpu" else b) for b in backends if b != "sglang"}

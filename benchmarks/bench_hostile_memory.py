@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def hostile_scenario(seq_len: int, page_tokens: int = 64):
-    from specviz.scenario import scenario_from_dict
+    from specviz.inputs.scenario import scenario_from_dict
 
     parents = [-1] + [0] * 16 + [1] * 16 + [2] * 16 + [3] * 15
     return scenario_from_dict({"name": "x", "algorithm": "greedy", "vocab": ["A"],
@@ -57,7 +57,7 @@ def main() -> None:
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
-    from specviz.share import ShareState, encode_state
+    from specviz.rooms.share import ShareState, encode_state
 
     with socket.socket() as sk:
         sk.bind(("127.0.0.1", 0))

@@ -16,7 +16,7 @@ Each kernel is timed two ways:
   For the torch backend "the kernel" is the whole function.
 
 Every figure is also given as a ratio to SGLang's Triton kernel on the same inputs (where SGLang
-has one: tree build, greedy verify, chain sampler; loaded by path, see specviz/engines/sglang_engine.py)
+has one: tree build, greedy verify, chain sampler; loaded by path, see specviz/rooms/engines/sglang_engine.py)
 and to an empty Triton kernel timed the same way. ``--smoke`` runs tiny sizes on the CPU
 (Triton interpreter, wall clock, no graphs) to check the script itself.
 """

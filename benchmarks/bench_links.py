@@ -3,14 +3,14 @@
     PYTHONPATH=$PWD /work/main/.venv/bin/python benchmarks/bench_links.py [--links 340] [--ttl 120] [--heap]
                                                                           [--app-dir DIR]
 
-Starts one worker as ``specviz serve`` does (``python -m specviz.ui.worker run app.py``, warmed up), then opens
+Starts one worker as ``specviz serve`` does (``python -m specviz.app.ui.worker run app.py``, warmed up), then opens
 ``--links`` different share links one after the other, each in a new websocket session that runs the page once
 and closes (a student following a link): a mix of the tree builder, greedy and batch pages (a random edit of the
 running example / the two-request batch each) and chain links with a 1024-token vocabulary (random p and q).
 It then waits until the disconnected sessions have expired (``--ttl``: Streamlit's
 server.disconnectedSessionTTL, default 120 s, +10 s), opens one more page and reads the worker's RSS.
 ``--heap``: the worker runs under tracemalloc (slower) and writes what holds Python memory before the links,
-after them, and after expiry (specviz/ui/heapdump.py); the files' paths are printed.
+after them, and after expiry (specviz/app/ui/heapdump.py); the files' paths are printed.
 
 One JSON line: RSS before (warm, one page seen), peak, held after the links, held after expiry (MB), the
 worker's CPU seconds for the links, and the load average.
@@ -37,8 +37,8 @@ from benchmarks.bench_flood import _parse, _seen, cpu_seconds, proc_status  # no
 
 def links(n: int, seed: int = 0) -> list[tuple[str, str]]:
     """(page, share token) for ``n`` different links: 3 of 4 tree pages, 1 of 4 a 1024-token chain."""
-    from specviz.scenario import load_scenario, scenario_from_json
-    from specviz.share import ShareState, encode_state
+    from specviz.inputs.scenario import load_scenario, scenario_from_json
+    from specviz.rooms.share import ShareState, encode_state
 
     rng = random.Random(seed)
     tree = json.loads(load_scenario(ROOT / "scenarios" / "running_example.json").to_json())
@@ -103,14 +103,14 @@ def main() -> None:
     port = _free_port()
     env = dict(os.environ, PYTHONPATH=args.app_dir, TRITON_INTERPRET="1", STREAMLIT_BROWSER_GATHER_USAGE_STATS="false")
     try:  # as `specviz serve` starts its workers (a checkout from before issue 35 has no such module)
-        env.update(json.loads(subprocess.run([sys.executable, "-c", "import json; from specviz.ui.memory import "
+        env.update(json.loads(subprocess.run([sys.executable, "-c", "import json; from specviz.app.ui.memory import "
                                               "MALLOC_ENV as e; print(json.dumps(e))"], env=env, cwd=args.app_dir,
                                              capture_output=True, text=True, check=True).stdout))
     except subprocess.CalledProcessError:
         pass
     if args.heap:
         env["SPECVIZ_HEAPDUMP"] = str(tmp / "heap")
-    code = ("import sys; from specviz.cli import app_command; "
+    code = ("import sys; from specviz.app.cli import app_command; "
             f"print(' '.join(app_command(['--server.port', '{port}', '--server.disconnectedSessionTTL', '{args.ttl}'])))")
     cmd = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
                          cwd=args.app_dir).stdout.split()

@@ -6,7 +6,7 @@ and print the measured tau next to the closed forms for a few settings.
         the accept kernels on the CPU (torch) and on the GPU (compiled Triton), each algorithm; issue 36)
 
 Default sizes = the page's defaults: greedy, topk 2, depth 4, num_draft_tokens 8, the default prompt.
-The loop runs torch on one thread (specviz.loop.model.one_thread). On a shared machine compare the
+The loop runs torch on one thread (specviz.rooms.loop.model.one_thread). On a shared machine compare the
 figures within one run; the median over repeats is printed with the spread.
 """
 import argparse
@@ -17,9 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere: the repo root holds specviz/
 
-from specviz.loop import metrics as M  # noqa: E402
-from specviz.loop.decode import Decoder, LoopSettings, run_loop  # noqa: E402
-from specviz.loop.train import load_models  # noqa: E402
+from specviz.rooms.loop import metrics as M  # noqa: E402
+from specviz.rooms.loop.decode import Decoder, LoopSettings, run_loop  # noqa: E402
+from specviz.rooms.loop.train import load_models  # noqa: E402
 
 PROMPT = "The target model verifies the draft tree. "
 TAU_SETTINGS = [

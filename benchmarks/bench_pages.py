@@ -28,9 +28,9 @@ sys.path.insert(0, str(ROOT))
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from specviz.model import DrawnTree  # noqa: E402
-from specviz.scenario import load_scenario  # noqa: E402
-from specviz.edits import agree_along, replace_tree, set_target_predict  # noqa: E402
+from specviz.inputs.model import DrawnTree  # noqa: E402
+from specviz.inputs.scenario import load_scenario  # noqa: E402
+from specviz.inputs.edits import agree_along, replace_tree, set_target_predict  # noqa: E402
 
 # page file -> scenario slot it reads (the 64-node case applies to the tree pages)
 CORE_PAGES = {"overview": "tree", "tree_builder": "tree", "greedy": "tree", "batch_kv": "batch"}

@@ -1,5 +1,5 @@
 """Where the step player's figures are laid out: Graphviz's ``dot`` on the server, or Graphviz in
-WebAssembly in the browser (``SPECVIZ_LAYOUT=server|browser``, see specviz/ui/player.py).
+WebAssembly in the browser (``SPECVIZ_LAYOUT=server|browser``, see specviz/app/ui/player.py).
 
     /work/main/.venv/bin/python benchmarks/bench_player_layout.py [--repeats 3] [--pages greedy,chain_sampling,dspark]
 
@@ -32,9 +32,9 @@ sys.path.insert(0, str(ROOT))
 
 from playwright.sync_api import sync_playwright  # noqa: E402
 
-from specviz.engine import run_scenario  # noqa: E402
-from specviz.pitfalls import preset  # noqa: E402
-from specviz.playframes import frames_for  # noqa: E402
+from specviz.replay.engine import run_scenario  # noqa: E402
+from specviz.rooms.pitfalls import preset  # noqa: E402
+from specviz.replay.playframes import frames_for  # noqa: E402
 from tests.conftest import CHROMIUM, CHROMIUM_ARGS, _free_port, _wait_health, wait_for_app  # noqa: E402
 
 # The player's element (in its component's shadow root): its picture shown and decoded.
@@ -53,7 +53,7 @@ def _frames(page: str) -> list:
     return frames_for(s, run_scenario(s), "en")
 
 
-# Each page's default scenario (specviz.ui.scenarios): its walk's DOT texts, for the layout work below.
+# Each page's default scenario (specviz.app.ui.scenarios): its walk's DOT texts, for the layout work below.
 PAGE_PRESET = {"greedy": "running_example", "chain_sampling": "pq_example", "dspark": "dspark_chain",
                "target_only": "target_only_sampling"}
 

@@ -78,7 +78,7 @@ class View:
             return None
         from urllib.parse import parse_qs
 
-        from specviz.share import decode_state
+        from specviz.rooms.share import decode_state
 
         token = parse_qs(self.query).get("s", [None])[0]
         st = decode_state(token) if token else None

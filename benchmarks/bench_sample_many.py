@@ -14,7 +14,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere: the repo root holds specviz/
 
-from specviz.backends import get_backend  # noqa: E402
+from specviz.algorithms.backends import get_backend  # noqa: E402
 
 
 def main() -> None:

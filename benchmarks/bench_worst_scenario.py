@@ -3,7 +3,7 @@
     TRITON_INTERPRET=1 python benchmarks/bench_worst_scenario.py            # every page x worst case
     TRITON_INTERPRET=1 python benchmarks/bench_worst_scenario.py --only greedy
 
-Budget (specviz.scenario limits are chosen to meet it): one page run plus one "next" click on the
+Budget (specviz.inputs.scenario limits are chosen to meet it): one page run plus one "next" click on the
 worst scenario takes <= 5 s (CPU time of the process; wall time on an idle machine) and <= 1 GB of memory beyond the process after imports.
 Each (page, scenario) runs in a fresh subprocess (AppTest) after one warm-up run of the page on
 its default preset (imports, first kernel calls), so the figures are the scenario's own cost.
@@ -26,8 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from specviz.scenario import MAX_BATCH, MAX_SCENARIO_CHARS, MAX_TABLE_CELLS, MAX_VOCAB  # noqa: E402
-from specviz.model import MAX_TREE_NODES  # noqa: E402
+from specviz.inputs.scenario import MAX_BATCH, MAX_SCENARIO_CHARS, MAX_TABLE_CELLS, MAX_VOCAB  # noqa: E402
+from specviz.inputs.model import MAX_TREE_NODES  # noqa: E402
 
 
 def _row(rng, V):
@@ -111,8 +111,8 @@ def run_page(page: str, slot: str, scenario: dict) -> dict:
 
 def refuse_oversized() -> dict:
     """The old worst case (16 x 64 x 4,096 with full tables, ~8 MB): refused before parsing?"""
-    from specviz.errors import SpecvizError
-    from specviz.scenario import load_scenario
+    from specviz.base.errors import SpecvizError
+    from specviz.inputs.scenario import load_scenario
 
     big = worst("target_only", 16, 64, 4096)
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
@@ -130,12 +130,12 @@ def refuse_oversized() -> dict:
 
 
 def monte_carlo_worst() -> None:
-    """One Monte Carlo click at the widest scenarios, trials capped by specviz.ui.heavy.cap_trials (numpy backend)."""
-    from specviz import distributions as dist
-    from specviz.backends import get_backend
-    from specviz.engine import scenario_inputs
-    from specviz.scenario import scenario_from_dict
-    from specviz.ui.heavy import cap_trials
+    """One Monte Carlo click at the widest scenarios, trials capped by specviz.app.ui.heavy.cap_trials (numpy backend)."""
+    from specviz.algorithms import distributions as dist
+    from specviz.algorithms.backends import get_backend
+    from specviz.replay.engine import scenario_inputs
+    from specviz.inputs.scenario import scenario_from_dict
+    from specviz.app.ui.heavy import cap_trials
 
     for algo, shape in (("chain_rejection", (1, 16, MAX_VOCAB)), ("target_only", (1, 64, MAX_TABLE_CELLS // 64))):
         s = scenario_from_dict(worst(algo, *shape))

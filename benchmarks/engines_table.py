@@ -19,10 +19,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import numpy as np  # noqa: E402
 
-from specviz.engines import chain as C  # noqa: E402
-from specviz.engines import chain_presets as CP  # noqa: E402
-from specviz.engines import compare as K  # noqa: E402
-from specviz.engines import rules as R  # noqa: E402
+from specviz.rooms.engines import chain as C  # noqa: E402
+from specviz.rooms.engines import chain_presets as CP  # noqa: E402
+from specviz.rooms.engines import compare as K  # noqa: E402
+from specviz.rooms.engines import rules as R  # noqa: E402
 
 
 def random_chain(seed: int) -> C.Chain:

@@ -5,7 +5,7 @@ import importlib.util, json, os, sys, time
 import numpy as np
 sys.path.insert(0, ".")
 from specviz.reference import cdf
-from specviz.backends import get_backend
+from specviz.algorithms.backends import get_backend
 spec = importlib.util.spec_from_file_location("bf", "benchmarks/bench_fidelity.py"); bf = importlib.util.module_from_spec(spec); spec.loader.exec_module(bf)
 cases = bf._cases_module()
 from tests.support import sglang_oracle

@@ -8,7 +8,7 @@ beside the multi-pass kernel (``target_probs_kernel``, what such rows took befor
 graph of 20 launches (median of 5 replays, ``bench_kernels.Timer``); TB/s by the README table's
 accounting: logits read once + probs written once. Every variant's output is compared with the
 multi-pass kernel's (max abs and max relative difference, identical support) and with the numpy
-reference on 16 rows (``specviz.probs``: float64 exp rounded once, the same float32 division).
+reference on 16 rows (``specviz.base.probs``: float64 exp rounded once, the same float32 division).
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ import torch  # noqa: E402
 
 from benchmarks.bench_kernels import Timer  # noqa: E402
 from kernels import triton_sampling  # noqa: E402
-from specviz import probs as ref_probs  # noqa: E402
+from specviz.base import probs as ref_probs  # noqa: E402
 
 VARIANTS = [(8192, 8, 4096), (8192, 8, 2048), (16384, 16, 4096), (4096, 4, 2048)]  # (chunk, warps, final block)
 

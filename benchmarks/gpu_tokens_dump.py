@@ -4,7 +4,7 @@ coins (cases from tests/support/fidelity_cases.make_case, seeded), saved for a C
 import importlib.util, json, os, sys
 import numpy as np
 sys.path.insert(0, ".")
-from specviz.backends import get_backend
+from specviz.algorithms.backends import get_backend
 spec = importlib.util.spec_from_file_location("bf", "benchmarks/bench_fidelity.py"); bf = importlib.util.module_from_spec(spec); spec.loader.exec_module(bf)
 cases = bf._cases_module()
 from tests.support import sglang_oracle

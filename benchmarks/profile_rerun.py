@@ -27,13 +27,13 @@ os.chdir(ROOT)
 
 # Parts named by the function that draws them (module path fragment, function name).
 PARTS = {
-    "state table (widgets.state_table)": ("specviz/ui/widgets.py", "state_table"),
-    "text tables (widgets.text_table)": ("specviz/ui/widgets.py", "text_table"),
-    "share controls (share_ui.share_controls)": ("specviz/ui/share_ui.py", "share_controls"),
-    "export controls (share_ui.export_controls)": ("specviz/ui/share_ui.py", "export_controls"),
-    "page_setup (theme.page_setup)": ("specviz/ui/theme.py", "page_setup"),
-    "scenario (scenarios.scenario)": ("specviz/ui/scenarios.py", "scenario"),
-    "step player (player.show)": ("specviz/ui/player.py", "show"),
+    "state table (widgets.state_table)": ("specviz/app/ui/widgets.py", "state_table"),
+    "text tables (widgets.text_table)": ("specviz/app/ui/widgets.py", "text_table"),
+    "share controls (share_ui.share_controls)": ("specviz/app/ui/share_ui.py", "share_controls"),
+    "export controls (share_ui.export_controls)": ("specviz/app/ui/share_ui.py", "export_controls"),
+    "page_setup (theme.page_setup)": ("specviz/app/ui/theme.py", "page_setup"),
+    "scenario (scenarios.scenario)": ("specviz/app/ui/scenarios.py", "scenario"),
+    "step player (player.show)": ("specviz/app/ui/player.py", "show"),
     "selectboxes (st.selectbox)": ("streamlit/elements/widgets/selectbox.py", "selectbox"),
     "Streamlit's per-element enqueue": ("streamlit/delta_generator.py", "_enqueue"),
 }

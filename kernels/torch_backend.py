@@ -65,7 +65,7 @@ def _chain_counts(one, u, uf):
     import numpy as np
     import torch
 
-    from specviz.results import SampleCounts
+    from specviz.base.results import SampleCounts
 
     cand = one["candidates"][0]
     p = one["target_probs"][0]  # [N, V]
@@ -117,5 +117,5 @@ assert set(FUNCTIONS) == set(API_FUNCTIONS)
 
 
 def backend() -> SimpleNamespace:
-    """The registry entry (specviz.backends): name, label and every API function."""
+    """The registry entry (specviz.algorithms.backends): name, label and every API function."""
     return SimpleNamespace(name="torch", label="torch", **FUNCTIONS)

@@ -2,7 +2,7 @@
 
 Both backends accept torch tensors (CPU or CUDA), numpy arrays or nested lists and return torch
 tensors with SGLang's dtypes (int64 tree tensors, int32 predicts / accept_index /
-accept_token_num, float32 probabilities). Validation reuses ``specviz.validate`` and the
+accept_token_num, float32 probabilities). Validation reuses ``specviz.base.validate`` and the
 reference's argument checks, so every bad input raises the same ``SpecvizError`` naming the field
 as the numpy backend does. Those checks convert to numpy (a device-to-host copy and a sync on a
 GPU); every public function therefore takes ``validate=True`` and benchmarks pass
@@ -20,8 +20,8 @@ import math
 import numpy as np
 import torch
 
-from specviz.errors import SpecvizError
-from specviz.validate import to_numpy
+from specviz.base.errors import SpecvizError
+from specviz.base.validate import to_numpy
 
 INT64 = torch.int64
 INT32 = torch.int32

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from specviz.reference.montecarlo import check_sample_many_args
-from specviz.results import SampleCounts
+from specviz.base.results import SampleCounts
 
 from .torch_common import F32, INT64, as_tensor
 

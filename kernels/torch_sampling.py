@@ -8,10 +8,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from specviz.errors import SpecvizError
+from specviz.base.errors import SpecvizError
 from specviz.reference.sampling import GREEDY_TEMPERATURE, per_row, check_fill_bonus_args
-from specviz.results import EagleSampleResult
-from specviz.validate import check_width, logits_array
+from specviz.base.results import EagleSampleResult
+from specviz.base.validate import check_width, logits_array
 
 from .torch_common import F32, INT32, INT64, as_tensor, pick_device
 from .torch_verify import (check_chain_inputs, check_tree_inputs, check_tree_sampling_args, chain_rejection_sampling,

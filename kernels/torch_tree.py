@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 
 from specviz.reference.tree import INVALID_PARENT, TREE_MASK_MODES, check_build_args
-from specviz.results import TreeBuild
+from specviz.base.results import TreeBuild
 
 from .torch_common import INT64, as_tensor, check_parent_steps, pick_device
 

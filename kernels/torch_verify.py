@@ -17,12 +17,12 @@ import math
 
 import torch
 
-from specviz.errors import SpecvizError
+from specviz.base.errors import SpecvizError
 from specviz.reference.chain_sampling import check_chain_args
 from specviz.reference.target_only import check_threshold, check_work_buffer
 from specviz.reference.verify import check_predicts_init
-from specviz.results import TreeSampleResult, VerifyResult
-from specviz.validate import (check_semantics, check_shape, check_tokens, check_tree_arrays, check_width, coin_array,
+from specviz.base.results import TreeSampleResult, VerifyResult
+from specviz.base.validate import (check_semantics, check_shape, check_tokens, check_tree_arrays, check_width, coin_array,
                               int_array, prob_array)
 
 from .torch_common import (F32, INT32, INT64, as_tensor, chain_inverse_cdf, check_own_block_rows, pick_device,

@@ -66,7 +66,7 @@ assert set(FUNCTIONS) == set(API_FUNCTIONS)
 
 
 def backend() -> SimpleNamespace:
-    """The registry entry (specviz.backends): name, label ('triton (GPU)' / 'triton (CPU interpreter)'), functions."""
+    """The registry entry (specviz.algorithms.backends): name, label ('triton (GPU)' / 'triton (CPU interpreter)'), functions."""
     import os
 
     label = "triton (CPU interpreter)" if os.environ.get("TRITON_INTERPRET") == "1" else "triton (GPU)"

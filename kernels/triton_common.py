@@ -9,7 +9,7 @@ import threading
 import torch
 import triton
 
-from specviz.errors import BackendUnavailable
+from specviz.base.errors import BackendUnavailable
 
 from .torch_common import pick_device
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from specviz.reference.sampling import GREEDY_TEMPERATURE, check_fill_bonus_args
-from specviz.validate import logits_array
+from specviz.base.validate import logits_array
 
 from .torch_common import F32, INT32, INT64, as_tensor
 from .torch_sampling import check_logits_args, eagle_sample_with, per_row_values

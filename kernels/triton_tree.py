@@ -6,7 +6,7 @@ import functools
 import torch
 
 from specviz.reference.tree import TREE_MASK_MODES, check_build_args
-from specviz.results import TreeBuild
+from specviz.base.results import TreeBuild
 
 from .torch_common import INT64, as_tensor, check_parent_steps
 from .torch_tree import MASK_DTYPES

@@ -11,7 +11,7 @@ import functools
 
 import torch
 
-from specviz.results import TreeSampleResult, VerifyResult
+from specviz.base.results import TreeSampleResult, VerifyResult
 
 from .torch_common import F32, INT32, INT64, as_tensor
 from .torch_verify import check_chain_inputs, check_greedy_inputs, check_tree_sampling_args, check_work_buffer

@@ -1,23 +1,23 @@
 """Audit: paste the arrays your implementation (or a real SGLang run) produced for these inputs;
 the reference recomputes them and names the first wrong value, with the rule it breaks.
 
-The same engine as ``python -m specviz audit FILE`` (specviz.audit).
+The same engine as ``python -m specviz audit FILE`` (specviz.rooms.audit).
 """
 import json
 
 import streamlit as st
-from specviz.ui.bounded_cache import bounded_cache  # noqa: E402
+from specviz.app.ui.bounded_cache import bounded_cache  # noqa: E402
 
-from specviz import naming
-from specviz.audit import audit, auditable_fields, expected_outputs, parse_claimed_text, row_outputs
-from specviz.errors import SpecvizError
-from specviz.pitfalls import display
+from specviz.inputs import naming
+from specviz.rooms.audit import audit, auditable_fields, expected_outputs, parse_claimed_text, row_outputs
+from specviz.base.errors import SpecvizError
+from specviz.rooms.pitfalls import display
 from specviz.render.tables import highlight_rows, shift_table
 from specviz.render.tree import tree_dot
-from specviz.scenario import scenario_from_json
-from specviz.ui import common as ui
-from specviz.ui import heavy, share_ui
-from specviz.safety import md_prose, md_text
+from specviz.inputs.scenario import scenario_from_json
+from specviz.app.ui import common as ui
+from specviz.app.ui import heavy, share_ui
+from specviz.base.safety import md_prose, md_text
 
 KEY = "audit"
 
@@ -72,7 +72,7 @@ def _expected_text(scenario_json: str) -> str:
 
 @bounded_cache()
 def _run(scenario_json: str):
-    from specviz.engine import run_scenario
+    from specviz.replay.engine import run_scenario
 
     return run_scenario(scenario_from_json(scenario_json), "numpy", with_trace=False)
 

@@ -3,11 +3,11 @@ import streamlit as st
 
 from specviz.render.tables import flat_rows_table, kv_wrong_way
 from specviz.render.tree import forest_dot
-from specviz.limits import MAX_SEQ_LEN
-from specviz.scenario import MAX_BATCH
-from specviz.ui import common as ui
-from specviz import edits
-from specviz.ui import share_ui
+from specviz.base.limits import MAX_SEQ_LEN
+from specviz.inputs.scenario import MAX_BATCH
+from specviz.app.ui import common as ui
+from specviz.inputs import edits
+from specviz.app.ui import share_ui
 
 SLOT = "batch"
 KEY = "batch_kv"

@@ -5,19 +5,20 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
-from specviz.ui.bounded_cache import bounded_cache  # noqa: E402
+from specviz.app.ui.bounded_cache import bounded_cache  # noqa: E402
 
-from specviz import edits, wording
-from specviz import distributions as dist
-from specviz.engine import scenario_inputs, scenario_key
-from specviz.errors import SpecvizError
-from specviz.limits import COIN_FORMAT, COIN_STEP, MAX_COIN
+from specviz.inputs import edits
+from specviz.replay import wording
+from specviz.algorithms import distributions as dist
+from specviz.replay.engine import scenario_inputs, scenario_key
+from specviz.base.errors import SpecvizError
+from specviz.base.limits import COIN_FORMAT, COIN_STEP, MAX_COIN
 from specviz.render import sampling_charts as sc
-from specviz.scenario import scenario_from_json
-from specviz.ui import common as ui
-from specviz import playframes
-from specviz.ui import heavy, markup, sampling_page, share_ui
-from specviz.safety import md_text as md
+from specviz.inputs.scenario import scenario_from_json
+from specviz.app.ui import common as ui
+from specviz.replay import playframes
+from specviz.app.ui import heavy, markup, sampling_page, share_ui
+from specviz.base.safety import md_text as md
 
 SLOT = "chain"
 KEY = "chain_sampling"
@@ -38,7 +39,7 @@ st.title(tr("Chain rejection sampling: u·q < p", "链式拒绝采样（Classic 
 
 @bounded_cache()
 def _monte_carlo(text: str, backend: str, trials: int, seed: int, from_q: bool):
-    from specviz.backends import get_backend
+    from specviz.algorithms.backends import get_backend
 
     sc_ = scenario_from_json(text)
     inputs = {k: v for k, v in scenario_inputs(sc_).items() if not k.startswith("uniform_samples")}
@@ -195,7 +196,7 @@ def scenario_view():
         if run is None:
             return
 
-        # Every frame and caption of the player is a pure function of the one replay (specviz.playframes).
+        # Every frame and caption of the player is a pure function of the one replay (specviz.replay.playframes).
         views = playframes.chain_frames(s, run, ui.lang())
         cur = sampling_page.step_player(views, walk_box, ("The Accept, step by step", "逐步执行 Accept"), key=KEY,
                                         slot=SLOT, step_key=STEP, version_key="sv_chain_step_ver")

@@ -3,28 +3,28 @@ from dataclasses import replace
 
 import pandas as pd
 import streamlit as st
-from specviz.ui.bounded_cache import bounded_cache  # noqa: E402
+from specviz.app.ui.bounded_cache import bounded_cache  # noqa: E402
 
-from specviz.ui import common as ui
-from specviz.ui import share_ui
+from specviz.app.ui import common as ui
+from specviz.app.ui import share_ui
 
 KEY = "decoding_loop"
 share_ui.load_shared_state()  # a shared link (?s=...) sets the language, the round and the inputs before any widget
 ui.page_setup(KEY, slot=None)
 _linked = share_ui.link_arrived(KEY)
 
-from specviz.errors import SpecvizError  # noqa: E402
-from specviz.loop import metrics as M  # noqa: E402
-from specviz.loop import view  # noqa: E402
-from specviz.limits import LOOP_MAX_DEPTH, LOOP_MAX_PROMPT_CHARS, LOOP_MAX_ROUNDS, LOOP_MAX_TOPK  # noqa: E402
-from specviz.loop.budget import check_loop_budget  # noqa: E402
-from specviz.loop.decode import LoopSettings, run_loop  # noqa: E402
-from specviz.loop.proofs import (PAGE_PROMPT, PAGE_SETTINGS, PAGE_TRIALS, PROOF_FOR_MISTAKE, PROOF_TOKENS, TREE_TOL,  # noqa: E402
+from specviz.base.errors import SpecvizError  # noqa: E402
+from specviz.rooms.loop import metrics as M  # noqa: E402
+from specviz.rooms.loop import view  # noqa: E402
+from specviz.base.limits import LOOP_MAX_DEPTH, LOOP_MAX_PROMPT_CHARS, LOOP_MAX_ROUNDS, LOOP_MAX_TOPK  # noqa: E402
+from specviz.rooms.loop.budget import check_loop_budget  # noqa: E402
+from specviz.rooms.loop.decode import LoopSettings, run_loop  # noqa: E402
+from specviz.rooms.loop.proofs import (PAGE_PROMPT, PAGE_SETTINGS, PAGE_TRIALS, PROOF_FOR_MISTAKE, PROOF_TOKENS, TREE_TOL,  # noqa: E402
                                  detection_power, greedy_lossless, proof_settings, sampling_lossless, speculative_samples,
                                  tree_pass_exact)
-from specviz.loop.train import load_models  # noqa: E402
+from specviz.rooms.loop.train import load_models  # noqa: E402
 from specviz.render.mask import mask_svg  # noqa: E402
-from specviz.ui import heavy, markup, player  # noqa: E402
+from specviz.app.ui import heavy, markup, player  # noqa: E402
 
 DEFAULT_PROMPT = PAGE_PROMPT
 D = PAGE_SETTINGS  # the page's defaults live in the library (a test checks the mistake demos at them)
@@ -41,7 +41,7 @@ MISTAKE_TEXT = {
                            "树掩码缺少一个祖先（深度 ≥ 2 的节点看不到父节点）"),
 }
 def loop_link_inputs() -> dict:
-    """The page's inputs as its share link carries them (specviz.share.check_loop_inputs)."""
+    """The page's inputs as its share link carries them (specviz.rooms.share.check_loop_inputs)."""
     names = ("prompt", "algorithm", "topk", "depth", "n", "temperature", "seed", "rounds", "t_acc", "trials", "run_mc", "cost")
     out = {k: st.session_state[f"sv_loop::{k}"] for k in names if f"sv_loop::{k}" in st.session_state}
     out["mistakes"] = [m for m in MISTAKE_TEXT if st.session_state.get(f"sv_loop::m::{m}")]
@@ -106,7 +106,7 @@ st.caption(ui.tr(
     "Draft 生成一棵树 → build_tree 给出掩码和位置 → 对整棵树只做一次 Target 前向 → 在所选后端上 Accept → "
     "保留 accept_index 指定行的 KV（其余丢弃）→ bonus token 成为下一轮的根。"))
 
-if _linked and "loop" in _linked:  # a link's inputs (checked by specviz.share against the widgets' bounds)
+if _linked and "loop" in _linked:  # a link's inputs (checked by specviz.rooms.share against the widgets' bounds)
     for _k, _v in _linked["loop"].items():
         if _k == "mistakes":
             for _m in MISTAKE_TEXT:

@@ -7,15 +7,16 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from specviz import edits, steps
-from specviz import distributions as dist
-from specviz.errors import SpecvizError
-from specviz.limits import COIN_FORMAT, COIN_STEP, MAX_COIN, MAX_SEQ_LEN
+from specviz.inputs import edits
+from specviz.replay import steps
+from specviz.algorithms import distributions as dist
+from specviz.base.errors import SpecvizError
+from specviz.base.limits import COIN_FORMAT, COIN_STEP, MAX_COIN, MAX_SEQ_LEN
 from specviz.render import dspark_charts as dc
-from specviz.ui import common as ui
-from specviz import playframes
-from specviz.ui import markup, sampling_page, share_ui
-from specviz.safety import md_text as md
+from specviz.app.ui import common as ui
+from specviz.replay import playframes
+from specviz.app.ui import markup, sampling_page, share_ui
+from specviz.base.safety import md_text as md
 
 SLOT = "dspark"
 KEY = STEP = "dspark"  # page name and the animation's step key
@@ -184,7 +185,7 @@ def scenario_view():
     commit_lens = int(res["commit_lens"][0])
     vlen = int(run.inputs["verify_lens"][0])
 
-    # Every frame and caption of the player is a pure function of the one replay (specviz.playframes).
+    # Every frame and caption of the player is a pure function of the one replay (specviz.replay.playframes).
     views = playframes.dspark_frames(s, run, ui.lang())
     cur = sampling_page.step_player(views, walk_box, ("The Accept, step by step", "逐步执行 Accept"), key=KEY,
                                     slot=SLOT, step_key=STEP, version_key="sv_dspark_step_ver")

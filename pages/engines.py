@@ -1,24 +1,24 @@
 """Three engines: SGLang 0.5.23, vLLM 0.33.0 and Hugging Face transformers on the same p, q and
-random numbers, slot by slot (issue 22). Each engine's own code runs (specviz.engines.adapters);
+random numbers, slot by slot (issue 22). Each engine's own code runs (specviz.rooms.engines.adapters);
 specviz's description of its rule explains the verdict; the slots where engines differ are
 highlighted with the rule that makes them differ; a Monte Carlo per engine shows the same law.
-Widgets only: the maths lives in specviz.engines.
+Widgets only: the maths lives in specviz.rooms.engines.
 """
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
-from specviz.engines import chain as C
-from specviz.engines import chain_presets as CP
-from specviz.engines import compare as K
-from specviz.engines import rules as R
-from specviz.errors import SpecvizError
-from specviz.safety import md_message, md_text
-from specviz.ui import common as ui
-from specviz.ui import heavy
-from specviz.ui import share_ui
-from specviz.ui.bounded_cache import bounded_cache
+from specviz.rooms.engines import chain as C
+from specviz.rooms.engines import chain_presets as CP
+from specviz.rooms.engines import compare as K
+from specviz.rooms.engines import rules as R
+from specviz.base.errors import SpecvizError
+from specviz.base.safety import md_message, md_text
+from specviz.app.ui import common as ui
+from specviz.app.ui import heavy
+from specviz.app.ui import share_ui
+from specviz.app.ui.bounded_cache import bounded_cache
 
 KEY = "engines"
 SRC = "sv_engines_json"      # the chain's JSON (the source of truth; a non-widget key)
@@ -155,7 +155,7 @@ def _compare(text: str, installed: tuple) -> K.Comparison:
 
 
 def _installed_now() -> tuple:
-    from specviz.engines import adapters as A  # noqa: PLC0415
+    from specviz.rooms.engines import adapters as A  # noqa: PLC0415
 
     return tuple(sorted(e for e, (ok, _how) in A.availability().items() if ok))   # a fresh check (~2 ms), every run
 
@@ -296,7 +296,7 @@ st.caption(md_text(tr(
     "变为温度 1、top_k = 1；这样是否保留并列的最大值（并列时 p = ½, ½）是 specviz 对 FlashInfer top-k 重新归一化的理解，"
     "那是仅限 CUDA 的路径，这里没有运行过：未经验证。")))
 if any(r.greedy for r in chain.requests):
-    from specviz.engines import adapters as A  # noqa: PLC0415
+    from specviz.rooms.engines import adapters as A  # noqa: PLC0415
     if cmp.views["transformers"].available:
         st.caption(tr("transformers at temperature 0 with sampling on says: {m}", "transformers 在采样模式下遇到温度 0 会报：{m}",
                       m=md_text(A.temperature_zero_error())))

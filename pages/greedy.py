@@ -1,17 +1,18 @@
 """Greedy accept: set the target's prediction at each node, then step through the walk.
 
-The animation replays the numpy reference's trace (specviz.trace / specviz.frames); the final
+The animation replays the numpy reference's trace (specviz.base.trace / specviz.replay.frames); the final
 tables come from the chosen backend's result (engine.run_scenario).
 """
 import streamlit as st
 
-from specviz import captions, edits
-from specviz.frames import replay
+from specviz.replay import captions
+from specviz.inputs import edits
+from specviz.replay.frames import replay
 from specviz.render.tables import path_states, shift_records
-from specviz.ui import common as ui
-from specviz.ui import player
-from specviz.ui import share_ui
-from specviz.safety import md_text as md
+from specviz.app.ui import common as ui
+from specviz.app.ui import player
+from specviz.app.ui import share_ui
+from specviz.base.safety import md_text as md
 
 SLOT = "tree"
 KEY = "greedy"
@@ -141,7 +142,7 @@ def scenario_view():
         return
 
     # -- the walk, step by step (in the browser: every frame is sent at once) ---------------------------
-    # Every frame and caption is a pure function of the one replay (specviz.playframes).
+    # Every frame and caption is a pure function of the one replay (specviz.replay.playframes).
     all_events = run.trace.events
     events = [e for e in all_events if e.request == b]
     global_idx = [0] + [k + 1 for k, e in enumerate(all_events) if e.request == b]

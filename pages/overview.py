@@ -1,11 +1,12 @@
 """Overview: the speculative decoding loop, the running example live, and where each page goes deeper."""
 import streamlit as st
 
-from specviz import captions, edits, naming
+from specviz.replay import captions
+from specviz.inputs import edits, naming
 from specviz.render.tree import loop_dot, tree_dot
-from specviz.ui import common as ui
-from specviz.ui import share_ui
-from specviz.safety import md_text as md, md_prose
+from specviz.app.ui import common as ui
+from specviz.app.ui import share_ui
+from specviz.base.safety import md_text as md, md_prose
 
 SLOT = "tree"
 KEY = "overview"

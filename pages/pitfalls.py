@@ -1,18 +1,18 @@
 """Pitfall gallery: a common Accept bug next to the correct behaviour, on the same inputs.
 
-Everything shown comes from specviz.pitfalls (the buggy implementations and the reference
-values) and specviz.audit (the one-sentence diagnosis); this page only lays them out.
+Everything shown comes from specviz.rooms.pitfalls (the buggy implementations and the reference
+values) and specviz.rooms.audit (the one-sentence diagnosis); this page only lays them out.
 """
 import streamlit as st
-from specviz.ui.bounded_cache import bounded_cache  # noqa: E402
+from specviz.app.ui.bounded_cache import bounded_cache  # noqa: E402
 
-from specviz.audit import audit
-from specviz.pitfalls import PITFALLS, BY_KEY, display, side_view
+from specviz.rooms.audit import audit
+from specviz.rooms.pitfalls import PITFALLS, BY_KEY, display, side_view
 from specviz.render.tree import forest_dot, tree_dot
-from specviz.scenario import scenario_from_json
-from specviz.ui import common as ui
-from specviz.ui import markup, share_ui
-from specviz.safety import md_prose
+from specviz.inputs.scenario import scenario_from_json
+from specviz.app.ui import common as ui
+from specviz.app.ui import markup, share_ui
+from specviz.base.safety import md_prose
 
 KEY = "pitfalls"
 

@@ -1,6 +1,6 @@
 """Quiz: predict accept_index, the outputs, the committed rows or correct_len before the reveal.
 
-The answer is checked by the audit engine (specviz.audit.check_answer), which explains the
+The answer is checked by the audit engine (specviz.rooms.audit.check_answer), which explains the
 first difference in one sentence.
 """
 import json
@@ -8,12 +8,12 @@ import json
 import pandas as pd
 import streamlit as st
 
-from specviz.audit import check_answer, expected_outputs, quiz_fields, quiz_scenario
-from specviz.errors import SpecvizError
-from specviz.pitfalls import display
+from specviz.rooms.audit import check_answer, expected_outputs, quiz_fields, quiz_scenario
+from specviz.base.errors import SpecvizError
+from specviz.rooms.pitfalls import display
 from specviz.render.tree import tree_dot
-from specviz.ui import common as ui
-from specviz.ui import share_ui
+from specviz.app.ui import common as ui
+from specviz.app.ui import share_ui
 
 KEY = "quiz"
 SLOT = "quiz"

@@ -2,18 +2,18 @@
 
 Each stop says what to look at, opens the live page with the right preset, and gives "what to
 try" prompts; a prompt with a check turns green when the scenario on that page satisfies it
-(the check runs the reference through specviz.engine).
+(the check runs the reference through specviz.replay.engine).
 """
 from pathlib import Path
 
 import streamlit as st
 
-from specviz.engine import run_scenario
-from specviz.naming import display_name
+from specviz.replay.engine import run_scenario
+from specviz.inputs.naming import display_name
 from specviz.render.tree import tree_dot
-from specviz.ui import common as ui
-from specviz.ui import markup, share_ui
-from specviz.safety import md_text as md
+from specviz.app.ui import common as ui
+from specviz.app.ui import markup, share_ui
+from specviz.base.safety import md_text as md
 
 KEY = "tour"
 ROOT = Path(__file__).resolve().parents[1]

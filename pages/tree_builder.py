@@ -4,18 +4,18 @@ The graphviz tree (with SGLang's first-child / next-sibling links), the retrieve
 positions and the tree mask update together; the selected node is highlighted in every view.
 """
 import streamlit as st
-from specviz.ui.bounded_cache import bounded_cache  # noqa: E402
+from specviz.app.ui.bounded_cache import bounded_cache  # noqa: E402
 
-from specviz.errors import SpecvizError
-from specviz.limits import MAX_DEPTH, MAX_MASK_CELLS, MAX_TOPK, MAX_TREE_NODES
-from specviz.scenario import scenario_from_json
+from specviz.base.errors import SpecvizError
+from specviz.base.limits import MAX_DEPTH, MAX_MASK_CELLS, MAX_TOPK, MAX_TREE_NODES
+from specviz.inputs.scenario import scenario_from_json
 from specviz.render.mask import mask_heatmap, mask_storage_text, mask_svg
 from specviz.render.tables import retrieve_table
 from specviz.render.tree import tree_dot
-from specviz.ui import common as ui
-from specviz.ui import markup
-from specviz import edits
-from specviz.ui import share_ui
+from specviz.app.ui import common as ui
+from specviz.app.ui import markup
+from specviz.inputs import edits
+from specviz.app.ui import share_ui
 
 SLOT = "tree"
 KEY = "tree_builder"

@@ -4,7 +4,7 @@ Layers, imports pointing down only: model and scenario values -> numpy reference
 code, with trace events) -> torch / Triton backends behind one registry -> frames -> renderers ->
 Streamlit pages and the CLI.
 """
-from .errors import BackendUnavailable, SpecvizError, SpecvizWarning
+from specviz.base.errors import BackendUnavailable, SpecvizError, SpecvizWarning
 
 __version__ = "0.1.0"
 __all__ = ["SpecvizError", "SpecvizWarning", "BackendUnavailable", "__version__"]

@@ -1,5 +1,5 @@
 // The step player: one module for every host (the app, the exported HTML file, the Jupyter widget).
-// svMount(root, D, host) builds the player inside ``root`` from ``D`` (specviz.player.payload) and returns
+// svMount(root, D, host) builds the player inside ``root`` from ``D`` (specviz.replay.player.payload) and returns
 // {update(D), go(k), step(), destroy()}. Everything in D is data: it reaches the page only through
 // textContent, setAttribute and <img> (an SVG shown by <img> runs no script). Hosts pass:
 //   host.onStep(k, playing)  the step shown changed by the viewer (debounced by the host if it costs a round trip)

@@ -1,6 +1,6 @@
 
-// -- the step player's host in Jupyter (anywidget): specviz.notebook.Player sends player.js and this
-// file as one ES module. The widget's traits: ``data`` (the player's data, specviz.player.payload) and
+// -- the step player's host in Jupyter (anywidget): specviz.rooms.notebook.Player sends player.js and this
+// file as one ES module. The widget's traits: ``data`` (the player's data, specviz.replay.player.payload) and
 // ``step`` (the step shown, both ways: Python reads it, and setting it moves the player). Keys step the
 // player while the widget has focus (click it first), so the notebook's own keys keep working.
 export default {

@@ -1,4 +1,4 @@
-// The step player's host in the app (the component "specviz.player" of specviz/ui/player.py, which says
+// The step player's host in the app (the component "specviz.player" of specviz/app/ui/player.py, which says
 // what goes back and forth). A rerun sends {digest, start} and, only when this tab does not hold them
 // yet, the frames (data.z: gzip + base64); the tab keeps them by digest.
 import {svGraphviz, svMount} from "./player.js";

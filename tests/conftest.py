@@ -254,9 +254,9 @@ except ImportError:
 
 def open_sidebar_boxes(at, export_key: str | None = None):
     """Open the sidebar's boxes (share, export, scenario load / save) for the next run, as a user's click
-    does: their content is drawn only while they are open (``specviz.ui.state.lazy_expander``).
+    does: their content is drawn only while they are open (``specviz.app.ui.state.lazy_expander``).
     ``export_key``: the page's export key (``f"{page}_export"`` unless the page names another)."""
-    from specviz.ui.scenarios import SLOTS
+    from specviz.app.ui.scenarios import SLOTS
 
     at.session_state["w_share_open"] = True
     if export_key:

@@ -2,7 +2,7 @@
 the reason two engines differ derived from those runs (not from specviz's description of the rules).
 
 ``observe(ch)`` runs SGLang's chain kernel, vLLM's kernels and transformers' ``_speculative_sampling``
-through ``specviz.engines.adapters`` and records, per engine and request:
+through ``specviz.rooms.engines.adapters`` and records, per engine and request:
 
 - the coins the engine's code consumed: SGLang's ``u`` tensor and vLLM's ``uniform_probs`` tensor
   as handed to their kernels, and for transformers the values its own ``torch.rand_like`` returned
@@ -36,9 +36,9 @@ import itertools
 
 import numpy as np
 
-from specviz.engines import adapters as A
-from specviz.engines import chain as C
-from specviz.engines import rules as R
+from specviz.rooms.engines import adapters as A
+from specviz.rooms.engines import chain as C
+from specviz.rooms.engines import rules as R
 
 F32 = np.float32
 

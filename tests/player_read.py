@@ -5,8 +5,8 @@ import json
 
 
 def players(at) -> list[dict]:
-    """The data of every step player on the page (``specviz.ui.player.show``), in page order."""
-    from specviz.ui import player
+    """The data of every step player on the page (``specviz.app.ui.player.show``), in page order."""
+    from specviz.app.ui import player
 
     out = []
     for el in at.get("bidi_component"):

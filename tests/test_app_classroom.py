@@ -9,11 +9,11 @@ from streamlit.testing.v1 import AppTest
 
 from tests.conftest import open_sidebar_boxes
 
-from specviz.ui.state import widget_key
-from specviz.export import has_dot
-from specviz.pitfalls import PITFALLS
+from specviz.app.ui.state import widget_key
+from specviz.rooms.export import has_dot
+from specviz.rooms.pitfalls import PITFALLS
 from tests.figures import graphs
-from specviz.scenario import scenario_from_dict, scenario_from_json
+from specviz.inputs.scenario import scenario_from_dict, scenario_from_json
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ROOT / "pages"

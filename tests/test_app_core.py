@@ -21,13 +21,13 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from specviz.ui.state import widget_key
+from specviz.app.ui.state import widget_key
 from specviz.render.svg import have_dot  # noqa: E402
 
 NO_DOT = "the step player draws with Graphviz's dot, which is not installed here (apt-get install graphviz); pages fall back to the browser's graphviz chart"
 
 
-from specviz.scenario import load_scenario  # noqa: E402
+from specviz.inputs.scenario import load_scenario  # noqa: E402
 from tests.figures import graphs  # noqa: E402
 from tests.player_read import players
 

@@ -1,4 +1,4 @@
-"""specviz.app_runtime: the Streamlit patches in one room. requirements.txt admits only Streamlit
+"""specviz.app.runtime: the Streamlit patches in one room. requirements.txt admits only Streamlit
 releases the patches were checked on; ``specviz doctor`` says which patches are active, and a patch
 whose shape check fails stays out and is reported (issue 34)."""
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from specviz import app_runtime
-from specviz.cli import main
+from specviz.app import runtime as app_runtime
+from specviz.app.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -49,7 +49,7 @@ def test_doctor_says_every_patch_is_active_on_the_pinned_streamlit(capsys):
 def test_each_patch_names_upstream_versions_effect_and_removal():
     import importlib
     for name in app_runtime.PATCHES:
-        doc = importlib.import_module(f"specviz.app_runtime.{name}").__doc__
+        doc = importlib.import_module(f"specviz.app.runtime.{name}").__doc__
         for part in ("Upstream:", "Checked on:", "Without it:", "To drop it:"):
             assert part in doc, (name, part)
 
@@ -59,7 +59,7 @@ def test_a_patch_whose_shape_changed_stays_out_and_doctor_says_so():
     click queue is not installed, the others are, and doctor names it and exits 1."""
     code = ("from streamlit.runtime.scriptrunner_utils import script_requests as sr\n"
             "del sr.ScriptRequests._request_rerun_locked\n"
-            "from specviz.cli import main\n"
+            "from specviz.app.cli import main\n"
             "raise SystemExit(main(['doctor']))\n")
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)

@@ -113,7 +113,7 @@ def test_a_chain_structural_edit_is_one_run_of_the_page(monkeypatch):
     """Issue 31: "+ slot", "- slot" and a slot's token were read after their widget and followed by a
     rerun, so each click ran the page's scenario view twice. As callbacks, each click is one run that draws
     the edited scenario."""
-    from specviz.ui import sampling_page
+    from specviz.app.ui import sampling_page
 
     runs = []
     real = sampling_page.require_algorithm
@@ -194,7 +194,7 @@ def _open_monte_carlo(path: str, pre: str, backend: str | None = None) -> AppTes
 def test_the_monte_carlo_is_not_computed_until_its_box_is_opened(path, pre, monkeypatch):
     """Issue 31: the Monte Carlo was a third of every chain edit's server CPU. Closed (the default), the page
     runs no trial, shows no figure (nothing stale) and says it is not computed; open, it runs and shows it."""
-    from specviz import distributions as dist
+    from specviz.algorithms import distributions as dist
 
     calls = []
     for name in ("chain_monte_carlo", "target_only_monte_carlo"):
@@ -332,7 +332,7 @@ def test_dspark_sampling_mode():
 # ---------------------------------------------------------------------------------------------
 
 def _backend_or_skip(name: str) -> None:
-    from specviz.backends import available_backends
+    from specviz.algorithms.backends import available_backends
 
     why = available_backends().get(name)
     if why is not None:
@@ -350,7 +350,7 @@ def test_chain_monte_carlo_runs_on_the_torch_backend():
 def test_triton_interpreter_monte_carlo_waits_for_the_button(path, pre):
     """Under the CPU interpreter a trial costs ~30 ms: the page offers small N and runs only on request."""
     _backend_or_skip("triton")
-    from specviz.backends import backend_label
+    from specviz.algorithms.backends import backend_label
 
     if "interpreter" not in backend_label("triton"):
         pytest.skip("triton runs on a GPU here: the Monte Carlo runs at once")
@@ -359,7 +359,7 @@ def test_triton_interpreter_monte_carlo_waits_for_the_button(path, pre):
     assert at.button(key=f"w_{pre}_mc_go").label == "Run 100 trials"
 
 
-@pytest.mark.filterwarnings("ignore::specviz.errors.SpecvizWarning")  # the badge's backend comparison warns too
+@pytest.mark.filterwarnings("ignore::specviz.base.errors.SpecvizWarning")  # the badge's backend comparison warns too
 def test_chain_semantics_switch_on_a_zero_q_proposal():
     """q(A) = 0 although the Draft proposed A (impossible for a real draft): 0.5.23 rejects (0 < q fails),
     earlier releases accept (u·0 < p = .3). A warning explains the degenerate input."""
@@ -390,7 +390,7 @@ def test_dspark_sampling_adds_and_removes_a_draft():
 def test_target_only_takes_the_tree_builder_tree():
     """The Tree builder's tree (slot "tree": R; A, B; C, D under A; plus a third child E of B here) replaces the
     page's tree; nodes that existed keep their p rows and coins, a new node gets a uniform row."""
-    from specviz.scenario import load_scenario
+    from specviz.inputs.scenario import load_scenario
 
     run = load_scenario(ROOT / "scenarios" / "running_example.json")
     data = json.loads(run.to_json())

@@ -3,9 +3,9 @@ import json
 
 import pytest
 
-from specviz.audit import (AuditReport, audit, audit_file, expected_outputs, parse_array, parse_claimed_text)
-from specviz.errors import SpecvizError
-from specviz.pitfalls import preset
+from specviz.rooms.audit import (AuditReport, audit, audit_file, expected_outputs, parse_array, parse_claimed_text)
+from specviz.base.errors import SpecvizError
+from specviz.rooms.pitfalls import preset
 
 
 @pytest.fixture(scope="module")
@@ -168,7 +168,7 @@ def test_rules_in_chinese(running):
 def test_random_questions_audit_clean_and_catch_any_change(seed):
     """On random greedy trees: the reference's own outputs pass, and changing any one accept_index slot,
     output token or the length is caught at exactly that place."""
-    from specviz.audit import quiz_scenario
+    from specviz.rooms.audit import quiz_scenario
 
     s = quiz_scenario(seed)
     exp = expected_outputs(s)

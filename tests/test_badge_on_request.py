@@ -20,9 +20,9 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def triton_calls(monkeypatch):
     """Count the runs of the Triton backend (the badge's comparison calls get_backend('triton'))."""
-    import specviz.backends as backends
-    from specviz.ui import backend_cache as bc
-    from specviz.ui import bounded_cache
+    import specviz.algorithms.backends as backends
+    from specviz.app.ui import backend_cache as bc
+    from specviz.app.ui import bounded_cache
 
     if not bc.backends_loaded(120) or "triton" not in bc.usable_backends() or not bc.interpreted("triton"):
         pytest.skip("needs Triton under the interpreter (a CPU server)")
@@ -74,7 +74,7 @@ def test_tree_builder_build_tree_badge_leaves_the_triton_interpreter_to_a_button
 
 def test_the_chosen_backend_is_always_compared(triton_calls):
     """A student who runs Triton (interpreter) as the page's backend sees it compared without asking."""
-    from specviz.ui.state import widget_key
+    from specviz.app.ui.state import widget_key
 
     at = AppTest.from_file(str(ROOT / "pages/greedy.py"), default_timeout=120).run()
     at.selectbox(key=widget_key("sv_backend", at.session_state)).select("triton").run()

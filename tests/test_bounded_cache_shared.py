@@ -1,7 +1,7 @@
 """bounded_cache(copies=False): one cached object for every caller, dropped with its entry."""
 from __future__ import annotations
 
-from specviz.ui import bounded_cache as bc
+from specviz.app.ui import bounded_cache as bc
 
 
 def test_shared_values_are_one_object_and_leave_with_their_entry(monkeypatch):

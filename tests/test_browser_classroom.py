@@ -13,9 +13,9 @@ import pytest
 pytest.importorskip("playwright")
 from playwright.sync_api import expect  # noqa: E402
 
-from specviz.pitfalls import preset  # noqa: E402
-from specviz.scenario import scenario_from_json  # noqa: E402
-from specviz.share import ShareState, encode_state  # noqa: E402
+from specviz.rooms.pitfalls import preset  # noqa: E402
+from specviz.inputs.scenario import scenario_from_json  # noqa: E402
+from specviz.rooms.share import ShareState, encode_state  # noqa: E402
 from tests.conftest import wait_for_app  # noqa: E402
 
 

@@ -21,7 +21,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from specviz.share import QUERY_KEY, decode_state
+from specviz.rooms.share import QUERY_KEY, decode_state
 from tests.conftest import _SCRIPT_STATE, wait_for_app
 
 
@@ -61,7 +61,7 @@ def _wait_scenario(page, ok, timeout: float = 60.0):
 
 def test_bursts_of_add_child_then_delete_clicks_apply_every_click(page, open_page):
     """Streamlit folds presses of one button that arrive before the script's next yield point into one
-    (one callback): specviz.app_runtime.click_queue queues them. 6 adds then 3 deletes, each burst faster than
+    (one callback): specviz.app.runtime.click_queue queues them. 6 adds then 3 deletes, each burst faster than
     the server answers."""
     _settled(page, "tree_builder", open_page)
     s0 = _wait_scenario(page, lambda s: True)
@@ -72,7 +72,7 @@ def test_bursts_of_add_child_then_delete_clicks_apply_every_click(page, open_pag
     s = _wait_scenario(page, lambda s: s.tree(0).n >= n0 + 6)
     assert s.tree(0).n == n0 + 6, f"{n0} nodes + 6 add-child clicks -> {s.tree(0).n} nodes"
     # a click sent before the browser drew the last run carries its stale "Selected node": it must not
-    # win over the selection the callback moved to the new child (specviz.ui.state.widget_key)
+    # win over the selection the callback moved to the new child (specviz.app.ui.state.widget_key)
     new = s.tree(0).parents[n0:]
     assert all(new[i] == n0 + i - 1 for i in range(1, 6)), f"not a path: parents {s.tree(0).parents}"
     # each add selects the new child, so the six form a path; each delete removes the selected leaf
@@ -111,7 +111,7 @@ def test_a_burst_of_coin_slider_steps_moves_it_all_the_way(page, open_page):
     for _ in range(5):
         page.keyboard.press("ArrowRight" if step > 0 else "ArrowLeft")
         page.wait_for_timeout(60)
-    from specviz.limits import COIN_STEP  # the slider's step (one arrow key = one step)
+    from specviz.base.limits import COIN_STEP  # the slider's step (one arrow key = one step)
 
     want = round(u0 + step * 5 * COIN_STEP, 6)
     s = _wait_scenario(page, lambda s: round(float(s.requests[0].coins[0]), 6) == want)
@@ -123,7 +123,7 @@ def test_presses_while_a_slow_callback_runs_each_count_once_in_order(browser, tm
     """A press that arrives while the previous press's callback still runs (a callback waits for the
     interpreter lock on a server busy with a class) used to interrupt that callback at its first
     session-state access: the edit was lost (23 of 25 bursts of "Add child" under a class of 50).
-    With specviz.app_runtime.click_queue (``on``) all 5 presses count, in order, and a value edited between them
+    With specviz.app.runtime.click_queue (``on``) all 5 presses count, in order, and a value edited between them
     is kept; Streamlit alone (``off``) loses presses, which shows this test can see the loss."""
     from tests.conftest import start_app_server
 

@@ -1,7 +1,7 @@
 """A link straight to a page (e.g. a shared /greedy link) opened on a freshly started server.
 
 Streamlit runs a pages/ file on its own while no script has called st.navigation yet in the
-server process; specviz.ui.common.route_through_app sends such a first request through app.py.
+server process; specviz.app.ui.common.route_through_app sends such a first request through app.py.
 """
 import pytest  # noqa: E402
 

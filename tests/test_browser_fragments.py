@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from specviz.share import QUERY_KEY, decode_state
+from specviz.rooms.share import QUERY_KEY, decode_state
 from tests.conftest import wait_for_app
 from tests.test_browser_clicks import _pick, _scenario, _settled, _wait_scenario
 
@@ -63,7 +63,7 @@ def _add_child(page, s0):
 
 
 def _coin_step(page, s0):
-    from specviz.limits import COIN_STEP
+    from specviz.base.limits import COIN_STEP
 
     u0 = float(s0.requests[0].coins[0])
     thumb = page.locator('[data-testid="stSlider"]').filter(has_text="u[0]").locator('[tabindex="0"]').first

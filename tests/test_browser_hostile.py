@@ -21,8 +21,8 @@ from conftest import wait_for_app
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_hostile_inputs import IFRAME, LABELS, LONG_PAYLOADS, _relabel  # noqa: E402
 
-from specviz.pitfalls import preset  # noqa: E402
-from specviz.share import ShareState, encode_state, page_path  # noqa: E402
+from specviz.rooms.pitfalls import preset  # noqa: E402
+from specviz.rooms.share import ShareState, encode_state, page_path  # noqa: E402
 
 
 def _watch(page):
@@ -99,7 +99,7 @@ SCENARIO_PAGES = (("overview", "tree", "running_example"), ("greedy", "tree", "r
 def _linky(name: str):
     import json as _json
 
-    from specviz.scenario import scenario_from_dict
+    from specviz.inputs.scenario import scenario_from_dict
 
     s = _relabel(preset(name), labels=LINKY_LABELS, title=LINKY_TEXT[:200], description=LINKY_TEXT)
     data = _json.loads(s.to_json())
@@ -146,8 +146,8 @@ def test_hostile_labels_in_the_player_component_stay_text(page, app_server):
     """The step player runs in the app's page (a Components v2 component, no iframe): with hostile labels,
     title and description it fires no dialog, loads no image but its own SVG figures, and shows every
     caption and chip of every frame exactly as the frames hold them (textContent, never markup)."""
-    from specviz.engine import run_scenario
-    from specviz.playframes import greedy_frames
+    from specviz.replay.engine import run_scenario
+    from specviz.replay.playframes import greedy_frames
 
     dialogs, navigations = _watch(page)
     requests = []

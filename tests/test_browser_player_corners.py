@@ -153,9 +153,9 @@ def test_player_steps_plays_and_scrubs_without_dot(page, server_without_dot, scr
     _, total = _step(player)
     import json
 
-    from specviz.engine import run_scenario
-    from specviz.pitfalls import preset
-    from specviz.playframes import greedy_frames
+    from specviz.replay.engine import run_scenario
+    from specviz.rooms.pitfalls import preset
+    from specviz.replay.playframes import greedy_frames
 
     s = preset("running_example")  # the greedy page's default scenario: step -> its figure
     dots = [f.dot for f in greedy_frames(s, run_scenario(s), "en")]
@@ -214,7 +214,7 @@ def test_other_pages_draw_their_figures_without_dot(page, server_without_dot, ur
 
 
 def test_layout_mode_follows_dot_and_the_environment(monkeypatch):
-    from specviz import player
+    from specviz.replay import player
 
     monkeypatch.delenv(player.LAYOUT_ENV, raising=False)
     monkeypatch.setattr(player, "have_dot", lambda: False)
@@ -309,7 +309,7 @@ def test_labels_are_whole_at_1280x720(browser, app_server, lang, screenshot_dir)
     side = player.locator(".side").evaluate("e => [e.scrollWidth, e.clientWidth]")
     assert side[0] <= side[1], side  # the verdict column shows without sideways scrolling
     # The coin column's buttons wrap between words only, in English too ("random ise coins", ".4 accep t"
-    # with the sidebar open, before specviz.ui.theme kept words whole in column buttons).
+    # with the sidebar open, before specviz.app.ui.theme kept words whole in column buttons).
     if lang == "zh":
         page.locator('[data-testid="stSidebar"] label').filter(has_text="English").first.click()
         wait_for_app(page)
@@ -341,8 +341,8 @@ _BROKEN_WORDS = """() => {
 # ---------------------------------------------------------------------------------------------
 
 def test_exported_animation_buttons_are_svg_icons(tmp_path, browser):
-    from specviz.export import animation_html
-    from specviz.pitfalls import preset
+    from specviz.rooms.export import animation_html
+    from specviz.rooms.pitfalls import preset
 
     for lang, first_word in (("en", "first step"), ("zh", "第一步")):
         path = tmp_path / f"walk_{lang}.html"

@@ -14,8 +14,8 @@ from playwright.sync_api import expect  # noqa: E402
 
 from conftest import wait_for_app  # noqa: E402
 
-from specviz.pitfalls import preset  # noqa: E402
-from specviz.share import ShareState, encode_state, page_path  # noqa: E402
+from specviz.rooms.pitfalls import preset  # noqa: E402
+from specviz.rooms.share import ShareState, encode_state, page_path  # noqa: E402
 
 W, H = 1280, 720
 PAGES = (("chain_sampling", "chain", "pq_example"), ("dspark", "dspark", "dspark_chain"))

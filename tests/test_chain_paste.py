@@ -9,7 +9,7 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from specviz.scenario import scenario_from_json
+from specviz.inputs.scenario import scenario_from_json
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPANDER = "Edit p and q as text (paste rows: one row per line)"

@@ -109,9 +109,9 @@ def test_export_writes_the_player_and_the_files_the_export_box_offers(tmp_path):
     import re
     import shutil
 
-    from specviz.engine import run_scenario
-    from specviz.pitfalls import preset
-    from specviz.playframes import frames_for
+    from specviz.replay.engine import run_scenario
+    from specviz.rooms.pitfalls import preset
+    from specviz.replay.playframes import frames_for
 
     out = {k: tmp_path / f"out.{k}" for k in ("html", "json", "svg", "png")}
     args = ["export", "running_example", "--lang", "zh", "--html", str(out["html"]), "--json", str(out["json"]),

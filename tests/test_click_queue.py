@@ -1,4 +1,4 @@
-"""specviz.app_runtime.click_queue against Streamlit's own ScriptRequests: no press is folded away, no callback preempted.
+"""specviz.app.runtime.click_queue against Streamlit's own ScriptRequests: no press is folded away, no callback preempted.
 
 Without the queue, Streamlit folds two presses of one button that arrive before the script's next yield
 point into one rerun with one trigger (one callback, one lost click: CI of stop 23), and a request that
@@ -12,7 +12,7 @@ from __future__ import annotations
 from streamlit.proto.WidgetStates_pb2 import WidgetState, WidgetStates
 from streamlit.runtime.scriptrunner_utils.script_requests import RerunData, ScriptRequests, ScriptRequestType
 
-from specviz.app_runtime import click_queue
+from specviz.app.runtime import click_queue
 
 assert click_queue.install(), "the click queue no longer fits this Streamlit's ScriptRequests"
 

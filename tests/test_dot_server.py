@@ -43,7 +43,7 @@ def test_a_bad_graph_is_an_error_and_the_next_one_is_drawn():
 def test_a_figure_is_the_same_whatever_dot_drew_before():
     """dot numbers the graphs of one input (graph0, graph1, ...): the long-lived process must not leak that
     count into a figure (markup.inline_svg drops the title of graph0 only: Graphviz's graph name showed)."""
-    from specviz.ui import markup
+    from specviz.app.ui import markup
 
     svg._DOT_SERVER._stop()
     svg.dots_to_svgs(["digraph first { a -> b }", "digraph second { c -> d }"])

@@ -1,9 +1,9 @@
 """Every preset through the engine: the commit view a student reads, derived by hand."""
 import pytest
 
-from specviz.engine import run_scenario
-from specviz.frames import final_arrays, replay
-from specviz.scenario import load_scenario
+from specviz.replay.engine import run_scenario
+from specviz.replay.frames import final_arrays, replay
+from specviz.inputs.scenario import load_scenario
 
 # name: (accept_rows per request, outputs, committed input tokens, new_seq_len per request)
 EXPECTED = {

@@ -16,12 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from specviz.engines import adapters as A
-from specviz.engines import chain as C
-from specviz.engines import chain_presets as CP
-from specviz.engines import compare as K
-from specviz.engines import rules as R
-from specviz.errors import SpecvizError
+from specviz.rooms.engines import adapters as A
+from specviz.rooms.engines import chain as C
+from specviz.rooms.engines import chain_presets as CP
+from specviz.rooms.engines import compare as K
+from specviz.rooms.engines import rules as R
+from specviz.base.errors import SpecvizError
 from tests import engines_observed as O
 
 AVAIL = A.availability()
@@ -265,7 +265,7 @@ def test_bad_rows_name_the_field():
 
 @pytest.mark.skipif(not AVAIL["vllm"][0], reason=AVAIL["vllm"][1])
 def test_vllm_loader_leaves_no_stand_in_behind():
-    from specviz.engines import vllm_engine
+    from specviz.rooms.engines import vllm_engine
     vllm_engine.load()
     assert not any(k == "vllm" or k.startswith("vllm.") for k in sys.modules)
     assert vllm_engine.locate()[0] is not None
@@ -343,7 +343,7 @@ def test_bad_editor_values_name_the_field(changes, field):
 def test_labels_follow_the_scenario_label_rules():
     """Control and bidi characters become visible escapes (as scenario.Label does), up to the same
     MAX_LABEL_CHARS as every other label; a string "false" is not greedy."""
-    from specviz.limits import MAX_LABEL_CHARS
+    from specviz.base.limits import MAX_LABEL_CHARS
     ch = C.from_json(_json_with(labels=["exe\u202etxt", "a\x1bb", "x" * MAX_LABEL_CHARS, "d"]))
     assert ch.labels[:2] == ("exe\\u202etxt", "a\\x1bb")
     assert not any(ord(c) < 32 or 0x202A <= ord(c) <= 0x202E for lab in ch.labels for c in lab)

@@ -9,10 +9,10 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from specviz.engines import adapters as A
-from specviz.engines import chain as C
-from specviz.engines import chain_presets as CP
-from specviz.engines import compare as K
+from specviz.rooms.engines import adapters as A
+from specviz.rooms.engines import chain as C
+from specviz.rooms.engines import chain_presets as CP
+from specviz.rooms.engines import compare as K
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "engines.py")
 TIMEOUT = 600  # the first run imports transformers and loads the kernels (slow on a busy machine)
@@ -30,7 +30,7 @@ def _run(lang: str) -> AppTest:
 
 def _diff_lines(at: AppTest) -> list[str]:
     """The bullet lines under "Where they differ", with md_text's escapes removed."""
-    from specviz.safety import WORD_JOINER  # (invisible, breaks autolinks after "word:")
+    from specviz.base.safety import WORD_JOINER  # (invisible, breaks autolinks after "word:")
 
     return [m.value.replace("\\", "").replace(WORD_JOINER, "") for m in at.markdown if m.value.startswith("- **")]
 
@@ -218,7 +218,7 @@ def _shown(at: AppTest) -> list:
 def test_share_link_round_trip():
     """Issue 35 item 5: after an edit the page writes ?s= (like every other page), and opening that
     link in a fresh session shows the same chain, language and results."""
-    from specviz.share import decode_state
+    from specviz.rooms.share import decode_state
 
     at = _run("zh")
     at.button(key="w_engines_preset_p_zero").click().run()

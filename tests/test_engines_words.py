@@ -13,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from specviz.engines import adapters as A
-from specviz.engines import chain as C
-from specviz.engines import chain_presets as CP
-from specviz.engines import compare as K
+from specviz.rooms.engines import adapters as A
+from specviz.rooms.engines import chain as C
+from specviz.rooms.engines import chain_presets as CP
+from specviz.rooms.engines import compare as K
 from tests import engines_observed as O
 
 F32 = np.float32

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from specviz.errors import SpecvizError
-from specviz.engine import run_scenario
-from specviz.export import animation_html, dot_to_png, dot_to_svg, figure_to_html, has_dot, pytest_file, scenario_json
-from specviz.playframes import frames_for
-from specviz.pitfalls import preset
-from specviz.scenario import scenario_from_json
+from specviz.base.errors import SpecvizError
+from specviz.replay.engine import run_scenario
+from specviz.rooms.export import animation_html, dot_to_png, dot_to_svg, figure_to_html, has_dot, pytest_file, scenario_json
+from specviz.replay.playframes import frames_for
+from specviz.rooms.pitfalls import preset
+from specviz.inputs.scenario import scenario_from_json
 
 ROOT = Path(__file__).resolve().parents[1]
 PRESETS = sorted(p.stem for p in (ROOT / "scenarios").glob("*.json"))
@@ -118,7 +118,7 @@ def test_exported_file_runs_with_the_headers_command_in_the_command_1_environmen
 
 def test_pytest_shape_check_allows_only_the_fixed_main_block():
     """After the test function only ``run_directly``'s block calling that function is accepted."""
-    from specviz.export import check_pytest_source, run_directly
+    from specviz.rooms.export import check_pytest_source, run_directly
 
     text = pytest_file(preset("running_example"))
     assert run_directly("test_running_example") in text
@@ -185,7 +185,7 @@ def test_animation_html_is_self_contained():
 
 @pytest.mark.parametrize("name", PRESETS)
 def test_every_preset_exports_the_frames_its_page_shows(name):
-    """The file's player data is ``specviz.player.payload`` of ``playframes.frames_for``: the frames the
+    """The file's player data is ``specviz.replay.player.payload`` of ``playframes.frames_for``: the frames the
     app's page shows (every request of a batch in turn), nothing computed a second time."""
     s = preset(name)
     data = _exported_data(animation_html(s, "zh"))["player"]
@@ -296,7 +296,7 @@ def test_pytest_shape_check_with_the_install_hint_import(body, why):
     """The generated import block (``IMPORT_SPECVIZ``) is the one accepted import of specviz; past it,
     each other shape is refused for its own reason. A bare ``from specviz import reference`` (the old
     header, which fails with a bare ModuleNotFoundError) is refused too."""
-    from specviz.export import IMPORT_SPECVIZ, check_pytest_source
+    from specviz.rooms.export import IMPORT_SPECVIZ, check_pytest_source
 
     source = f"'doc'\nimport numpy as np\n{IMPORT_SPECVIZ}\n{body}"
     if why is None:

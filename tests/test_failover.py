@@ -1,7 +1,7 @@
-"""specviz.app_runtime.failover against the pinned Streamlit (the browser path is in tests/test_serve.py)."""
+"""specviz.app.runtime.failover against the pinned Streamlit (the browser path is in tests/test_serve.py)."""
 from streamlit.proto.BackMsg_pb2 import BackMsg
 
-from specviz.app_runtime import failover
+from specviz.app.runtime import failover
 
 
 def test_install_patches_the_known_shape_once():

@@ -2,7 +2,7 @@
 
 For random scenarios of every algorithm, edges included (DSpark verify_len caps, q = 0 and p = 0
 slots, coins exactly on thresholds and bucket edges, thresholds below 1, -1 paddings, both
-semantics), build every player frame (``specviz.playframes``, what the pages show) in both
+semantics), build every player frame (``specviz.replay.playframes``, what the pages show) in both
 languages and check each number it states against the numpy reference's result: accept_index,
 correct_len, commit_lens, new_seq_lens, the bonus, verdicts, acceptance probabilities and the
 residual's mass. The expected values come from the result arrays and from SEMANTICS.md's rules
@@ -16,11 +16,11 @@ import numpy as np
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
-from specviz import engine, steps
-from specviz.errors import SpecvizError
-from specviz.events import AcceptTest, Cap, Commit, Finalize, Terminal
-from specviz.scenario import scenario_from_json
-from specviz import playframes
+from specviz.replay import engine, steps
+from specviz.base.errors import SpecvizError
+from specviz.replay.events import AcceptTest, Cap, Commit, Finalize, Terminal
+from specviz.inputs.scenario import scenario_from_json
+from specviz.replay import playframes
 
 import json
 

@@ -39,7 +39,7 @@ def test_a_cached_monte_carlo_never_waits_for_another_tabs_slot(page, coin):
     not queue behind another tab's uncached Monte Carlo (it waited 8 s, then showed "server is busy")."""
     from streamlit.testing.v1 import AppTest
 
-    from specviz.ui import heavy
+    from specviz.app.ui import heavy
 
     at = AppTest.from_file(str(ROOT / "pages" / f"{page}.py"), default_timeout=120)
     at.session_state["w_chain_mc_open"] = True  # the Monte Carlo's box open (closed, nothing is computed)
@@ -61,7 +61,7 @@ def test_a_cached_monte_carlo_never_waits_for_another_tabs_slot(page, coin):
 
 
 def _bare(monkeypatch):
-    from specviz.ui import heavy
+    from specviz.app.ui import heavy
 
     monkeypatch.setattr(heavy, "st", SimpleNamespace(session_state={}, empty=lambda: SimpleNamespace(info=lambda *a, **k: None, empty=lambda: None)))
     return heavy
@@ -131,7 +131,7 @@ def test_a_tab_interrupted_while_queued_leaves_the_line(monkeypatch):
 
 
 def _child_holds(lock_dir, n, ready, go):
-    from specviz.ui import heavy
+    from specviz.app.ui import heavy
 
     slots = heavy.Slots(n, lock_dir)
     fds = [slots.acquire() for _ in range(n)]
@@ -143,7 +143,7 @@ def _child_holds(lock_dir, n, ready, go):
 
 def test_slots_are_machine_wide_across_worker_processes(tmp_path):
     """Two workers of one serve share SPECVIZ_HEAVY_DIR: while another process holds every slot, this one waits."""
-    from specviz.ui import heavy
+    from specviz.app.ui import heavy
 
     ctx = multiprocessing.get_context("fork")
     ready, go = ctx.Event(), ctx.Event()
@@ -167,9 +167,9 @@ def test_slots_are_machine_wide_across_worker_processes(tmp_path):
 
 
 def test_serve_gives_its_workers_one_heavy_lock_dir():
-    from specviz import serve
+    from specviz.app import serve
 
-    from specviz.cli import app_command
+    from specviz.app.cli import app_command
 
     s = serve.Serve(2, "127.0.0.1", 0, "haproxy", [], command=app_command)
     try:
@@ -186,7 +186,7 @@ def test_the_engines_monte_carlo_counts_against_the_tabs_budget(monkeypatch):
     refused with the wait, the same inputs again are a cache hit (no charge, no refusal)."""
     from streamlit.testing.v1 import AppTest
 
-    from specviz.ui import heavy
+    from specviz.app.ui import heavy
 
     monkeypatch.setattr(heavy, "SESSION_BUDGET_S", 0.001)  # one run spends it
     at = AppTest.from_file(str(ROOT / "pages" / "engines.py"), default_timeout=120).run()

@@ -19,8 +19,8 @@ def test_sampling_figures_count_in_the_one_byte_budget():
     1024-token residual figure is ~0.5 MB: ~400 MB uncounted). It is a bounded_cache now: counted in bytes,
     evicted with everything else, one shared object per distinct input."""
     from specviz.render import sampling_charts as sc
-    from specviz.ui import bounded_cache as bc
-    from specviz.ui import sampling_page
+    from specviz.app.ui import bounded_cache as bc
+    from specviz.app.ui import sampling_page
 
     name = getattr(sampling_page._cached_figure, "cache_name", None)
     assert name in bc._REGISTRY, "the figure cache is outside the byte budget"
@@ -41,10 +41,10 @@ def test_sampling_figures_count_in_the_one_byte_budget():
 def test_workers_start_with_few_malloc_arenas_and_trim(tmp_path):
     """`specviz serve`'s workers and `specviz app` start with MALLOC_ARENA_MAX=2 (glibc reads it at process
     start), and malloc_trim gives freed memory back (a worker trims every TRIM_EVERY_S)."""
-    from specviz.ui import memory
+    from specviz.app.ui import memory
 
     assert memory.MALLOC_ENV == {"MALLOC_ARENA_MAX": "2"}
-    code = ("import os, sys; sys.path.insert(0, sys.argv[1]); from specviz.ui import memory\n"
+    code = ("import os, sys; sys.path.insert(0, sys.argv[1]); from specviz.app.ui import memory\n"
             "def rss():\n    return int(open('/proc/self/statm').read().split()[1]) * os.sysconf('SC_PAGE_SIZE') >> 20\n"
             "import threading\n"
             "keep = []\n"
@@ -57,14 +57,14 @@ def test_workers_start_with_few_malloc_arenas_and_trim(tmp_path):
     arena, ok, before, after = out.stdout.split()
     assert arena == "2" and ok == "True"
     assert int(before) - int(after) >= 100, out.stdout  # ~1.4 GB churned, a few MB kept: the rest is returned
-    from specviz.serve import Serve
+    from specviz.app.serve import Serve
 
-    from specviz.cli import app_command
+    from specviz.app.cli import app_command
 
     srv = Serve(1, "127.0.0.1", 1, "/bin/true", [], command=app_command)
     try:
         started = []
-        import specviz.serve as sv
+        import specviz.app.serve as sv
 
         class FakePopen:
             def __init__(self, cmd, **kw):

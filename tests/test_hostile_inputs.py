@@ -22,24 +22,24 @@ from pathlib import Path
 import pytest
 from tests.player_read import players
 
-from specviz import safety
-from specviz.captions import walk_summary
-from specviz.engine import run_scenario
-from specviz.audit import MAX_PASTE_CHARS, parse_array, parse_claimed_text
-from specviz.errors import SpecvizError
-from specviz.export import animation_html, check_pytest_source, pytest_file
-from specviz.naming import display_name
-from specviz.pitfalls import preset
+from specviz.base import safety
+from specviz.replay.captions import walk_summary
+from specviz.replay.engine import run_scenario
+from specviz.rooms.audit import MAX_PASTE_CHARS, parse_array, parse_claimed_text
+from specviz.base.errors import SpecvizError
+from specviz.rooms.export import animation_html, check_pytest_source, pytest_file
+from specviz.inputs.naming import display_name
+from specviz.rooms.pitfalls import preset
 from specviz.render.sampling_charts import chain_dot, sampling_tree_dot
-from specviz.scenario import scenario_from_json
+from specviz.inputs.scenario import scenario_from_json
 from specviz.render.tree import forest_dot, tree_dot
-from specviz.scenario import MAX_SCENARIO_CHARS, load_scenario, scenario_from_dict
-from specviz.share import MAX_TOKEN_CHARS, ShareState, decode_state, encode_state
+from specviz.inputs.scenario import MAX_SCENARIO_CHARS, load_scenario, scenario_from_dict
+from specviz.rooms.share import MAX_TOKEN_CHARS, ShareState, decode_state, encode_state
 
 ROOT = Path(__file__).resolve().parents[1]
 
 # ---------------------------------------------------------------------------------------------
-# Payloads (labels are at most 32 characters: specviz.scenario.MAX_LABEL_CHARS)
+# Payloads (labels are at most 32 characters: specviz.inputs.scenario.MAX_LABEL_CHARS)
 # ---------------------------------------------------------------------------------------------
 
 IFRAME = ("<iframe srcdoc=\"<script>parent.alert(parent.document.querySelector('h1').innerText)</script>\">"
@@ -153,7 +153,7 @@ def test_hostile_link_is_refused_with_a_named_error(name):
 
 def test_scenario_beyond_the_drawing_limits_is_refused():
     """More table cells (requests x rows x vocabulary) than the pages can draw: refused, naming the rule."""
-    from specviz.scenario import MAX_TABLE_CELLS
+    from specviz.inputs.scenario import MAX_TABLE_CELLS
 
     rows = 20  # a greedy tree of 20 nodes and 1,000 tokens: 20,000 cells
     vocab = [f"t{i}" for i in range(1000)]
@@ -208,7 +208,7 @@ def test_hostile_scenario_file_is_refused(name, tmp_path):
 @pytest.mark.parametrize("name", ["dev_zero", "dev_urandom", "directory", "invalid_utf8", "cut_multibyte", "nested_json",
                                   "int_5000_digits"])
 def test_cli_one_line_and_exit_2(name, tmp_path, capsys):
-    from specviz.cli import main
+    from specviz.app.cli import main
 
     path = FILES[name](tmp_path)
     for cmd in ("run", "audit"):
@@ -218,7 +218,7 @@ def test_cli_one_line_and_exit_2(name, tmp_path, capsys):
 
 
 def test_cli_audit_scenario_file_pointing_at_a_device(tmp_path, capsys):
-    from specviz.cli import main
+    from specviz.app.cli import main
 
     f = tmp_path / "audit.json"
     f.write_text(json.dumps({"scenario_file": "/dev/zero", "claimed": {"accept_index": [[0, 1, 3]]}}))
@@ -245,7 +245,7 @@ def test_cli_file_written_concurrently_never_tracebacks(tmp_path):
                     return
     th = threading.Thread(target=writer, daemon=True)
     th.start()
-    from specviz.cli import main
+    from specviz.app.cli import main
     import contextlib
     import io
     try:
@@ -362,7 +362,7 @@ def test_dot_quote_is_one_closed_string(label):
 
 @needs_dot
 def test_exported_svg_has_no_script_links():
-    from specviz.export import dot_to_svg
+    from specviz.rooms.export import dot_to_svg
 
     svg = dot_to_svg(tree_dot([-1, 0], ['x" URL="javascript:alert(1)', "<b"])).decode()
     assert not re.search(r"href\s*=\s*[\"']\s*javascript", svg, re.I)  # (the text may show in a title: it is text)
@@ -459,7 +459,7 @@ def test_exported_animation_runs_no_script_in_chromium(tmp_path, browser):
     assert page.locator("#sv iframe, #sv script, #sv meta, [data-sv-desc] *, h1 *").count() == 0
     assert page.locator("#sv img").count() == 2  # the figure and the (hidden) second figure: the player's own two
     assert page.locator("[data-sv-img]").get_attribute("src").startswith("data:image/svg+xml")
-    from specviz.playframes import frames_for
+    from specviz.replay.playframes import frames_for
 
     frames = frames_for(s, run_scenario(s, "numpy"), "en")
     page.keyboard.press("End")  # the walk's end names the labels in its caption and rows: shown as text, as written
@@ -485,7 +485,7 @@ def test_json_for_script_round_trips_and_cannot_close_a_script(value):
 
 @pytest.mark.parametrize("value", LABELS + LONG_PAYLOADS)
 def test_markup_chips_escape_every_value(value):
-    from specviz.ui import markup
+    from specviz.app.ui import markup
 
     piece = markup.row_html(value, [markup.chip(value, "accepted", title=value), value])
     for marker in MARKERS:
@@ -506,14 +506,14 @@ def test_bounded_int(text, ok):
 
 @pytest.mark.parametrize("text", ["9" * 5000, "1e5", "0x1f", "--1"])
 def test_tree_builder_integer_fields_refuse_hostile_numbers(text):
-    from specviz.edits import parse_ints
+    from specviz.inputs.edits import parse_ints
 
     with pytest.raises(SpecvizError, match="whole numbers"):
         parse_ints("parent_list", f"-1, 0, {text}")
 
 
 def test_markup_is_built_in_one_module():
-    """unsafe_allow_html appears in specviz/ui/markup.py only (fixed markup; values escaped there)."""
+    """unsafe_allow_html appears in specviz/app/ui/markup.py only (fixed markup; values escaped there)."""
     hits = [str(p.relative_to(ROOT)) for p in list((ROOT / "pages").glob("*.py")) + list((ROOT / "specviz").rglob("*.py"))
             if "unsafe_allow_html" in p.read_text(encoding="utf-8") and p.name != "markup.py"]
     assert hits == []
@@ -570,7 +570,7 @@ _ICON_SVG = re.compile(r'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24
 def _drop_status_icons(body: str) -> str:
     """``body`` without the status icons drawn by ``markup.icon``; each one must be exactly such an icon
     (one of its fixed drawings, its label plain text), so no other SVG passes for one."""
-    from specviz.ui import markup
+    from specviz.app.ui import markup
 
     def drop(m):
         label = re.search(r'aria-label="([^"]*)"', m.group(0)).group(1)
@@ -599,7 +599,7 @@ def _check_inline_figure(body: str) -> None:
 def test_inline_figure_keeps_hostile_labels_as_text():
     from specviz.render.svg import dot_to_svg
     from specviz.render.tree import tree_dot
-    from specviz.ui.markup import inline_svg
+    from specviz.app.ui.markup import inline_svg
 
     labels = ["R", "<img src=x onerror=alert(1)>", "[x](javascript:alert(1))", "$\\frac{a}{b}$", "**b** _i_ `c`",
               "</text><script>alert(1)</script>"]
@@ -689,7 +689,7 @@ def _player_start(at) -> int:
 # ---------------------------------------------------------------------------------------------
 
 def test_monte_carlo_trials_are_capped_per_click():
-    from specviz.ui.heavy import MAX_TRIAL_CELLS, cap_trials
+    from specviz.app.ui.heavy import MAX_TRIAL_CELLS, cap_trials
 
     assert cap_trials(40_000, 5, 6) == 40_000  # the presets run in full
     n = cap_trials(40_000, 16, 1024)
@@ -699,7 +699,7 @@ def test_monte_carlo_trials_are_capped_per_click():
 def _fake_session(monkeypatch):
     from types import SimpleNamespace
 
-    from specviz.ui import heavy
+    from specviz.app.ui import heavy
 
     monkeypatch.setattr(heavy, "st", SimpleNamespace(session_state={}))
     return heavy
@@ -734,7 +734,7 @@ def test_largest_scenario_the_limits_admit_saves_and_loads_back(tmp_path):
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from bench_worst_scenario import worst
 
-    from specviz.scenario import MAX_TABLE_CELLS, MAX_VOCAB
+    from specviz.inputs.scenario import MAX_TABLE_CELLS, MAX_VOCAB
 
     data = worst("chain_rejection", 1, MAX_TABLE_CELLS // MAX_VOCAB, MAX_VOCAB)
     rng = __import__("random").Random(1)
@@ -752,7 +752,7 @@ def test_largest_scenario_the_limits_admit_saves_and_loads_back(tmp_path):
 def test_error_messages_quote_labels_as_text():
     """A SpecvizError quotes the user's label (e.g. a target_predict not in the vocabulary); in
     st.error that quote must not become an image, link or tag, while field names keep their brackets."""
-    from specviz.scenario import scenario_from_dict
+    from specviz.inputs.scenario import scenario_from_dict
 
     d = preset("running_example").model_dump(mode="json")
     d["requests"][0]["target_predict"][0] = "![a](http://e.x/a.png)<b>"  # a label is at most 32 characters
@@ -807,7 +807,7 @@ def test_tree_views_of_a_huge_seq_len_allocate_almost_nothing():
     import pickle
     import tracemalloc
 
-    from specviz.edits import tree_views
+    from specviz.inputs.edits import tree_views
 
     for seq_len in (15_000_000, 10**9):
         s = _big_fan(seq_len)
@@ -827,7 +827,7 @@ def test_tree_builder_page_with_a_huge_seq_len_holds_little(monkeypatch):
     caches hold under 1 MB."""
     from streamlit.testing.v1 import AppTest
 
-    from specviz.ui import bounded_cache
+    from specviz.app.ui import bounded_cache
 
     bounded_cache.clear_all()
     at = AppTest.from_file(str(ROOT / "pages" / "tree_builder.py"), default_timeout=120)
@@ -841,7 +841,7 @@ def test_tree_builder_page_with_a_huge_seq_len_holds_little(monkeypatch):
 def test_result_caches_are_bounded_in_bytes(monkeypatch):
     """A cache of 64 *entries* of 1 GB each is 64 GB: bounded_cache counts bytes. 40 different 1 MB
     results into a 4 MB budget leave at most 4 MB held; a value above the per-entry cap is not kept."""
-    from specviz.ui import bounded_cache as bc
+    from specviz.app.ui import bounded_cache as bc
 
     monkeypatch.setattr(bc, "TOTAL_BYTES", 4 << 20)
     bc.clear_all()
@@ -868,9 +868,9 @@ def test_result_caches_are_bounded_in_bytes(monkeypatch):
 # -- family 2: CPU on the decoding-loop page ------------------------------------------------------
 
 def test_loop_work_is_estimated_and_refused_before_it_starts():
-    from specviz.limits import LOOP_MAX_WORK
-    from specviz.loop.budget import check_loop_budget
-    from specviz.loop.decode import LoopSettings
+    from specviz.base.limits import LOOP_MAX_WORK
+    from specviz.rooms.loop.budget import check_loop_budget
+    from specviz.rooms.loop.decode import LoopSettings
 
     small = LoopSettings(topk=2, depth=4, num_draft_tokens=8, rounds=16).checked()
     assert check_loop_budget("The target model verifies the draft tree. ", small) < LOOP_MAX_WORK
@@ -905,7 +905,7 @@ def test_loop_page_at_its_maximal_sliders_refuses_without_working():
 
 def test_heavy_slots_follow_the_cgroup_cpu_quota(tmp_path):
     """os.cpu_count() is the host's in a container: the slots follow the pod's CPU quota."""
-    from specviz.ui.heavy import available_cpus
+    from specviz.app.ui.heavy import available_cpus
 
     (tmp_path / "cpu.max").write_text("150000 100000\n")
     assert available_cpus(str(tmp_path)) == 1
@@ -931,7 +931,7 @@ def test_every_escaping_helper_breaks_autolinks(text):
 
 
 def test_tr_values_never_autolink():
-    from specviz.ui.i18n import tr
+    from specviz.app.ui.i18n import tr
 
     assert "http://" not in tr("the scenario '{n}'", n="see http://e.x")
 
@@ -1011,8 +1011,8 @@ def _render(page: str, slot: str, s):
 def test_schema_extremes_render_on_every_page(page):
     """Issue 19 family 4: values the schema accepts crashed widgets (StreamlitValueAboveMaxError):
     coins and coin_final in [0.999, 1), threshold_acc < 0.05, seq_len > 10^6 on Batch/KV and DSpark.
-    The limits (specviz.limits) are now one set: the schema's extremes render everywhere."""
-    from specviz.limits import MAX_COIN, MAX_SEQ_LEN, MIN_THRESHOLD
+    The limits (specviz.base.limits) are now one set: the schema's extremes render everywhere."""
+    from specviz.base.limits import MAX_COIN, MAX_SEQ_LEN, MIN_THRESHOLD
 
     _render(page, SCHEMA_PAGES[page], _extreme(SCHEMA_PAGES[page], MAX_COIN, MIN_THRESHOLD, MAX_SEQ_LEN))
 
@@ -1032,7 +1032,7 @@ def test_schema_values_render_on_every_page_fuzzed():
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as hs
 
-    from specviz.limits import MAX_COIN, MAX_SEQ_LEN
+    from specviz.base.limits import MAX_COIN, MAX_SEQ_LEN
 
     @settings(max_examples=2, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
     @given(coin=hs.floats(0, MAX_COIN), thr=hs.floats(0, 1), seq_len=hs.integers(0, MAX_SEQ_LEN))
@@ -1043,7 +1043,7 @@ def test_schema_values_render_on_every_page_fuzzed():
 
 
 def test_schema_refuses_what_the_widgets_cannot_show():
-    from specviz.limits import MAX_COIN
+    from specviz.base.limits import MAX_COIN
 
     d = json.loads(preset("pq_example").to_json())
     d["requests"][0]["coin_final"] = 0.99995
@@ -1134,7 +1134,7 @@ def test_bidi_and_control_characters_become_visible_escapes(bad):
 def test_presentation_mode_link_opens_and_overview_link_has_a_page():
     """A link made in presentation mode carries extra {"present": true}: it was refused. A link to the
     overview (the app's default page, served at "/") pointed at "/overview": "Page not found"."""
-    from specviz.share import page_path, share_url
+    from specviz.rooms.share import page_path, share_url
 
     state = ShareState(page="greedy", scenario=preset("running_example"), extra={"present": True})
     assert decode_state(encode_state(state)).extra == {"present": True}

@@ -107,7 +107,7 @@ def english_runs(text: str, vocab: set) -> list[str]:
 
 
 def _vocab() -> set:
-    from specviz.scenario import load_scenario
+    from specviz.inputs.scenario import load_scenario
 
     vocab = set()  # token labels of the presets are data, not UI text
     for f in (ROOT / "scenarios").glob("*.json"):
@@ -151,8 +151,8 @@ def test_every_ui_string_has_chinese(page):
 
 def _chain(p0, q0, semantics="0.5.23"):
     """pq_example with its first p and q rows replaced (slot 1 proposes A, token 0)."""
-    from specviz.pitfalls import preset
-    from specviz.scenario import scenario_from_json
+    from specviz.rooms.pitfalls import preset
+    from specviz.inputs.scenario import scenario_from_json
 
     d = json.loads(preset("pq_example").to_json())
     d["requests"][0]["target_probs"][0] = p0
@@ -163,8 +163,8 @@ def _chain(p0, q0, semantics="0.5.23"):
 
 
 def _edited_tree():
-    from specviz import edits
-    from specviz.pitfalls import preset
+    from specviz.inputs import edits
+    from specviz.rooms.pitfalls import preset
 
     return edits.set_target_predict(preset("running_example"), ["B", "D", "X", "X", "X"])
 
@@ -207,8 +207,8 @@ def test_every_worded_code_in_both_languages():
     with no English sentence, and names tokens by label; the reference emits no code without words."""
     import ast as _ast
 
-    from specviz import wording
-    from specviz.pitfalls import preset
+    from specviz.replay import wording
+    from specviz.rooms.pitfalls import preset
 
     s = preset("target_only_sampling")
     vocab = _vocab()

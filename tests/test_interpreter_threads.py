@@ -11,7 +11,7 @@ import threading
 import numpy as np
 import pytest
 
-from specviz.backends import available_backends, get_backend
+from specviz.algorithms.backends import available_backends, get_backend
 from specviz.reference.cdf import summation_order
 
 pytestmark = pytest.mark.skipif(available_backends().get("triton") is not None, reason="Triton cannot run here")

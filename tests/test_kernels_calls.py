@@ -11,8 +11,8 @@ import torch
 
 from kernels import triton_common, triton_sampling, triton_tree, triton_verify
 from tests.support.random_cases import eagle_rollout, plausible_candidates, random_probs
-from specviz.results import TreeSampleResult
-from specviz.backends import cdf_order
+from specviz.base.results import TreeSampleResult
+from specviz.algorithms.backends import cdf_order
 from specviz.reference import cdf
 from test_kernels_helpers import REF as _REF
 from test_kernels_helpers import assert_same, on_device
@@ -32,7 +32,7 @@ class _RefInKernelOrder:
 
 REF = _RefInKernelOrder()
 
-pytestmark = pytest.mark.filterwarnings("ignore::specviz.errors.SpecvizWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::specviz.base.errors.SpecvizWarning")
 
 
 class _Allocations:

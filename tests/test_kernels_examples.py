@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from specviz.backends import get_backend
-from specviz.errors import SpecvizError
+from specviz.algorithms.backends import get_backend
+from specviz.base.errors import SpecvizError
 from test_kernels_helpers import KERNEL_BACKENDS, REF, assert_same, check_all, on_device
 
 A, B, C, D, X, R = 0, 1, 2, 3, 4, 5

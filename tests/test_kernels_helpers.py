@@ -12,7 +12,7 @@ import os
 import numpy as np
 import torch
 
-from specviz.backends import get_backend
+from specviz.algorithms.backends import get_backend
 
 FLOAT_ATOL = 2e-6
 FLOAT_RTOL = 2e-5

@@ -24,7 +24,7 @@ seeds = st.integers(0, 2**32 - 1)
 vocabs = st.sampled_from([1, 7, 1000, 4097])
 batches = st.sampled_from([1, 3, 17])
 
-pytestmark = pytest.mark.filterwarnings("ignore::specviz.errors.SpecvizWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::specviz.base.errors.SpecvizWarning")
 
 
 @st.composite

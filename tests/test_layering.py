@@ -9,12 +9,12 @@ the order below (once issue 34's folder restructure lands, the list becomes the 
     1 model      model, scenario, algorithms (the registry's metadata), share, captions, wording
     2 reference  specviz.reference.*, frames
     3 kernels    kernels.* (torch and Triton)
-    4 backends   specviz.backends (the registry that loads kernels.*_backend)
+    4 backends   specviz.algorithms.backends (the registry that loads kernels.*_backend)
     5 render     specviz.render.* (pure figures and tables, no Streamlit)
     6 library    engine, steps, algorithms.calls, edits, invariants, audit, pitfalls, distributions, sibling_scan, export, player, playframes, naming, cli,
                  notebook, loop (the decoding-loop package), engines (SGLang / vLLM / transformers),
                  app_runtime (Streamlit patches; imports Streamlit only, so the CLI's doctor may report on it)
-    7 ui         specviz.ui.*
+    7 ui         specviz.app.ui.*
     8 pages      pages/*.py, app.py
 """
 from __future__ import annotations
@@ -25,17 +25,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 LAYERS = [
-    ("specviz", "specviz.errors", "specviz.results", "specviz.validate", "specviz.trace", "specviz.rollout", "specviz.probs",
-     "specviz.events", "specviz.paths", "specviz.display", "specviz.safety", "specviz.limits", "specviz.wheels"),
-    ("specviz.model", "specviz.scenario", "specviz.algorithms", "specviz.share", "specviz.captions", "specviz.wording"),
-    ("specviz.reference", "specviz.frames"),
+    ("specviz", "specviz.base.errors", "specviz.base.results", "specviz.base.validate", "specviz.base.trace", "specviz.base.rollout", "specviz.base.probs",
+     "specviz.replay.events", "specviz.base.paths", "specviz.base.display", "specviz.base.safety", "specviz.base.limits", "specviz.base.wheels"),
+    ("specviz.inputs.model", "specviz.scenario", "specviz.algorithms", "specviz.rooms.share", "specviz.replay.captions", "specviz.replay.wording"),
+    ("specviz.reference", "specviz.replay.frames"),
     ("kernels",),
-    ("specviz.backends",),  # loads kernels.*_backend by name; a kernel importing it back would be a cycle
+    ("specviz.algorithms.backends",),  # loads kernels.*_backend by name; a kernel importing it back would be a cycle
     ("specviz.render",),
-    ("specviz.engine", "specviz.run_display", "specviz.steps", "specviz.algorithms.calls", "specviz.edits", "specviz.invariants", "specviz.audit", "specviz.pitfalls", "specviz.pitfall_bugs",
-     "specviz.distributions", "specviz.export", "specviz.player", "specviz.playframes", "specviz.naming", "specviz.cli", "specviz.cli_files", "specviz.serve", "specviz.haproxy", "specviz.__main__", "specviz.notebook", "specviz.loop",
-     "specviz.engines", "specviz.sibling_scan", "specviz.app_runtime"),
-    ("specviz.ui",),
+    ("specviz.replay.engine", "specviz.replay.run_display", "specviz.replay.steps", "specviz.algorithms.calls", "specviz.inputs.edits", "specviz.replay.invariants", "specviz.rooms.audit", "specviz.rooms.pitfalls", "specviz.rooms.pitfall_bugs",
+     "specviz.algorithms.distributions", "specviz.rooms.export", "specviz.player", "specviz.replay.playframes", "specviz.inputs.naming", "specviz.app.cli", "specviz.app.cli_files", "specviz.app.serve", "specviz.app.haproxy", "specviz.__main__", "specviz.rooms.notebook", "specviz.rooms.loop",
+     "specviz.rooms.engines", "specviz.replay.sibling_scan", "specviz.app.runtime"),
+    ("specviz.app.ui",),
     ("pages", "app"),
 ]
 
@@ -119,9 +119,9 @@ def test_no_module_imports_a_private_name_of_another():
 
 def test_the_check_sees_a_violation():
     """The checker itself: a model-layer module importing the engine is flagged."""
-    assert layer_of("specviz.scenario") < layer_of("specviz.engine")
+    assert layer_of("specviz.scenario") < layer_of("specviz.replay.engine")
     assert layer_of("specviz.algorithms") < layer_of("specviz.algorithms.calls")
-    assert layer_of("kernels.triton_backend") < layer_of("specviz.backends") < layer_of("specviz.ui.common")
+    assert layer_of("kernels.triton_backend") < layer_of("specviz.algorithms.backends") < layer_of("specviz.app.ui.common")
 
 
 # ---------------------------------------------------------------------------------------------

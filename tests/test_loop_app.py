@@ -10,8 +10,8 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from specviz.loop import metrics as M  # noqa: E402
-from specviz.loop.decode import LoopSettings, run_loop  # noqa: E402
+from specviz.rooms.loop import metrics as M  # noqa: E402
+from specviz.rooms.loop.decode import LoopSettings, run_loop  # noqa: E402
 from tests.figures import graphs  # noqa: E402
 from tests.svg_read import elements, texts  # noqa: E402
 from tests.player_read import players

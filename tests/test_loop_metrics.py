@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specviz.loop import metrics as M
+from specviz.rooms.loop import metrics as M
 
 
 def test_measure_by_hand():
@@ -46,7 +46,7 @@ def test_tree_formula_siblings_add():
 
 def test_measured_tau_tracks_the_tree_expectation():
     """Greedy: each round's expectation is its actual accept length; target-only: the mean is close over rounds."""
-    from specviz.loop.decode import LoopSettings, run_loop
+    from specviz.rooms.loop.decode import LoopSettings, run_loop
 
     run = run_loop("The target model verifies the draft tree. ", LoopSettings(topk=2, depth=4, num_draft_tokens=8, rounds=8))
     assert M.expected_tau(run) == pytest.approx(M.run_metrics(run).tau)

@@ -7,10 +7,10 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from specviz.errors import SpecvizError
-from specviz.loop.decode import LoopSettings, run_loop
-from specviz.loop.proofs import TREE_TOL, tree_pass_exact
-from specviz.loop.train import load_models
+from specviz.base.errors import SpecvizError
+from specviz.rooms.loop.decode import LoopSettings, run_loop
+from specviz.rooms.loop.proofs import TREE_TOL, tree_pass_exact
+from specviz.rooms.loop.train import load_models
 from specviz.reference import parent_nodes
 
 torch.set_num_threads(1)   # tiny matmuls: threads only add contention

@@ -7,10 +7,10 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from specviz.loop.decode import LoopSettings, run_loop
-from specviz.loop.settings import MISTAKES
-from specviz.loop.proofs import PROOF_FOR_MISTAKE, greedy_lossless, sampling_lossless, tree_pass_exact
-from specviz.loop.train import load_models
+from specviz.rooms.loop.decode import LoopSettings, run_loop
+from specviz.rooms.loop.settings import MISTAKES
+from specviz.rooms.loop.proofs import PROOF_FOR_MISTAKE, greedy_lossless, sampling_lossless, tree_pass_exact
+from specviz.rooms.loop.train import load_models
 
 torch.set_num_threads(1)
 _, _, TOK = load_models()
@@ -109,8 +109,8 @@ def test_loop_runs_on_compiled_triton_on_a_gpu(algorithm, mode):
 def test_proof_3_runs_taken_in_pieces_are_the_runs_taken_at_once():
     """The page takes proof 3's runs 25 at a time (to show progress): run t has its own coins, so pieces
     joined are exactly the runs of one call, and the proof from them is the proof of one call."""
-    from specviz.loop import proofs
-    from specviz.loop.decode import LoopSettings
+    from specviz.rooms.loop import proofs
+    from specviz.rooms.loop.decode import LoopSettings
 
     s = proofs.proof_settings(LoopSettings(algorithm="target_only", **proofs.PAGE_SETTINGS)).checked()
     whole = proofs.speculative_samples(proofs.PAGE_PROMPT, s, 2, 12)
@@ -130,8 +130,8 @@ def test_shared_round_work_changes_no_run(algorithm, mistakes):
     reached the same text (Decoder.step's memo): every run, and its caches, are exactly what a run of its own gives."""
     from dataclasses import replace
 
-    from specviz.loop import proofs
-    from specviz.loop.decode import Decoder
+    from specviz.rooms.loop import proofs
+    from specviz.rooms.loop.decode import Decoder
 
     s = proofs.proof_settings(LoopSettings(algorithm=algorithm, mistakes=mistakes,
                                                 **{**proofs.PAGE_SETTINGS, "depth": 3, **({"topk": 1} if algorithm == "chain" else {})})).checked()

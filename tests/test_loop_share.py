@@ -10,7 +10,7 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from specviz.share import decode_state
+from specviz.rooms.share import decode_state
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "decoding_loop.py")
 TIMEOUT = 240
@@ -75,9 +75,9 @@ def test_a_loop_link_out_of_the_widgets_bounds_is_refused_naming_the_field():
 def test_a_loop_link_naming_an_unknown_mistake_is_refused():
     import pytest
 
-    from specviz.errors import SpecvizError
-    from specviz.share import check_extra
-    from specviz.ui.share_ui import check_page_extras
+    from specviz.base.errors import SpecvizError
+    from specviz.rooms.share import check_extra
+    from specviz.app.ui.share_ui import check_page_extras
 
     extra = check_extra({"loop": {"mistakes": ["no_shift", "skip_everything"], "temperature": 1}})
     assert extra["loop"]["temperature"] == 1.0 and isinstance(extra["loop"]["temperature"], float)

@@ -20,7 +20,7 @@ from markdown_it import MarkdownIt
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_hostile_inputs import _relabel  # noqa: E402
 
-from specviz.pitfalls import preset  # noqa: E402
+from specviz.rooms.pitfalls import preset  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELS = ["**x**", "[k](x)", "![e](y)", "<img src=y>", "<a href=x>", "_x_"]
@@ -91,7 +91,7 @@ def _texts(at):
 
 def _wrong_outputs(s) -> str:
     """A paste whose ``outputs`` name labels but are wrong (the verdict quotes got and expected)."""
-    from specviz.audit import expected_outputs
+    from specviz.rooms.audit import expected_outputs
 
     exp = expected_outputs(s)["outputs"]
     wrong = [[s.vocab[(t + 1) % len(s.vocab)] for t in row] for row in exp]
@@ -104,7 +104,7 @@ def test_the_checker_sees_links_images_and_bold():
     assert elements_from_labels("**x**", False) == [("strong", "x")]
     assert elements_from_labels("<img src=y> <a href=x>k</a>", True) == [("image", "y"), ("link", "x")]
     assert elements_from_labels("<img src=y> <a href=x>k</a>", False) == []  # not HTML: shown as text
-    from specviz.safety import md_text
+    from specviz.base.safety import md_text
     assert elements_from_labels(" ".join(md_text(v) for v in LABELS), False) == []
 
 
@@ -126,8 +126,8 @@ def test_no_label_becomes_markup_on_any_page(page, lang):
         at.session_state["sv_loop::prompt"] = "**x** [k](x) ![e](y) <img src=y> <a href=x>k</a> _x_ "
         at.session_state["sv_loop::rounds"] = 3
     else:  # the engines page: a chain of its own (JSON, as its editor holds it)
-        from specviz.engines import chain as C
-        from specviz.engines import chain_presets as CP
+        from specviz.rooms.engines import chain as C
+        from specviz.rooms.engines import chain_presets as CP
 
         data = json.loads(C.to_json(CP.preset("equality")))
         data["labels"] = [LABELS[i % len(LABELS)] + ("" if i < len(LABELS) else f"~{i}") for i in range(len(data["requests"][0]["target_probs"][0]))]

@@ -15,17 +15,17 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from specviz.ui.state import widget_key
+from specviz.app.ui.state import widget_key
 from specviz.render.svg import have_dot  # noqa: E402
 
 NO_DOT = "the step player draws with Graphviz's dot, which is not installed here (apt-get install graphviz); pages fall back to the browser's graphviz chart"
 
 
-from specviz import edits  # noqa: E402
-from specviz import engine  # noqa: E402
-from specviz.audit import audit  # noqa: E402
-from specviz.scenario import load_scenario  # noqa: E402
-from specviz.scenario import scenario_from_json as load_scenario_json  # noqa: E402
+from specviz.inputs import edits  # noqa: E402
+from specviz.replay import engine  # noqa: E402
+from specviz.rooms.audit import audit  # noqa: E402
+from specviz.inputs.scenario import load_scenario  # noqa: E402
+from specviz.inputs.scenario import scenario_from_json as load_scenario_json  # noqa: E402
 from tests.figures import graphs, node_markup  # noqa: E402
 from tests.player_read import players
 
@@ -157,7 +157,7 @@ def test_greedy_shift_caption_names_the_live_walk():
 
 
 def test_exported_animation_title_is_the_live_walk():
-    from specviz.export import animation_html
+    from specviz.rooms.export import animation_html
 
     s = _running()
     s = edits.set_target_predict(s, edits.agree_along(s, "last"))  # R -> B
@@ -223,7 +223,7 @@ class _Fake:
     (lambda d: {**d, "accept_index": d["accept_index"].reshape(-1)}, "shape"),
 ])
 def test_compare_backends_fails_on_a_silent_backend(monkeypatch, make, what):
-    import specviz.backends as backends
+    import specviz.algorithms.backends as backends
 
     real = backends.get_backend("torch")
     monkeypatch.setattr(backends, "get_backend", lambda name: _Fake(make, real))
@@ -303,7 +303,7 @@ def test_tour_stop_4_does_not_send_semantics_to_the_chain_page():
     for sem in ("0.5.23", "earlier"):
         d = dict(data, semantics=sem) if "semantics" in data else data
         try:
-            from specviz.scenario import scenario_from_dict
+            from specviz.inputs.scenario import scenario_from_dict
             out.append(engine.run_scenario(scenario_from_dict(d)).result["accept_index"].tolist())
         except Exception:  # noqa: BLE001
             out.append(None)
@@ -316,12 +316,12 @@ def test_tour_stop_4_does_not_send_semantics_to_the_chain_page():
 def test_greedy_page_badge_is_red_for_a_silent_backend(monkeypatch, make):
     import streamlit as st
 
-    import specviz.backends as backends
+    import specviz.algorithms.backends as backends
 
     real_get = backends.get_backend
     real = real_get("torch")
     monkeypatch.setattr(backends, "get_backend", lambda name: _Fake(make, real) if name == "torch" else real_get(name))
-    from specviz.ui import bounded_cache
+    from specviz.app.ui import bounded_cache
 
     bounded_cache.clear_all()  # the badge's comparison is cached per scenario (ui.bounded_cache)
     st.cache_data.clear()
@@ -339,7 +339,7 @@ def test_a_backend_that_raises_is_named_as_failing_not_as_disagreeing(monkeypatc
     """A crash is not an answer: the badge says the backend failed to run (and why), not that it disagrees."""
     import streamlit as st
 
-    import specviz.backends as backends
+    import specviz.algorithms.backends as backends
 
     real_get = backends.get_backend
 
@@ -350,7 +350,7 @@ def test_a_backend_that_raises_is_named_as_failing_not_as_disagreeing(monkeypatc
             return boom
 
     monkeypatch.setattr(backends, "get_backend", lambda name: _Raising() if name == "torch" else real_get(name))
-    from specviz.ui import bounded_cache
+    from specviz.app.ui import bounded_cache
 
     bounded_cache.clear_all()
     st.cache_data.clear()

@@ -2,7 +2,7 @@
 
 Two state machines (hypothesis ``RuleBasedStateMachine``):
 
-- ``TreeEdits`` drives the library's tree edits (``specviz.edits`` on ``DrawnTree``) exactly as
+- ``TreeEdits`` drives the library's tree edits (``specviz.inputs.edits`` on ``DrawnTree``) exactly as
   the tree builder's buttons call them, with a model of the tree kept as token paths. After every
   action: the scenario's tree is the model's tree, the width equals deepest path + 1, and greedy
   accept along any branch accepts the whole branch (the width never cuts a walk).
@@ -33,9 +33,10 @@ from hypothesis import HealthCheck, settings, strategies as st  # noqa: E402
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from specviz.ui.state import widget_key
-from specviz import edits, engine  # noqa: E402
-from specviz.scenario import load_scenario, scenario_from_json  # noqa: E402
+from specviz.app.ui.state import widget_key
+from specviz.inputs import edits
+from specviz.replay import engine  # noqa: E402
+from specviz.inputs.scenario import load_scenario, scenario_from_json  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELS = ["A", "B", "C", "D", "X"]

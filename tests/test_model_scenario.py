@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specviz.errors import SpecvizError
-from specviz.model import MAX_TREE_NODES, DrawnTree, NotExpressible, chain_tree
+from specviz.base.errors import SpecvizError
+from specviz.inputs.model import MAX_TREE_NODES, DrawnTree, NotExpressible, chain_tree
 from specviz.reference import build_tree
-from specviz.scenario import Scenario, load_scenario, scenario_from_dict, scenario_from_json
+from specviz.inputs.scenario import Scenario, load_scenario, scenario_from_dict, scenario_from_json
 
 PRESETS = sorted(glob.glob("scenarios/*.json"))
 RUNNING = DrawnTree((-1, 0, 0, 1, 1), (5, 0, 1, 2, 3))  # R; A, B under R; C, D under A

@@ -5,7 +5,7 @@ scenario says it was edited: the sidebar's preset picker (no preset chosen, "edi
 running_example"), the share box ("… (edited)", and the step the link really opens at), every export
 file name, the offline HTML's title, the pytest file's test name, the Overview's heading. The
 unedited preset keeps its plain name everywhere. Names are derived from the live inputs
-(``specviz.naming``), so undoing the edit gives the plain name back.
+(``specviz.inputs.naming``), so undoing the edit gives the plain name back.
 """
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from streamlit.testing.v1 import AppTest
 
 from tests.conftest import open_sidebar_boxes
 
-from specviz import edits, naming
-from specviz.pitfalls import preset
-from specviz.share import QUERY_KEY, decode_state
+from specviz.inputs import edits, naming
+from specviz.rooms.pitfalls import preset
+from specviz.rooms.share import QUERY_KEY, decode_state
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -113,7 +113,7 @@ def test_choosing_the_preset_again_reloads_it():
 
 
 def naming_scenario(at):
-    from specviz.scenario import scenario_from_json
+    from specviz.inputs.scenario import scenario_from_json
 
     return scenario_from_json(at.session_state["sv_scn::tree"])
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from specviz.engine import run_scenario
-from specviz.frames import replay
-from specviz.paths import scenario_dir
-from specviz.scenario import load_scenario
+from specviz.replay.engine import run_scenario
+from specviz.replay.frames import replay
+from specviz.base.paths import scenario_dir
+from specviz.inputs.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "docs" / "examples" / "specviz_in_jupyter.ipynb"
@@ -96,7 +96,7 @@ def test_example_notebook_executes(tmp_path):
 # -- the step player as a widget (anywidget, the optional extra specviz[notebook]) -----------------------
 
 def test_without_anywidget_a_run_shows_the_static_view(monkeypatch):
-    from specviz import notebook
+    from specviz.rooms import notebook
 
     monkeypatch.setitem(sys.modules, "anywidget", None)  # as if not installed: import raises ImportError
     monkeypatch.delattr(notebook, "_PLAYER", raising=False)
@@ -108,9 +108,9 @@ def test_without_anywidget_a_run_shows_the_static_view(monkeypatch):
 
 def test_player_widget_holds_the_pages_frames_and_the_step():
     pytest.importorskip("anywidget", reason="the optional extra: pip install 'specviz[notebook]'")
-    from specviz import notebook
-    from specviz.player import asset
-    from specviz.playframes import frames_for
+    from specviz.rooms import notebook
+    from specviz.replay.player import asset
+    from specviz.replay.playframes import frames_for
 
     s = load_scenario(scenario_dir() / "pq_example.json")
     w = notebook.show("pq_example", lang="zh", step=2)
@@ -133,7 +133,7 @@ def test_player_widget_in_an_executed_notebook(tmp_path):
     import nbformat
 
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell("from specviz.notebook import show\nw = show('running_example', step=3)\nw"),
+    nb.cells = [nbformat.v4.new_code_cell("from specviz.rooms.notebook import show\nw = show('running_example', step=3)\nw"),
                 nbformat.v4.new_code_cell("print(w.step, len(w.data['frames']))")]
     src, out = tmp_path / "player.ipynb", tmp_path / "executed.ipynb"
     nbformat.write(nb, src)
@@ -176,12 +176,12 @@ def test_player_widget_module_steps_in_chromium(tmp_path, browser, layout):
     here, or (no ``dot``) in the page by the package's Graphviz in WebAssembly, sent by the kernel."""
     import shutil
 
-    from specviz.player import GRAPHVIZ_JS, asset, labels, payload
+    from specviz.replay.player import GRAPHVIZ_JS, asset, labels, payload
 
     if layout == "server" and shutil.which("dot") is None:
         pytest.skip("Graphviz's dot is not installed here (apt-get install graphviz)")
-    from specviz.playframes import frames_for
-    from specviz.safety import json_for_script
+    from specviz.replay.playframes import frames_for
+    from specviz.base.safety import json_for_script
 
     s = load_scenario(scenario_dir() / "running_example.json")
     frames = frames_for(s, run_scenario(s), "en")

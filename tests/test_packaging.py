@@ -3,7 +3,7 @@
 * The wheel (built offline, without build isolation, from a copy of the sources) carries
   ``app.py``, ``pages/`` and ``scenarios/`` under ``specviz/_app/``, the ``kernels`` package, the
   ``specviz`` console command and the requirement ranges of requirements.txt.
-* Unpacked into a folder away from the repository, ``specviz.paths`` finds the app there, ``python
+* Unpacked into a folder away from the repository, ``specviz.base.paths`` finds the app there, ``python
   -m specviz run`` works, and ``python -m specviz app`` serves ``/_stcore/health``.
 * ``specviz check --backends ...,triton`` without ``TRITON_INTERPRET=1`` (and without a GPU) is bad
   input: exit 2 and a line saying what to set. ``audit --help`` documents the input format.
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from specviz.cli import APP_DEFAULTS, app_command
+from specviz.app.cli import APP_DEFAULTS, app_command
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ["pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "requirements.txt", "app.py",
@@ -70,17 +70,17 @@ def test_wheel_carries_the_app_the_presets_and_the_console_command(wheel):
         names = set(z.namelist())
         meta = next(z.read(n).decode() for n in names if n.endswith(".dist-info/METADATA"))
         entry = next(z.read(n).decode() for n in names if n.endswith(".dist-info/entry_points.txt"))
-    want = {"specviz/_app/app.py", "specviz/paths.py", "specviz/cli.py", "kernels/triton_backend.py",
+    want = {"specviz/_app/app.py", "specviz/base/paths.py", "specviz/app/cli.py", "kernels/triton_backend.py",
             "specviz/_app/scenarios/examples/audit_example.json",
             # the step player's page and the Graphviz it loads in the browser when the server has no dot
             "specviz/_app/static/player.js", "specviz/_app/static/player.css", "specviz/_app/static/player_streamlit.js",
             "specviz/_app/static/graphviz.umd.js", "specviz/_app/static/graphviz.umd.js.LICENSE.txt"}
     want |= {f"specviz/_app/pages/{p.name}" for p in (ROOT / "pages").glob("*.py")}
     want |= {f"specviz/_app/scenarios/{p.name}" for p in (ROOT / "scenarios").glob("*.json")}
-    want |= {p.relative_to(ROOT).as_posix() for p in (ROOT / "specviz").rglob("*.py")}  # subpackages too (specviz.audit)
+    want |= {p.relative_to(ROOT).as_posix() for p in (ROOT / "specviz").rglob("*.py")}  # subpackages too (specviz.rooms.audit)
     assert want <= names, sorted(want - names)
     assert not [n for n in names if n.startswith(("tests/", "specviz/_app/tests"))]
-    assert re.search(r"^specviz = specviz\.cli:main$", entry, re.M)
+    assert re.search(r"^specviz = specviz\.app\.cli:main$", entry, re.M)
     requires = re.findall(r"^Requires-Dist: (.+)$", meta, re.M)
     assert "torch>=2.6" in requires
     assert any(r.startswith("triton") and "<3.9" in r and 'sys_platform == "linux"' in r for r in requires)
@@ -89,7 +89,7 @@ def test_wheel_carries_the_app_the_presets_and_the_console_command(wheel):
 
 def test_installed_package_runs_away_from_the_checkout(site, tmp_path):
     env = _clean_env(PYTHONPATH=str(site))
-    probe = subprocess.run([sys.executable, "-c", "import specviz, specviz.paths as p; print(specviz.__file__); "
+    probe = subprocess.run([sys.executable, "-c", "import specviz, specviz.base.paths as p; print(specviz.__file__); "
                             "print(p.app_root()); print(len(list(p.scenario_dir().glob('*.json'))))"],
                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     assert probe.returncode == 0, probe.stderr
@@ -140,7 +140,7 @@ def test_specviz_app_serves_from_the_installed_package(site, tmp_path):
 
 def test_app_command_uses_the_readme_flags_unless_overridden():
     cmd = app_command([])
-    assert cmd[1:4] == ["-m", "specviz.ui.worker", "run"] and cmd[4].endswith("app.py")  # streamlit run, warmed up
+    assert cmd[1:4] == ["-m", "specviz.app.ui.worker", "run"] and cmd[4].endswith("app.py")  # streamlit run, warmed up
     for flag, value in APP_DEFAULTS.items():
         assert cmd[cmd.index(flag) + 1] == value
     mine = app_command(["--server.address", "0.0.0.0", "--server.port=8502"])

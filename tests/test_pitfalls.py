@@ -1,9 +1,9 @@
 """Every pitfall shows different results for the buggy and the correct side, on the same inputs."""
 import pytest
 
-from specviz.audit import audit, expected_outputs
-from specviz.errors import SpecvizError
-from specviz.pitfalls import BY_KEY, PITFALLS, get_pitfall
+from specviz.rooms.audit import audit, expected_outputs
+from specviz.base.errors import SpecvizError
+from specviz.rooms.pitfalls import BY_KEY, PITFALLS, get_pitfall
 
 REQUIRED = {"no_root_row", "pad_gather", "dspark_non_leading", "kv_by_outputs", "buffer_as_q", "q_zero",
             "coin_on_boundary", "thresholds_below_1", "top_p_one_side", "local_node_ids"}
@@ -66,8 +66,8 @@ def test_audit_catches_the_planted_bug(pitfall):
 @pytest.mark.parametrize("pitfall", PITFALLS, ids=lambda p: p.key)
 def test_buggy_outputs_as_pasted_text_are_caught(pitfall):
     """What the "Audit the buggy outputs" button pastes (labels as text) parses and is caught the same way."""
-    from specviz.audit import parse_claimed_text
-    from specviz.pitfalls import display
+    from specviz.rooms.audit import parse_claimed_text
+    from specviz.rooms.pitfalls import display
 
     s = pitfall.scenario()
     bug = pitfall.buggy_outputs(s)

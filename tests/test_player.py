@@ -1,4 +1,4 @@
-"""The step player's data (specviz.player.payload), its one-file document (standalone_html) and the tree's arrow key.
+"""The step player's data (specviz.replay.player.payload), its one-file document (standalone_html) and the tree's arrow key.
 
 The player receives every frame as JSON (in a file: inside <script type="application/json">): hostile
 text in a caption, a row label, a chip or a link stays data (escaped for a script context, written
@@ -14,7 +14,7 @@ import pytest
 
 from specviz.render.svg import have_dot
 from specviz.render.tree import tree_dot
-from specviz import player
+from specviz.replay import player
 
 HOSTILE = ["</script><script>alert(1)</script>", "<img src=x onerror=alert(1)>", "__SV_PLAYER_DATA__",
            "<!--", "\u2028\u2029", "&lt;b&gt;", '"; alert(1); "']

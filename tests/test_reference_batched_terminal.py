@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from specviz.reference import cdf, chain_sampling, target_only
-from specviz.trace import Trace
+from specviz.base.trace import Trace
 
 
 def _batch(seed: int, bs: int, N: int, V: int):

@@ -29,7 +29,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specviz.errors import SpecvizWarning
+from specviz.base.errors import SpecvizWarning
 from specviz.reference import chain_rejection_sampling, tree_sampling_target_only
 
 F32 = np.float32

@@ -11,11 +11,11 @@ import warnings
 import numpy as np
 import pytest
 
-from specviz.errors import SpecvizError, SpecvizWarning
+from specviz.base.errors import SpecvizError, SpecvizWarning
 from specviz.reference import (build_out_tokens, build_tree, cap_correct_len, chain_rejection_sampling,
                                dspark_accept_greedy, dspark_accept_sampling, eagle_sample, finalize_accept_lens,
                                sample_many, target_probs_from_logits, tree_sampling_target_only, verify_tree_greedy)
-from specviz.trace import Trace
+from specviz.base.trace import Trace
 
 A, B, C, D, X, R = range(6)
 

@@ -240,7 +240,7 @@ def test_fill_bonus_tokens_uses_stride_w_not_n():
     2 x 5 slots, and that is an error, not a silent misread."""
     bonus = fill_bonus_tokens([[A, X, -1], [B, C, D]], [2, 3], stride=3)
     assert bonus.tolist() == [X, D] and bonus.dtype == np.int32
-    from specviz.errors import SpecvizError
+    from specviz.base.errors import SpecvizError
     with pytest.raises(SpecvizError, match="accept_tokens"):
         fill_bonus_tokens([[A, X, -1], [B, C, D]], [2, 3], stride=5)
 
@@ -582,8 +582,8 @@ TRACED_CASES = {
 @pytest.mark.parametrize("name", list(TRACED_CASES))
 def test_trace_replay_ends_at_the_result(name):
     """Replaying the recorded writes over the initial arrays rebuilds the returned result exactly."""
-    from specviz.frames import frames_equal_result, replay
-    from specviz.trace import Trace
+    from specviz.replay.frames import frames_equal_result, replay
+    from specviz.base.trace import Trace
 
     trace = Trace()
     result = TRACED_CASES[name](trace)
@@ -596,7 +596,7 @@ def test_trace_replay_ends_at_the_result(name):
 def test_greedy_trace_tells_the_a_to_d_story():
     """A->D: level 1 compares A with the target A (match, accept); level 2 compares C with D (miss),
     moves to sibling D, compares D with D (match, accept); then the terminal writes X at row 4."""
-    from specviz.trace import Trace
+    from specviz.base.trace import Trace
 
     trace = Trace()
     verify_tree_greedy(*TREE, [[A, D, X, X, X]], num_speculative_tokens=3, trace=trace)
@@ -609,7 +609,7 @@ def test_greedy_trace_tells_the_a_to_d_story():
 def test_target_only_trace_records_the_rejected_mass():
     """u[0] = .9: the accept tests see running sums .5 (A) and .8 (B), both rejected; each rejection
     writes p into the work buffer; the residual event carries relu(p_R - buffer) = (0 0 0 0 .2 0)."""
-    from specviz.trace import Trace
+    from specviz.base.trace import Trace
 
     trace = Trace()
     tree_sampling_target_only(*TREE, [[.9, .55, .3, .8, .2]], [.5], P_TREE, num_speculative_tokens=3, trace=trace)

@@ -17,11 +17,11 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specviz.frames import frames_equal_result, replay
+from specviz.replay.frames import frames_equal_result, replay
 from specviz.reference import (build_out_tokens, build_tree, cap_correct_len, chain_rejection_sampling,
                                dspark_accept_greedy, dspark_accept_sampling, eagle_sample, finalize_accept_lens,
                                target_probs_from_logits, tree_mask_matrix, tree_sampling_target_only, verify_tree_greedy)
-from specviz.trace import Trace
+from specviz.base.trace import Trace
 
 F32 = np.float32
 SETTINGS = settings(deadline=None, max_examples=200, derandomize=True)

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from specviz import algorithms, engine
-from specviz.errors import SpecvizError
-from specviz.scenario import Scenario, load_scenario
+from specviz import algorithms
+from specviz.replay import engine
+from specviz.base.errors import SpecvizError
+from specviz.inputs.scenario import Scenario, load_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,7 +46,7 @@ def test_unknown_algorithm_is_a_clear_error_everywhere():
     assert exc.value.field == "algorithm" and "greedy" in str(exc.value)
     with pytest.raises(SpecvizError):
         engine.scenario_inputs(s)
-    from specviz.export import pytest_file
+    from specviz.rooms.export import pytest_file
 
     good = engine.run_scenario(load_scenario(ROOT / "scenarios/running_example.json"), with_trace=False)
     with pytest.raises(SpecvizError):

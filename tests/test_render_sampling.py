@@ -1,4 +1,4 @@
-"""Unit tests for the sampling library (specviz.distributions) and the pure renderers
+"""Unit tests for the sampling library (specviz.algorithms.distributions) and the pure renderers
 (specviz.render.sampling_charts, specviz.render.dspark_charts).
 
 Hand-worked values (SEMANTICS.md §0.5, the article's p/q table, tokens A B C):
@@ -20,14 +20,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specviz import distributions as dist
-from specviz.engine import scenario_inputs
-from specviz.errors import SpecvizError
+from specviz.algorithms import distributions as dist
+from specviz.replay.engine import scenario_inputs
+from specviz.base.errors import SpecvizError
 from specviz.reference import sample_many, tree_sampling_target_only
 from specviz.render import dspark_charts as dc
 from specviz.render import sampling_charts as sc
 from specviz.render.palette import state_color
-from specviz.scenario import load_scenario
+from specviz.inputs.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 P = np.array([.3, .4, .3])

@@ -8,11 +8,11 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from specviz.engine import run_scenario
-from specviz.pitfalls import preset
+from specviz.replay.engine import run_scenario
+from specviz.rooms.pitfalls import preset
 from specviz.render.palette import state_color
-from specviz.safety import html_text
-from specviz.ui.state import widget_key
+from specviz.base.safety import html_text
+from specviz.app.ui.state import widget_key
 from tests.conftest import open_sidebar_boxes
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,7 +43,7 @@ def test_shift_table_rows_are_coloured_by_the_run_after_each_edit():
         box = next(sb for sb in at.selectbox if sb.label.startswith("Target(A)"))
         box.select(value).run()
         assert not at.exception
-        from specviz import edits
+        from specviz.inputs import edits
         tp = list(s.requests[0].target_predict)
         tp[1] = value
         s = edits.set_target_predict(s, tp, 0)
@@ -98,7 +98,7 @@ def test_raw_tensors_are_written_out_only_while_their_box_is_open():
     s = preset("running_example")
     tp = list(s.requests[0].target_predict)
     tp[1] = "B"
-    from specviz import edits
+    from specviz.inputs import edits
 
     ai2 = run_scenario(edits.set_target_predict(s, tp, 0)).result["accept_index"].reshape(-1).tolist()
     assert ai2 != ai and str(ai2).replace(" ", "") in text.replace(" ", "")

@@ -9,9 +9,10 @@ import pytest
 
 pytest.importorskip("streamlit")
 
-from specviz import edits, engine  # noqa: E402
-from specviz.scenario import load_scenario, scenario_from_json  # noqa: E402
-from specviz.ui import backend_cache as ui  # noqa: E402  (the cache's own module: its internals)
+from specviz.inputs import edits
+from specviz.replay import engine  # noqa: E402
+from specviz.inputs.scenario import load_scenario, scenario_from_json  # noqa: E402
+from specviz.app.ui import backend_cache as ui  # noqa: E402  (the cache's own module: its internals)
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -12,7 +12,7 @@ Python-level program: eps is then ~0.3, still far below the ~1.0 that thresholds
 import numpy as np
 import pytest
 
-from specviz.backends import get_backend
+from specviz.algorithms.backends import get_backend
 from test_kernels_helpers import DEVICE, KERNEL_BACKENDS, REF, on_device
 
 DELTA = 1e-6

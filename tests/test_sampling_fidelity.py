@@ -14,10 +14,10 @@ import torch
 
 from kernels import torch_common
 from tests.support.fidelity_cases import ALMOST_ONE, FAMILIES, draw, make_case
-from specviz.backends import cdf_order, get_backend
-from specviz.errors import SpecvizError
+from specviz.algorithms.backends import cdf_order, get_backend
+from specviz.base.errors import SpecvizError
 from specviz.reference import cdf
-from specviz.scenario import load_scenario, scenario_from_json
+from specviz.inputs.scenario import load_scenario, scenario_from_json
 
 BACKENDS = ("numpy", "torch", "triton")
 F32 = np.float32

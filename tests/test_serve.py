@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from specviz.haproxy import COOKIE, WORKER_HEADER, find_haproxy, haproxy_config
+from specviz.app.haproxy import COOKIE, WORKER_HEADER, find_haproxy, haproxy_config
 from tests.conftest import _free_port, wait_for_app
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -269,7 +269,7 @@ def test_serve_two_workers_behind_haproxy(tmp_path, page):
         body = page.locator("body").inner_text()
         assert "Traceback" not in body and page.locator('[data-testid="stException"]').count() == 0, body[:2000]
         # The first edit on the new worker: the tab sends it as the new session's first request (it
-        # believes it resumed its old one); specviz.app_runtime.failover draws the page from the link first, then
+        # believes it resumed its old one); specviz.app.runtime.failover draws the page from the link first, then
         # applies the edit. It was dropped in 3 runs of 3 before.
         _pick(page, r"Target\(A\)", "C")
         page.wait_for_function("() => /num_correct_drafts = 2/.test(document.body.innerText)", timeout=30_000)
@@ -393,10 +393,10 @@ def test_backoff_policy_and_clean_exits(monkeypatch):
     """The supervisor's decisions, without processes: a crash restarts at once, crashes in a row back
     off (doubling, capped), a clean exit (code 0) after CLEAN_MIN_UP_S restarts at once without counting,
     a clean exit right after a start counts as a crash, and staying up STABLE_S ends the run."""
-    from specviz import serve as sv
+    from specviz.app import serve as sv
 
     assert [sv.backoff_delay(n) for n in range(1, 10)] == [0, 1, 2, 4, 8, 16, 32, 60, 60]
-    from specviz.cli import app_command
+    from specviz.app.cli import app_command
 
     srv = sv.Serve(1, "127.0.0.1", _free_port(), "/bin/true", [], out=open(os.devnull, "w"), command=app_command)
     started = []

@@ -40,7 +40,7 @@ def test_build_tree_matches_sglang(sgl, bs, topk, depth, n, mode):
     links = torch.full((3, bs, n), -1, dtype=torch.int64, device=DEVICE)
     sgl.build_tree(t(pl), t(si), t(seq_lens), mask, positions, links[0], links[1], links[2], topk, depth, n,
                    sgl.TreeMaskMode.FULL_MASK if mode == "full_mask" else sgl.TreeMaskMode.QLEN_ONLY)
-    ours = __import__("specviz.backends", fromlist=["get_backend"]).get_backend("triton").build_tree(
+    ours = __import__("specviz.algorithms.backends", fromlist=["get_backend"]).get_backend("triton").build_tree(
         t(pl), t(si), t(seq_lens), topk=topk, depth=depth, num_draft_tokens=n, tree_mask_mode=mode)
     assert torch.equal(ours.retrieve_index.cpu(), links[0].cpu())
     assert torch.equal(ours.retrieve_next_token.cpu(), links[1].cpu())
@@ -131,8 +131,8 @@ def test_dense_chain_draws_match_sglang(sgl, V, rows, family):
     """The same token as SGLang's own chain kernel, bit for bit, on dense rows; coins random, within
     4 ulps of 0 and within 4 ulps of 1 (row by row); numpy, torch and Triton alike."""
     from tests.support.fidelity_cases import draw
-    from specviz.backends import get_backend
-    from specviz.backends import cdf_order
+    from specviz.algorithms.backends import get_backend
+    from specviz.algorithms.backends import cdf_order
     from specviz.reference import cdf
     case = _dense_case(V, rows, family)
     want = sglang_chain_draw(sgl, case["args"])
@@ -151,7 +151,7 @@ def test_one_slot_draws_match_sglangs_rejected_slot(sgl, V, rows):
     runs everywhere. The two routes agree with each other where both compile."""
     from tests.support.fidelity_cases import draw
     from tests.support.sglang_oracle import as_rejected_slot, chain_draw
-    from specviz.backends import get_backend
+    from specviz.algorithms.backends import get_backend
     from specviz.reference import cdf
     case = _dense_case(V, rows, "chain_plain")
     want = chain_draw(sgl, as_rejected_slot(case["args"]), DEVICE)
@@ -179,7 +179,7 @@ def test_chain_fallbacks_match_sglang(sgl, route):
     checks that specviz's compiled kernel draws exactly what SGLang's does on the same inputs."""
     from tests.support.fidelity_cases import draw
     from tests.support.sglang_oracle import as_rejected_slot, chain_draw
-    from specviz.backends import get_backend
+    from specviz.algorithms.backends import get_backend
     from test_sampling_fidelity import block_edge_row, fallback_row
     for row, want in ((fallback_row(np.random.default_rng(3)), 7), (block_edge_row(np.random.default_rng(11)), 4096)):
         args = _fallback_args(row)

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from specviz.audit import expected_outputs
-from specviz.errors import SpecvizError
-from specviz.pitfalls import preset
-from specviz.scenario import scenario_from_json
-from specviz.share import MAX_TOKEN_CHARS, ShareState, decode_state, encode_state, share_url
+from specviz.rooms.audit import expected_outputs
+from specviz.base.errors import SpecvizError
+from specviz.rooms.pitfalls import preset
+from specviz.inputs.scenario import scenario_from_json
+from specviz.rooms.share import MAX_TOKEN_CHARS, ShareState, decode_state, encode_state, share_url
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT = 60

@@ -18,16 +18,16 @@ from pathlib import Path
 
 import pytest
 
-from specviz.ui.state import widget_key
-from specviz.share import DEFAULT_PAGE
+from specviz.app.ui.state import widget_key
+from specviz.rooms.share import DEFAULT_PAGE
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import open_sidebar_boxes
 
-from specviz.export import has_dot, kaleido_problem
-from specviz.pitfalls import preset
-from specviz.scenario import scenario_from_json
-from specviz.share import decode_state
+from specviz.rooms.export import has_dot, kaleido_problem
+from specviz.rooms.pitfalls import preset
+from specviz.inputs.scenario import scenario_from_json
+from specviz.rooms.share import decode_state
 from tests.figures import graphs
 from tests.player_read import players
 
@@ -270,7 +270,7 @@ def test_dspark_sampling_exports_the_chain_figure():
 def test_greedy_figure_export_is_the_tree_at_the_current_step(monkeypatch):
     """The deferred SVG / PNG callables draw the DOT of the tree at the session's step (step 3:
     the root accepted, node 1 being compared)."""
-    from specviz.ui import share_ui
+    from specviz.app.ui import share_ui
 
     given = {}
     real = share_ui.sidebar_controls
@@ -296,9 +296,9 @@ def test_plotly_figure_exports_to_png():
     why = kaleido_problem()
     if why is not None:
         pytest.skip(why)
-    from specviz.export import figure_to_png, figure_to_svg
+    from specviz.rooms.export import figure_to_png, figure_to_svg
     from specviz.render import sampling_charts as sc
-    from specviz.ui import share_ui
+    from specviz.app.ui import share_ui
 
     fig = sc.accept_test_figure(0.3, 0.6, 0.7, token="A", accepted=False)
     png = figure_to_png(fig)
@@ -377,7 +377,7 @@ def test_chart_png_download_in_the_browser(page, open_page, tmp_path):
 def test_chart_export_builds_its_figure_only_when_a_file_is_built():
     """Pages pass a builder for the exported chart: a rerun does no plotly work; a click builds it."""
     from specviz.render import sampling_charts as sc
-    from specviz.ui import share_ui
+    from specviz.app.ui import share_ui
 
     calls = []
 

@@ -12,13 +12,13 @@ import random
 import numpy as np
 import pytest
 
-from specviz import sibling_scan as S
-from specviz import steps
-from specviz.engine import run_scenario
-from specviz.events import AcceptTest
-from specviz.pitfalls import preset
-from specviz.scenario import scenario_from_dict
-from specviz.playframes import target_only_frames
+from specviz.replay import sibling_scan as S
+from specviz.replay import steps
+from specviz.replay.engine import run_scenario
+from specviz.replay.events import AcceptTest
+from specviz.rooms.pitfalls import preset
+from specviz.inputs.scenario import scenario_from_dict
+from specviz.replay.playframes import target_only_frames
 
 
 

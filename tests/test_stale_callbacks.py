@@ -16,7 +16,7 @@ os.environ.setdefault("SPECVIZ_BADGE_WAIT_S", "120")
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from specviz.ui import scenarios  # noqa: E402
+from specviz.app.ui import scenarios  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_step_links_encoded_once_per_state(monkeypatch):
-    import specviz.share as share
+    import specviz.rooms.share as share
 
     calls = []
     real = share.encode_state
@@ -23,7 +23,7 @@ def test_step_links_encoded_once_per_state(monkeypatch):
         return real(state)
 
     monkeypatch.setattr(share, "encode_state", counting)
-    from specviz.ui import player
+    from specviz.app.ui import player
 
     player._LINKS.clear()  # another test may have drawn the same states in this process
     at = AppTest.from_file(str(ROOT / "pages/greedy.py"), default_timeout=120).run()

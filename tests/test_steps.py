@@ -1,4 +1,4 @@
-"""The one replay (specviz.steps), typed events (specviz.events) and the one caption function."""
+"""The one replay (specviz.replay.steps), typed events (specviz.replay.events) and the one caption function."""
 from __future__ import annotations
 
 import json
@@ -7,11 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specviz import edits, engine
-from specviz.captions import caption
-from specviz.events import AcceptTest, Compare, Terminal, typed_events
-from specviz.scenario import load_scenario
-from specviz.steps import replay_steps, scan_view
+from specviz.inputs import edits
+from specviz.replay import engine
+from specviz.replay.captions import caption
+from specviz.replay.events import AcceptTest, Compare, Terminal, typed_events
+from specviz.inputs.scenario import load_scenario
+from specviz.replay.steps import replay_steps, scan_view
 
 ROOT = Path(__file__).resolve().parents[1]
 PRESETS = sorted(p.stem for p in (ROOT / "scenarios").glob("*.json"))

@@ -8,10 +8,10 @@ from xml.sax.saxutils import escape
 
 import pytest
 
-from specviz.loop import view
+from specviz.rooms.loop import view
 from specviz.render import dspark_charts as dc
 from specviz.render.palette import WHITE, state_color
-from specviz.ui.markup import inline_svg
+from specviz.app.ui.markup import inline_svg
 from tests.svg_read import cells, elements, grid_rows, texts
 
 ACC, REJ, BON, DIS, PEN, CMP = (state_color(s) for s in ("accepted", "rejected", "bonus", "discarded", "pending", "compared"))

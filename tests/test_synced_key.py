@@ -1,5 +1,5 @@
 """ui.synced_key: a widget key refilled from the scenario, never with the value it already shows."""
-from specviz.ui.state import synced_key
+from specviz.app.ui.state import synced_key
 
 
 class Recording(dict):

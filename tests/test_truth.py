@@ -21,10 +21,11 @@ import pytest
 from tests.player_read import players
 import torch
 
-from specviz import captions, edits, engine, steps
-from specviz.frames import replay
-from specviz.scenario import load_scenario
-from specviz import playframes
+from specviz.replay import captions, engine, steps
+from specviz.inputs import edits
+from specviz.replay.frames import replay
+from specviz.inputs.scenario import load_scenario
+from specviz.replay import playframes
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -166,8 +167,8 @@ def test_a_coin_a_hair_below_the_threshold_never_prints_as_equal():
 
 @pytest.mark.parametrize("backend", ["numpy", "torch", "triton"])
 def test_q_as_buffer_reaches_the_backends_sampler(backend, monkeypatch):
-    from specviz.backends import get_backend
-    from specviz.loop import decode
+    from specviz.algorithms.backends import get_backend
+    from specviz.rooms.loop import decode
 
     ops = get_backend(backend)
     seen = []
@@ -178,7 +179,7 @@ def test_q_as_buffer_reaches_the_backends_sampler(backend, monkeypatch):
         return real(*args, **kwargs)
 
     fake = SimpleNamespace(**{**vars(ops), "tree_sampling_target_only": spy})
-    monkeypatch.setattr("specviz.backends.get_backend", lambda name: fake)
+    monkeypatch.setattr("specviz.algorithms.backends.get_backend", lambda name: fake)
     s = decode.LoopSettings(algorithm="target_only", topk=2, depth=2, num_draft_tokens=4, temperature=1.0, rounds=1,
                             backend=backend, mistakes=("q_as_buffer",))
     run = decode.run_loop("The target ", s)
@@ -189,7 +190,7 @@ def test_q_as_buffer_reaches_the_backends_sampler(backend, monkeypatch):
 
 def test_a_work_buffer_gives_the_same_result_on_every_backend():
     """A random nonzero buffer: numpy, torch and Triton agree on every integer and on the buffer."""
-    from specviz.backends import get_backend
+    from specviz.algorithms.backends import get_backend
 
     rng = np.random.default_rng(3)
     bs, n, V = 2, 5, 7
@@ -222,7 +223,7 @@ def test_a_work_buffer_gives_the_same_result_on_every_backend():
 # -- 15. max_tokens and a forced n ----------------------------------------------------------------------
 
 def test_run_loop_returns_exactly_max_tokens_and_says_what_it_cut():
-    from specviz.loop.decode import LoopSettings, run_loop
+    from specviz.rooms.loop.decode import LoopSettings, run_loop
 
     s = LoopSettings(topk=2, depth=4, num_draft_tokens=8, rounds=16)
     full = run_loop("The target model ", s)
@@ -235,7 +236,7 @@ def test_run_loop_returns_exactly_max_tokens_and_says_what_it_cut():
 
 
 def test_topk_1_states_the_forced_num_draft_tokens():
-    from specviz.loop.decode import LoopSettings, run_loop
+    from specviz.rooms.loop.decode import LoopSettings, run_loop
 
     run = run_loop("The ", LoopSettings(topk=1, depth=3, num_draft_tokens=8, rounds=1))
     assert run.settings.num_draft_tokens == 4
@@ -247,8 +248,8 @@ def test_topk_1_states_the_forced_num_draft_tokens():
 def test_q_as_buffer_fails_proof_3_at_the_pages_defaults_with_power_shown():
     """The page's defaults (prompt, settings, trials) with the target-only sampler and the mistake on:
     the exact detection power is ~1 and the proof, run as the page runs it, reports a failure."""
-    from specviz.loop import proofs
-    from specviz.loop.decode import LoopSettings
+    from specviz.rooms.loop import proofs
+    from specviz.rooms.loop.decode import LoopSettings
 
     s = proofs.proof_settings(LoopSettings(algorithm="target_only", **proofs.PAGE_SETTINGS, mistakes=("q_as_buffer",))).checked()
     power = proofs.detection_power(proofs.PAGE_PROMPT, s, proofs.PAGE_TRIALS)

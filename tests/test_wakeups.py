@@ -1,4 +1,4 @@
-"""specviz.app_runtime.wakeups: a session's script events reach the event loop in order, none is lost, and a
+"""specviz.app.runtime.wakeups: a session's script events reach the event loop in order, none is lost, and a
 burst costs one wake-up, not one per element."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from specviz.app_runtime import wakeups
+from specviz.app.runtime import wakeups
 
 
 @pytest.fixture

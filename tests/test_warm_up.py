@@ -1,20 +1,20 @@
-"""specviz.ui.worker.warm_up: what a server computes before it answers, so no first visit waits for it."""
+"""specviz.app.ui.worker.warm_up: what a server computes before it answers, so no first visit waits for it."""
 from __future__ import annotations
 
-from specviz.ui import worker
-from specviz.ui.scenarios import ROOT, SCENARIO_DIR, SLOTS
+from specviz.app.ui import worker
+from specviz.app.ui.scenarios import ROOT, SCENARIO_DIR, SLOTS
 
 
 def test_page_modules_are_what_the_pages_import():
     names = worker.page_modules(ROOT / "pages")
-    assert {"specviz.ui.common", "specviz.render.tables", "pandas", "streamlit"} <= set(names)
+    assert {"specviz.app.ui.common", "specviz.render.tables", "pandas", "streamlit"} <= set(names)
     assert "specviz.render.tables.shift_records" in names  # `from x import y`: y may be a submodule, tried too
 
 
 def test_warm_up_fills_the_caches_a_first_visit_reads():
-    from specviz.engine import scenario_key
-    from specviz.scenario import load_scenario
-    from specviz.ui import backend_cache as bc
+    from specviz.replay.engine import scenario_key
+    from specviz.inputs.scenario import load_scenario
+    from specviz.app.ui import backend_cache as bc
 
     seconds = worker.warm_up()
     assert seconds > 0 and bc.backends_loaded()
@@ -34,12 +34,12 @@ def test_warm_up_lays_out_every_step_players_default_figures():
     the first visit: the page's player then finds every figure in the SVG cache."""
     import pytest
 
-    from specviz.engine import scenario_key
+    from specviz.replay.engine import scenario_key
     from specviz.render import svg
-    from specviz.scenario import load_scenario, scenario_from_json
-    from specviz.ui import backend_cache as bc
-    from specviz import playframes
-    from specviz.ui import player
+    from specviz.inputs.scenario import load_scenario, scenario_from_json
+    from specviz.app.ui import backend_cache as bc
+    from specviz.replay import playframes
+    from specviz.app.ui import player
 
     if player.layout_mode() != "server":
         pytest.skip("no Graphviz dot here: the browser lays the figures out (nothing to warm)")

@@ -1,4 +1,4 @@
-"""A crafted widget value over the websocket cannot break a tab (specviz.app_runtime.widget_guard).
+"""A crafted widget value over the websocket cannot break a tab (specviz.app.runtime.widget_guard).
 
 A live Streamlit server runs tests/apps/crafted_widgets_app.py (an integer and a float number input, a text
 input and a text area with max_chars, the runtime patches installed as app.py installs them). Each case is
@@ -124,7 +124,7 @@ def test_the_guard_takes_what_streamlits_frontend_sends_and_refuses_the_rest():
     from streamlit.runtime.state import session_state as ss
     from streamlit.runtime.state.common import WidgetMetadata
 
-    from specviz.app_runtime import widget_guard
+    from specviz.app.runtime import widget_guard
 
     assert widget_guard.install() and ss.WStates._specviz_widget_guard
     kinds = widget_guard._guarded_kinds()

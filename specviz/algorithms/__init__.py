@@ -16,7 +16,7 @@ calls.py, a reference function, the kernels, a preset and a page.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from ..errors import SpecvizError
+from specviz.base.errors import SpecvizError
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,8 @@ Keyed by the registry's keys (specviz.algorithms.REGISTRY); above the numpy refe
 """
 from __future__ import annotations
 
-from ..errors import SpecvizError
-from . import REGISTRY
+from specviz.base.errors import SpecvizError
+from specviz.algorithms import REGISTRY
 
 
 def _np(x):
@@ -106,7 +106,7 @@ def dspark_lengths(s, inputs, correct_len, **bonus_src) -> dict:
     """Window cap, bonus at the capped length, finalize, out tokens (SEMANTICS §8)."""
     import numpy as np
 
-    from .. import reference as ref
+    from specviz import reference as ref
 
     cand, prefix, verify_lens = _np(inputs["candidates"]), _np(inputs["seq_lens"]), _np(inputs["verify_lens"])
     capped, trim = ref.cap_correct_len(correct_len, verify_lens)

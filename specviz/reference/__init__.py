@@ -1,16 +1,16 @@
 """The numpy reference: the specification in code (SEMANTICS.md), and the only backend that
 records trace events. Functions take numpy arrays, torch tensors or nested lists and return
-numpy arrays; ``specviz.backends.get_backend("numpy")`` wraps them to return torch tensors.
+numpy arrays; ``specviz.algorithms.backends.get_backend("numpy")`` wraps them to return torch tensors.
 """
-from .dspark import (build_out_tokens, cap_correct_len, dspark_accept_greedy, dspark_accept_sampling, dspark_bonus_at,
+from specviz.reference.dspark import (build_out_tokens, cap_correct_len, dspark_accept_greedy, dspark_accept_sampling, dspark_bonus_at,
                      finalize_accept_lens)
-from .montecarlo import sample_many
-from .sampling import (eagle_sample, fill_bonus_tokens, gather_accept_tokens, raw_gather, target_probs_from_logits,
+from specviz.reference.montecarlo import sample_many
+from specviz.reference.sampling import (eagle_sample, fill_bonus_tokens, gather_accept_tokens, raw_gather, target_probs_from_logits,
                        top_k_renorm, top_p_renorm)
-from .tree import TREE_MASK_MODES, FullMask, build_tree, build_tree_described, parent_nodes, tree_mask_matrix
-from .chain_sampling import chain_rejection_sampling
-from .target_only import tree_sampling_target_only
-from .verify import inverse_cdf, verify_tree_greedy
+from specviz.reference.tree import TREE_MASK_MODES, FullMask, build_tree, build_tree_described, parent_nodes, tree_mask_matrix
+from specviz.reference.chain_sampling import chain_rejection_sampling
+from specviz.reference.target_only import tree_sampling_target_only
+from specviz.reference.verify import inverse_cdf, verify_tree_greedy
 
 API_FUNCTIONS = (
     "build_tree", "verify_tree_greedy", "tree_sampling_target_only", "chain_rejection_sampling",

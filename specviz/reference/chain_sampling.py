@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import SpecvizError
-from ..results import VerifyResult
-from ..trace import Trace
-from ..validate import check_semantics, check_shape, check_tokens, check_width, coin_array, int_array, prob_array
-from .cdf import chain_inverse_cdf
-from .verify import F32, draw_terminals, inverse_cdf, record_warning
+from specviz.base.errors import SpecvizError
+from specviz.base.results import VerifyResult
+from specviz.base.trace import Trace
+from specviz.base.validate import check_semantics, check_shape, check_tokens, check_width, coin_array, int_array, prob_array
+from specviz.reference.cdf import chain_inverse_cdf
+from specviz.reference.verify import F32, draw_terminals, inverse_cdf, record_warning
 
 # ---------------------------------------------------------------------------------------------
 # Classic chain rejection sampling (§7)

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import SpecvizError
-from ..trace import Trace
-from ..validate import INT64_MAX, check_int32, check_range, check_shape, check_tokens, int_array
-from .chain_sampling import chain_rejection_sampling
+from specviz.base.errors import SpecvizError
+from specviz.base.trace import Trace
+from specviz.base.validate import INT64_MAX, check_int32, check_range, check_shape, check_tokens, int_array
+from specviz.reference.chain_sampling import chain_rejection_sampling
 
 
 def dspark_windows(name: str, candidates, int32: bool = False) -> np.ndarray:

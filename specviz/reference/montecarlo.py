@@ -9,9 +9,9 @@ from collections import Counter
 
 import numpy as np
 
-from ..errors import SpecvizError
-from ..results import SampleCounts
-from ..validate import to_numpy
+from specviz.base.errors import SpecvizError
+from specviz.base.results import SampleCounts
+from specviz.base.validate import to_numpy
 
 SAMPLERS = ("chain_rejection_sampling", "tree_sampling_target_only")
 MAX_TRIALS = 10_000_000
@@ -62,8 +62,8 @@ def count_outcomes(predicts, accept_index, accept_token_num, vocab_size: int, wi
 
 def sample_many(algorithm: str, inputs: dict, *, num_trials: int, seed: int) -> SampleCounts:
     """Run ``num_trials`` independent draws of request 0 of ``inputs`` with the numpy reference."""
-    from .chain_sampling import chain_rejection_sampling
-    from .target_only import tree_sampling_target_only
+    from specviz.reference.chain_sampling import chain_rejection_sampling
+    from specviz.reference.target_only import tree_sampling_target_only
 
     check_sample_many_args(algorithm, inputs, num_trials)
     batch = tile_request(inputs, num_trials)

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import SpecvizError
-from ..results import EagleSampleResult
-from ..trace import Trace
-from ..validate import check_int32, check_tree_arrays, check_width, int_array, logits_array
-from .chain_sampling import chain_rejection_sampling
-from .target_only import tree_sampling_target_only
-from .verify import verify_tree_greedy
+from specviz.base.errors import SpecvizError
+from specviz.base.results import EagleSampleResult
+from specviz.base.trace import Trace
+from specviz.base.validate import check_int32, check_tree_arrays, check_width, int_array, logits_array
+from specviz.reference.chain_sampling import chain_rejection_sampling
+from specviz.reference.target_only import tree_sampling_target_only
+from specviz.reference.verify import verify_tree_greedy
 
-from ..probs import F32, GREEDY_TEMPERATURE, per_row, target_probs_from_logits, top_k_renorm, top_p_renorm  # noqa: F401  (re-exported)
+from specviz.base.probs import F32, GREEDY_TEMPERATURE, per_row, target_probs_from_logits, top_k_renorm, top_p_renorm  # noqa: F401  (re-exported)
 
 
 def check_fill_bonus_args(accept_tokens, accept_lens, stride):

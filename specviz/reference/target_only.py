@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import SpecvizError
-from ..results import TreeSampleResult
-from ..trace import Trace
-from ..validate import check_semantics, check_shape, check_tokens, check_tree_arrays, check_width, coin_array, float_array, prob_array
-from .cdf import target_only_inverse_cdf
-from .verify import F32, draw_terminals, inverse_cdf, record_warning
+from specviz.base.errors import SpecvizError
+from specviz.base.results import TreeSampleResult
+from specviz.base.trace import Trace
+from specviz.base.validate import check_semantics, check_shape, check_tokens, check_tree_arrays, check_width, coin_array, float_array, prob_array
+from specviz.reference.cdf import target_only_inverse_cdf
+from specviz.reference.verify import F32, draw_terminals, inverse_cdf, record_warning
 
 # ---------------------------------------------------------------------------------------------
 # Target-only tree sampling (§6)

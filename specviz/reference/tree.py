@@ -11,13 +11,13 @@ import warnings
 
 import numpy as np
 
-from ..errors import SpecvizError, SpecvizWarning
-from ..results import TreeBuild
-from ..trace import Trace
-from ..validate import check_shape, int_array
+from specviz.base.errors import SpecvizError, SpecvizWarning
+from specviz.base.results import TreeBuild
+from specviz.base.trace import Trace
+from specviz.base.validate import check_shape, int_array
 
 TREE_MASK_MODES = ("full_mask", "qlen_only", "qlen_only_bitpacking")
-from ..rollout import INVALID_PARENT, parent_nodes  # noqa: F401  (re-exported; they live below the model layer)
+from specviz.base.rollout import INVALID_PARENT, parent_nodes  # noqa: F401  (re-exported; they live below the model layer)
 
 
 def num_candidates(topk: int, depth: int) -> int:

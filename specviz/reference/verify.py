@@ -13,12 +13,12 @@ import warnings
 
 import numpy as np
 
-from ..errors import SpecvizError, SpecvizWarning
-from ..results import VerifyResult
-from ..trace import Trace
-from ..validate import INT32_MAX, INT32_MIN, check_shape, check_tokens, check_tree_arrays, check_width, int_array
+from specviz.base.errors import SpecvizError, SpecvizWarning
+from specviz.base.results import VerifyResult
+from specviz.base.trace import Trace
+from specviz.base.validate import INT32_MAX, INT32_MIN, check_shape, check_tokens, check_tree_arrays, check_width, int_array
 
-from .cdf import chain_inverse_cdf, target_only_inverse_cdf
+from specviz.reference.cdf import chain_inverse_cdf, target_only_inverse_cdf
 
 F32 = np.float32
 
@@ -26,7 +26,7 @@ F32 = np.float32
 def record_warning(trace: Trace | None, b: int, node, message: str, code: str, **params) -> None:
     """Warn in English (Python's warnings, the CLI) and record the event with ``code`` and its numbers
     (``params``: token ids, rows, V), so an app can word it in any language with the scenario's labels
-    (``specviz.wording``)."""
+    (``specviz.replay.wording``)."""
     warnings.warn(message, SpecvizWarning, stacklevel=3)
     if trace is not None:
         trace.emit("warning", b, node, message=message, code=code, **params)

@@ -5,6 +5,6 @@ No streamlit here (pages show DOT through ``ui.graph``, which has ``dot`` lay it
 server, and SVG through ``ui.chart``), so every renderer can be tested and benchmarked without a
 browser.
 """
-from .palette import PALETTE, STATE_COLORS, STATES, state_color
+from specviz.render.palette import PALETTE, STATE_COLORS, STATES, state_color
 
 __all__ = ["PALETTE", "STATE_COLORS", "STATES", "state_color"]

@@ -11,10 +11,10 @@ from typing import Sequence
 
 import plotly.graph_objects as go
 
-from ..safety import plotly_safe
+from specviz.base.safety import plotly_safe
 
-from . import svgchart
-from .palette import FONT_FAMILY, PALE_GREY, PLOT_FONT_SIZE, WHITE, state_color, text_on
+from specviz.render import svgchart
+from specviz.render.palette import FONT_FAMILY, PALE_GREY, PLOT_FONT_SIZE, WHITE, state_color, text_on
 
 
 def cell_grid_figure(row_names: Sequence[str], cells: Sequence[Sequence[str]], states: Sequence[Sequence[str]],

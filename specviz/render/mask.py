@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from ..safety import plotly_safe
+from specviz.base.safety import plotly_safe
 
-from .palette import FONT_FAMILY, MASK_SCALE, PALETTE, PLOT_FONT_SIZE
+from specviz.render.palette import FONT_FAMILY, MASK_SCALE, PALETTE, PLOT_FONT_SIZE
 
 
 @plotly_safe

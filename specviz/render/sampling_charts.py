@@ -13,12 +13,12 @@ from typing import Sequence
 
 import plotly.graph_objects as go
 
-from ..safety import plotly_safe
+from specviz.base.safety import plotly_safe
 from plotly.subplots import make_subplots
 
-from ..safety import dot_quote
-from . import svgchart
-from .palette import BLUE, FONT_FAMILY, GREY, ORANGE, PALE_GREY, PALETTE, PLOT_FONT_SIZE, SKY_BLUE, state_color, text_on
+from specviz.base.safety import dot_quote
+from specviz.render import svgchart
+from specviz.render.palette import BLUE, FONT_FAMILY, GREY, ORANGE, PALE_GREY, PALETTE, PLOT_FONT_SIZE, SKY_BLUE, state_color, text_on
 
 P_COLOR = BLUE  # the target's p
 Q_COLOR = SKY_BLUE  # the draft's q

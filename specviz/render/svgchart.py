@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 from xml.sax.saxutils import escape, quoteattr
 
-from .palette import FONT_FAMILY, PALE_GREY, text_on
+from specviz.render.palette import FONT_FAMILY, PALE_GREY, text_on
 
 WIDTH = 900  # viewBox width; the page scales the figure to its column
 FONT = 20  # axis and legend text (viewBox units: ~17 px in a 760 px column)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .palette import state_color, text_on
+from specviz.render.palette import state_color, text_on
 
 
 def retrieve_table(tree, labels, retrieve_index, retrieve_next_token, retrieve_next_sibling, positions, cols=None) -> pd.DataFrame:

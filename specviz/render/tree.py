@@ -7,8 +7,8 @@ written in the node (a mark), never colour alone.
 """
 from __future__ import annotations
 
-from ..safety import dot_quote
-from .palette import FONT_FAMILY, GRAPH_FONT_SIZE, PALETTE, state_color, text_on
+from specviz.base.safety import dot_quote
+from specviz.render.palette import FONT_FAMILY, GRAPH_FONT_SIZE, PALETTE, state_color, text_on
 
 STATE_MARK = {"accepted": "✓", "rejected": "✗", "bonus": "★", "current": "●", "compared": "?", "discarded": "", "pending": ""}
 

@@ -7,7 +7,7 @@ import sys
 import streamlit as st
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from specviz import app_runtime  # noqa: E402
+from specviz.app import runtime as app_runtime  # noqa: E402
 
 if os.environ.get("SPECVIZ_RUNTIME_PATCHES", "1") == "1":
     app_runtime.install()

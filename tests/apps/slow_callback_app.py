@@ -7,7 +7,7 @@ import time
 import streamlit as st
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from specviz.app_runtime import click_queue  # noqa: E402
+from specviz.app.runtime import click_queue  # noqa: E402
 
 if os.environ.get("SPECVIZ_CLICK_QUEUE", "1") == "1":
     click_queue.install()

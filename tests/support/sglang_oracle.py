@@ -1,7 +1,7 @@
 """SGLang 0.5.23 oracle helpers for the tests and benchmarks (issue 34 moved them out of ``kernels/``).
 
 The loader itself (``locate``, ``load``: SGLang's own Triton files read by path, nothing copied) is product
-code, used by the engines page, and lives in ``specviz.engines.sglang_engine``; ``locate``/``load`` here call it, so
+code, used by the engines page, and lives in ``specviz.rooms.engines.sglang_engine``; ``locate``/``load`` here call it, so
 ``sglang_oracle.load()`` reads as before. What follows only compares SGLang's kernel with specviz's.
 """
 from __future__ import annotations
@@ -10,15 +10,15 @@ import types
 
 
 def locate():
-    """``specviz.engines.sglang_engine.locate`` (imported on call: this file also loads by path, see
+    """``specviz.rooms.engines.sglang_engine.locate`` (imported on call: this file also loads by path, see
     benchmarks/bench_fidelity.py, where specviz may come from an older checkout)."""
-    from specviz.engines import sglang_engine  # noqa: PLC0415
+    from specviz.rooms.engines import sglang_engine  # noqa: PLC0415
     return sglang_engine.locate()
 
 
 def load() -> types.SimpleNamespace:
-    """``specviz.engines.sglang_engine.load``: SGLang's own kernels, loaded by path."""
-    from specviz.engines import sglang_engine  # noqa: PLC0415
+    """``specviz.rooms.engines.sglang_engine.load``: SGLang's own kernels, loaded by path."""
+    from specviz.rooms.engines import sglang_engine  # noqa: PLC0415
     return sglang_engine.load()
 
 

@@ -1,0 +1,121 @@
+"""One event-loop wake-up for a burst of a session's script events, not one per element.
+
+Streamlit hands every ForwardMsg a page script draws to the server's event loop with
+``loop.call_soon_threadsafe``: a write to the loop's wake-up socket per element, and then another
+one per element for "there is data to send" (``Runtime._enqueued_some_message``), made from the
+loop's own thread. Under a class (50 sessions rerunning at once on 2 cores) those writes were a
+quarter of the server's CPU samples (py-spy over ``benchmarks/bench_class.py``; figures in
+benchmarks/README.md, "A class of 50: the wake-ups").
+
+``install()`` changes two methods:
+- ``AppSession._call_soon_on_event_loop``: the callbacks go into the session's own FIFO; only the
+  first callback of a burst schedules a drain on the loop, and the drain runs every callback queued
+  by then, in order. A callback never runs later than it would have (it runs in a drain already
+  scheduled, or schedules its own); callbacks of one session keep their order.
+- ``Runtime._enqueued_some_message``: on the loop's thread it sets the "data to send" event
+  directly (an ``asyncio.Event.set`` is only legal there, and that is where it is), elsewhere as before.
+
+It reaches into the pinned Streamlit (constraints.txt); ``tests/test_wakeups.py`` checks the shape
+and the order of callbacks from threads.
+
+Upstream: no Streamlit issue reports this cost (searched streamlit/streamlit for event-loop wake-ups
+and call_soon_threadsafe; none found; one is yet to be filed). The per-event hand-over itself is
+Streamlit's design since streamlit/streamlit#4467 (AppSession handles every ScriptRunner event on the
+event loop's thread); it is correct, only its cost per element is what this batches.
+Checked on: Streamlit 1.67.0 (the pin; ``specviz.app.runtime.CHECKED_ON``).
+Without it: nothing visible to one user; a class of 50 on one server waits longer for each redraw
+(these wake-up writes were a quarter of the server's CPU samples: benchmarks/README.md).
+To drop it: delete this module and its name in ``app_runtime.PATCHES`` when a Streamlit release
+batches loop callbacks itself, or whenever ``bench_class.py`` shows no difference without it.
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import threading
+
+_log = logging.getLogger(__name__)
+UPSTREAM = "none filed (cost of streamlit/streamlit#4467's per-event loop hand-over)"  # what `specviz doctor` prints beside the patch
+_CREATE = threading.Lock()  # one drain per session, even when two threads send its first event at once
+
+
+class _Drain:
+    """A session's queue of loop callbacks, drained by one scheduled call at a time."""
+
+    __slots__ = ("loop", "pending", "lock", "scheduled")
+
+    def __init__(self, loop):
+        self.loop = loop
+        self.pending = collections.deque()
+        self.lock = threading.Lock()
+        self.scheduled = False
+
+    def push(self, callback) -> None:
+        with self.lock:
+            self.pending.append(callback)
+            if self.scheduled:
+                return
+            self.scheduled = True
+        try:
+            self.loop.call_soon_threadsafe(self.run)
+        except RuntimeError:
+            with self.lock:
+                self.scheduled = False
+                self.pending.clear()
+            if not self.loop.is_closed():
+                raise
+            _log.debug("dropped event-loop callbacks: the loop is closed")
+
+    def run(self) -> None:
+        while True:
+            with self.lock:
+                if not self.pending:
+                    self.scheduled = False
+                    return
+                callback = self.pending.popleft()
+            try:
+                callback()
+            except Exception:  # noqa: BLE001  as asyncio would: log it, keep draining the others
+                _log.exception("event-loop callback failed")
+
+
+def install() -> bool:
+    """Patch Streamlit once per process; False (and a log line) if its shape is not the known one."""
+    try:
+        from streamlit.runtime import app_session, runtime
+    except ImportError:  # pragma: no cover - Streamlit moved the modules
+        _log.warning("wake-up batching not installed: streamlit's runtime modules are gone")
+        return False
+    AppSession, Runtime = app_session.AppSession, runtime.Runtime
+    if getattr(AppSession, "_specviz_wakeups", False):
+        return True
+    if not (hasattr(AppSession, "_call_soon_on_event_loop") and hasattr(Runtime, "_enqueued_some_message")
+            and hasattr(Runtime, "_get_async_objs")):
+        _log.warning("wake-up batching not installed: AppSession / Runtime lack the known methods")
+        return False
+
+    def call_soon_on_event_loop(self, callback) -> None:
+        drain = self.__dict__.get("_specviz_drain")
+        if drain is None:
+            with _CREATE:
+                drain = self.__dict__.setdefault("_specviz_drain", _Drain(self._event_loop))
+        drain.push(callback)
+
+    enqueued = Runtime._enqueued_some_message
+
+    def enqueued_some_message(self) -> None:
+        objs = self._get_async_objs()
+        try:
+            on_loop = asyncio.get_running_loop() is objs.eventloop
+        except RuntimeError:  # no loop running in this thread
+            on_loop = False
+        if on_loop:
+            objs.need_send_data.set()
+        else:
+            enqueued(self)
+
+    AppSession._call_soon_on_event_loop = call_soon_on_event_loop
+    Runtime._enqueued_some_message = enqueued_some_message
+    AppSession._specviz_wakeups = True
+    return True

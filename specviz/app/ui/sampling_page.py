@@ -1,0 +1,185 @@
+"""The opening every sampling page shares (chain rejection, target-only, DSpark).
+
+    from specviz.app.ui import markup, sampling_page
+    s = sampling_page.start(KEY, SLOT, PRESETS, step_version_key="sv_chain_step_ver")
+    fig = sampling_page.figure(sc, "residual_figure", ...)
+"""
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+import streamlit as st
+
+from specviz.replay import wording
+from specviz.base.safety import md_text as md
+from specviz.app.ui import common as ui
+from specviz.app.ui import markup, player, share_ui
+from specviz.app.ui.bounded_cache import bounded_cache
+
+# The key numbers (correct_len, TV distance, ...) must read from the back of a room.
+METRIC_CSS = ("<style>[data-testid='stMetricValue'], [data-testid='stMetricValue'] * {font-size: 2.4rem !important; "
+              "font-weight: 700 !important; line-height: 1.2 !important;}</style>")
+
+
+# In the byte budget of every result cache (ui/bounded_cache.py), no longer an st.cache_resource of 768
+# entries beside it (one 1024-token residual figure is ~0.5 MB: up to ~400 MB outside any budget; issue 35).
+@bounded_cache(share=0.25, copies=False)
+def _cached_figure(module: str, name: str, *args, **kwargs):
+    return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+
+def figure(render: ModuleType, name: str, *args, **kwargs):
+    """A renderer's plotly figure, built once per distinct input and shared (never mutated after
+    building): building a figure costs tens of ms, which a rerun with unchanged inputs should not pay."""
+    return _cached_figure(render.__name__, name, *args, **kwargs)
+
+
+def start(key: str, slot: str, presets: list, step_version_key: str):
+    """Layout, shared link, sidebar, scenario I/O; returns the page's scenario."""
+    # Wide even when opened by a deep link (Streamlit then first runs this file without app.py's router).
+    st.set_page_config(layout="wide")
+    share_ui.load_shared_state()  # a shared link (?s=...) sets the scenario, language and step before any widget
+    ui.page_setup(key, slot=None)
+    if share_ui.link_arrived(key) is not None:  # keep the link's step (new inputs otherwise jump to the last step)
+        st.session_state[step_version_key] = ui.scenario_version(slot)
+    markup.fixed_markup(METRIC_CSS)
+    ui.scenario_io(slot, presets=presets)
+    return ui.scenario(slot)
+
+
+def require_algorithm(s, key: str, slot: str, step_key: str, algorithms: tuple, preset: str,
+                      button: tuple, button_key: str) -> None:
+    """Stop the page with an error (and a button that loads ``preset``) unless s.algorithm fits."""
+    if s.algorithm in algorithms:
+        return
+    need = " or ".join(algorithms)
+    need_zh = " 或 ".join(algorithms)
+    st.error(ui.tr("The scenario in this page's slot uses algorithm **{a}**; this page needs **{n}**.",
+                   "本页的场景使用算法 **{a}**，本页需要 **{nz}**。", a=s.algorithm, n=need, nz=need_zh))
+    if st.button(ui.tr(*button), key=button_key):
+        ui.set_scenario(slot, ui.load_preset(preset))
+        st.rerun()
+    share_ui.sidebar_controls(key, s, slot=slot, step_key=step_key)
+    st.stop()
+
+
+# -- the step player's frames (every step goes to the browser at once) ------------------------------
+
+def replay(s, key: str, slot: str, step_key: str):
+    """The scenario's replay (``ui.run``), its warnings (worded from the trace, in the page's language)
+    and the backend badge drawn; None when it could not run: the sidebar's share controls are drawn
+    instead and the page's fragment ends there."""
+    run = ui.run(s)
+    if run is None:
+        share_ui.sidebar_controls(key, s, slot=slot, step_key=step_key)
+        return None
+    for w in wording.run_warnings(run, ui.lang(), esc=md):
+        st.warning(w)
+    ui.backend_badge(s)
+    return run
+
+
+def step_player(views: list, box, title: tuple, *, key: str, slot: str, step_key: str, version_key: str) -> int:
+    """The step player drawn into ``box`` under ``title`` (en, zh), with the legend. New inputs (a new
+    scenario version, kept under ``version_key``) open at their outcome, the last frame; returns the frame shown."""
+    last = len(views) - 1
+    version = ui.scenario_version(slot)
+    if st.session_state.get(version_key) != version:
+        st.session_state[version_key] = version
+        ui.set_step(step_key, last)
+    cur = min(ui.step(step_key), last)
+    ui.mark_last(step_key, len(views))
+    with box:
+        st.subheader(ui.tr(*title))
+        player.show(views, key=step_key, start=cur, links=player.step_links(key, slot, step_key, len(views)))
+        ui.legend()
+    return cur
+
+
+def array_rows(arrays: dict, seen, vocab: list, compact: bool = False) -> list:
+    """accept_index and predicts after the events ``seen`` (``playframes.array_rows`` in the page's language)."""
+    from specviz.replay import playframes
+
+    return playframes.array_rows(arrays, seen, vocab, ui.lang(), compact=compact)
+
+
+def dist_chips(vocab: list, values, chosen: int | None = None, fmt: str = "{:.3g}", skip_zero: bool = False) -> list:
+    """One chip per token (``playframes.dist_chips``)."""
+    from specviz.replay import playframes
+
+    return playframes.dist_chips(vocab, values, chosen, fmt, skip_zero)
+
+
+def terminal_draw_rows(label: str, vocab: list, values, chosen: int | None, coin: float, skip_zero: bool = False) -> list:
+    """The terminal draw as two player rows (``playframes.terminal_draw_rows`` in the page's language)."""
+    from specviz.replay import playframes
+
+    return playframes.terminal_draw_rows(label, vocab, values, chosen, coin, ui.lang(), skip_zero=skip_zero)
+
+
+def end_state_note() -> None:
+    """Under the player: what follows is the end state, whatever step the player shows."""
+    st.caption(ui.tr("Below: the end state, after the walk's last step (the player above steps in your browser; "
+                     "the panels below do not follow it).",
+                     "下面是最终结果，即最后一步之后的状态（上面的播放器在浏览器中单步；下面的面板不随之变化）。"))
+
+
+# -- the Monte Carlo section's controls (chain and target-only) ------------------------------------
+
+def monte_carlo_size(col_n, col_seed, s, prefix: str) -> tuple[int, int]:
+    """The trials-N and seed widgets (keys ``w_{prefix}_mc_n::<slow>``, ``w_{prefix}_mc_seed``). Triton
+    under the CPU interpreter draws ~30 trials a second: it is offered small N."""
+    from specviz.app.ui import heavy
+
+    slow = ui.interpreted(ui.backend())
+    choices = [50, 100, 200, 500] if slow else [1000, 4000, 10000, 40000]
+    trials = col_n.select_slider(ui.tr("trials N", "试验次数 N"), choices, value=choices[1], key=f"w_{prefix}_mc_n::{slow}")
+    trials = heavy.cap_trials(trials, s.n, s.vocab_size)  # at most MAX_TRIAL_CELLS cells per click
+    seed = col_seed.number_input(ui.tr("seed", "种子"), 0, 10**6, 1, key=f"w_{prefix}_mc_seed")
+    return trials, seed
+
+
+def monte_carlo_gate(mc_args: tuple, trials: int, prefix: str) -> tuple | None:
+    """``mc_args``, or None (with a "Run N trials" button) while an interpreted backend has not been
+    asked to run these arguments: there the run waits for the click."""
+    ran = f"sv_{prefix}_mc_ran"
+    if not ui.interpreted(ui.backend()) or st.session_state.get(ran) == mc_args:
+        return mc_args
+    st.info(ui.tr("{b} runs the kernels one program at a time (about 30 trials per second here): press the button to run.",
+                  "{b} 逐个程序解释执行内核（此处约每秒 30 次试验）：请按按钮运行。", b=ui.backend_label(ui.backend())))
+    if st.button(ui.tr("Run {n} trials", "运行 {n} 次试验", n=trials), key=f"w_{prefix}_mc_go"):
+        st.session_state[ran] = mc_args
+        st.rerun()
+    return None
+
+
+def monte_carlo_section(prefix: str):
+    """The Monte Carlo's box (key ``w_{prefix}_mc_open``): ``(box, open)``. Closed by default: nothing is
+    computed while it is closed (it was a third of a chain edit's server CPU, issue 31), and the caption
+    under it says so (no stale figure). One click opens it and runs the trials; open, it stays open, and
+    an edit that cannot change the result (a coin: not in the key) is a cache hit."""
+    box, is_open = ui.lazy_expander(ui.tr("Run the Monte Carlo and show its histogram", "运行 Monte Carlo 并显示直方图"),
+                                    f"w_{prefix}_mc_open", icon=":material/casino:")
+    if not is_open:
+        st.caption(ui.tr("Not computed yet: open the box above to run it on {b} with the current inputs "
+                         "(while it stays open, it follows every later edit).",
+                         "尚未计算：展开上面的框，即在 {b} 上按当前输入运行（保持展开时，之后的每次修改都会重新计算）。",
+                         b=ui.backend_label(ui.backend())))
+    return box, is_open
+
+
+def content_version(name: str, *content) -> int:
+    """A number that moves on only when ``content`` changes (kept in ``sv_cv::<name>``): the key suffix of
+    widgets rebuilt from that content alone. ``ui.scenario_version`` moves on with every edit, also those
+    that rerun only an inner fragment; a widget keyed by it would be rebuilt (and a value typed into it
+    lost) on the next run of the part that draws it."""
+    import hashlib
+
+    digest = hashlib.blake2b(repr(content).encode(), digest_size=8).hexdigest()
+    key = f"sv_cv::{name}"
+    seen, n = st.session_state.get(key, (None, 0))
+    if seen != digest:
+        n += 1
+        st.session_state[key] = (digest, n)
+    return n
