@@ -1,43 +1,25 @@
-"""Layers point down (issue 9): a module never imports a layer above its own, and no module
-imports another module's private (underscored) name. Imports are read with ``ast``, at every
-level (a lazy import inside a function counts too). No two files import each other, directly or
-round a longer circle (issue 34; KNOWN_CIRCLES below is empty).
-A module's layer is that of its longest listed prefix: a folder's files take the folder's place in
-the order below (once issue 34's folder restructure lands, the list becomes the folder order).
+"""Layers point down (issues 9 and 34): the folders of specviz/ are the pipeline, in the order
+``specviz.LAYERS`` lists them (lowest first; kernels/ has its place in it), and a module imports only
+its own package and the ones before it, never one after. No module imports another module's private
+(underscored) name, and no two files import each other, directly or round a longer circle (none is
+allowed). Imports are read with ``ast``, at every level (a lazy import inside a function counts too).
 
-    0 base       errors, results, validate, trace, events, rollout, probs, paths, display, safety, wheels
-    1 model      model, scenario, algorithms (the registry's metadata), share, captions, wording
-    2 reference  specviz.reference.*, frames
-    3 kernels    kernels.* (torch and Triton)
-    4 backends   specviz.algorithms.backends (the registry that loads kernels.*_backend)
-    5 render     specviz.render.* (pure figures and tables, no Streamlit)
-    6 library    engine, steps, algorithms.calls, edits, invariants, audit, pitfalls, distributions, sibling_scan, export, player, playframes, naming, cli,
-                 notebook, loop (the decoding-loop package), engines (SGLang / vLLM / transformers),
-                 app_runtime (Streamlit patches; imports Streamlit only, so the CLI's doctor may report on it)
-    7 ui         specviz.app.ui.*
-    8 pages      pages/*.py, app.py
+A module's layer is that of its longest listed prefix. Besides the LAYERS: ``specviz`` itself (its
+``__init__``) sits with base, ``specviz.__main__`` with app, and ``pages/`` and ``app.py`` on top.
 """
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
+
+from specviz import LAYERS as PACKAGE_ORDER
 
 ROOT = Path(__file__).resolve().parents[1]
 
-LAYERS = [
-    ("specviz", "specviz.base.errors", "specviz.base.results", "specviz.base.validate", "specviz.base.trace", "specviz.base.rollout", "specviz.base.probs",
-     "specviz.replay.events", "specviz.base.paths", "specviz.base.display", "specviz.base.safety", "specviz.base.limits", "specviz.base.wheels"),
-    ("specviz.inputs.model", "specviz.scenario", "specviz.algorithms", "specviz.rooms.share", "specviz.replay.captions", "specviz.replay.wording"),
-    ("specviz.reference", "specviz.replay.frames"),
-    ("kernels",),
-    ("specviz.algorithms.backends",),  # loads kernels.*_backend by name; a kernel importing it back would be a cycle
-    ("specviz.render",),
-    ("specviz.replay.engine", "specviz.replay.run_display", "specviz.replay.steps", "specviz.algorithms.calls", "specviz.inputs.edits", "specviz.replay.invariants", "specviz.rooms.audit", "specviz.rooms.pitfalls", "specviz.rooms.pitfall_bugs",
-     "specviz.algorithms.distributions", "specviz.rooms.export", "specviz.player", "specviz.replay.playframes", "specviz.inputs.naming", "specviz.app.cli", "specviz.app.cli_files", "specviz.app.serve", "specviz.app.haproxy", "specviz.__main__", "specviz.rooms.notebook", "specviz.rooms.loop",
-     "specviz.rooms.engines", "specviz.replay.sibling_scan", "specviz.app.runtime"),
-    ("specviz.app.ui",),
-    ("pages", "app"),
-]
+LAYERS = [(name,) for name in PACKAGE_ORDER] + [("pages", "app")]
+LAYERS[0] += ("specviz",)
+LAYERS[PACKAGE_ORDER.index("specviz.app")] += ("specviz.__main__",)
 
 
 EXACT = {"specviz", "app"}  # these names are a module themselves, not a prefix for every submodule
@@ -118,10 +100,23 @@ def test_no_module_imports_a_private_name_of_another():
 
 
 def test_the_check_sees_a_violation():
-    """The checker itself: a model-layer module importing the engine is flagged."""
-    assert layer_of("specviz.scenario") < layer_of("specviz.replay.engine")
-    assert layer_of("specviz.algorithms") < layer_of("specviz.algorithms.calls")
-    assert layer_of("kernels.triton_backend") < layer_of("specviz.algorithms.backends") < layer_of("specviz.app.ui.common")
+    """The checker itself: the layers follow specviz.LAYERS, so the scenario (inputs) importing the engine
+    (replay) is upward, and kernels sit between the reference and the backends that load them."""
+    assert layer_of("specviz.inputs.scenario") < layer_of("specviz.replay.engine")
+    assert layer_of("specviz.reference.verify") < layer_of("kernels.triton_backend") < layer_of("specviz.algorithms.backends")
+    assert layer_of("specviz.algorithms.backends") < layer_of("specviz.app.ui.common") < layer_of("pages.greedy")
+    assert layer_of("specviz") == layer_of("specviz.base.errors") and layer_of("specviz.__main__") == layer_of("specviz.app.cli")
+
+
+def test_specviz_top_level_is_the_listed_packages():
+    """``ls specviz/`` reads as the pipeline: its __init__, __main__ and the packages of LAYERS, each
+    with a docstring saying what it holds and what it may import (a new folder must take its place)."""
+    entries = sorted(p.name for p in (ROOT / "specviz").iterdir() if p.name != "__pycache__")
+    listed = sorted(n.split(".", 1)[1] for n in PACKAGE_ORDER if n.startswith("specviz."))
+    assert entries == sorted(["__init__.py", "__main__.py"] + listed), entries
+    for name in listed:
+        doc = ast.get_docstring(ast.parse((ROOT / "specviz" / name / "__init__.py").read_text(encoding="utf-8")))
+        assert doc and re.search(r"may\s+import", doc, re.I), f"specviz/{name}/__init__.py: say what it holds and what it may import"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -200,26 +195,14 @@ def imports_under(path: Path, root: Path):
             yield target, tuple(a.name for a in node.names), node.lineno
 
 
-# Circles allowed: none (issue 34 broke the last two: Run's Jupyter display goes through run_display, below the
-# engine, and steps.replay_steps takes the run instead of running the engine; the ui's lazy_expander lives in
-# ui/state, below the sidebar's theme). Kept as a list so that the check below stays one rule: any circle fails.
-KNOWN_CIRCLES: list[set[str]] = []
-
-
 def product_circles() -> list[list[str]]:
     return circles(import_graph(sources()))
 
 
-def test_no_new_import_circle_between_files():
-    new = [c for c in product_circles() if not any(set(c) <= known for known in KNOWN_CIRCLES)]
-    assert not new, "import circles between files (break them; do not add them to KNOWN_CIRCLES):\n" + \
-        "\n".join(" <-> ".join(c) for c in new)
-
-
-def test_known_circles_allow_list_is_current():
-    found = [set(c) for c in product_circles()]
-    stale = [sorted(k) for k in KNOWN_CIRCLES if k not in found]
-    assert not stale, f"KNOWN_CIRCLES lists circles that changed or are gone; shrink or remove them: {stale}"
+def test_no_import_circle_between_files():
+    found = product_circles()
+    assert not found, "import circles between files (break them: move the shared part down a layer):\n" + \
+        "\n".join(" <-> ".join(c) for c in found)
 
 
 def test_the_circle_check_sees_a_circle(tmp_path):

@@ -11,7 +11,10 @@ field, never a fallback to another algorithm.
 This module is metadata only (it sits beside the scenario and imports no reference code); how an
 entry is called on a backend and in an exported test lives in ``specviz.algorithms.calls``,
 keyed the same way (a test checks the keys match). Adding an algorithm: an entry here and in
-calls.py, a reference function, the kernels, a preset and a page.
+calls.py, a reference function, the kernels, a preset and a page. The package also holds the
+backends over kernels/ (``backends``: one set of function names for numpy, torch and Triton) and the
+samplers' closed-form output distributions (``distributions``); it may import specviz.base,
+specviz.reference and kernels/.
 """
 from __future__ import annotations
 

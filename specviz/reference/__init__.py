@@ -1,6 +1,7 @@
 """The numpy reference: the specification in code (SEMANTICS.md), and the only backend that
 records trace events. Functions take numpy arrays, torch tensors or nested lists and return
 numpy arrays; ``specviz.algorithms.backends.get_backend("numpy")`` wraps them to return torch tensors.
+May import specviz.base only; kernels/ and every package above build on it.
 """
 from specviz.reference.dspark import (build_out_tokens, cap_correct_len, dspark_accept_greedy, dspark_accept_sampling, dspark_bonus_at,
                      finalize_accept_lens)

@@ -3,7 +3,7 @@ plotly figures that the chart exports use).
 
 No streamlit here (pages show DOT through ``ui.graph``, which has ``dot`` lay it out on the
 server, and SVG through ``ui.chart``), so every renderer can be tested and benchmarked without a
-browser.
+browser. May import specviz.base only (values come in as plain arguments).
 """
 from specviz.render.palette import PALETTE, STATE_COLORS, STATES, state_color
 
