@@ -14,6 +14,7 @@ from specviz.replay.engine import scenario_inputs, scenario_key
 from specviz.base.errors import SpecvizError
 from specviz.base.limits import COIN_FORMAT, COIN_STEP, MAX_COIN
 from specviz.render import sampling_charts as sc
+from specviz.render import sampling_svg
 from specviz.inputs.scenario import scenario_from_json
 from specviz.app.ui import common as ui
 from specviz.replay import playframes
@@ -25,7 +26,7 @@ KEY = "chain_sampling"
 STEP = "chain"  # the animation's step key
 PRESETS = ["pq_example"]
 tr = ui.tr
-RENDER = sc
+RENDER = sampling_svg
 
 
 def _fig(name: str, *args, **kwargs):

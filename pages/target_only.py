@@ -15,6 +15,7 @@ from specviz.replay.engine import scenario_inputs, scenario_key
 from specviz.base.errors import SpecvizError
 from specviz.base.limits import COIN_FORMAT, COIN_STEP, MAX_COIN, MAX_THRESHOLD, MIN_THRESHOLD, THRESHOLD_STEP
 from specviz.render import sampling_charts as sc
+from specviz.render import sampling_svg
 from specviz.inputs.scenario import scenario_from_json
 from specviz.app.ui import common as ui
 from specviz.replay import playframes
@@ -25,7 +26,7 @@ SLOT = "target_only"
 KEY = STEP = "target_only"  # page name and the animation's step key
 PRESETS = ["target_only_sampling", "target_only_rejected_sibling", "thresholds_below_1", "semantics_disagree"]
 tr = ui.tr
-RENDER = sc
+RENDER = sampling_svg
 
 
 def _fig(name: str, *args, **kwargs):

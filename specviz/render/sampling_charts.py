@@ -1,6 +1,7 @@
 """Renderers for the two samplers: chain rejection sampling and target-only tree sampling.
 
-Pure functions (no streamlit): values in, a plotly figure or a graphviz DOT string out. Text the
+Pure functions (no streamlit): values in, a plotly figure (the chart exports) or a graphviz DOT string out;
+the same pictures as SVG drawn on the server, which the pages show, are in ``sampling_svg``. Text the
 student reads is passed in through ``text=`` dicts so the pages can translate it; the defaults
 are English. Every bar carries its exact value in the hover.
 
@@ -17,7 +18,6 @@ from specviz.base.safety import plotly_safe
 from plotly.subplots import make_subplots
 
 from specviz.base.safety import dot_quote
-from specviz.render import svgchart
 from specviz.render.palette import BLUE, FONT_FAMILY, GREY, ORANGE, PALE_GREY, PALETTE, PLOT_FONT_SIZE, SKY_BLUE, state_color, text_on
 
 P_COLOR = BLUE  # the target's p
@@ -37,7 +37,8 @@ def _layout(fig: go.Figure, *, height: int, title: str | None = None, legend: bo
     return fig
 
 
-def _fmt(v: float) -> str:
+def fmt_value(v: float) -> str:
+    """A value as the charts print it (4 significant digits)."""
     return f"{v:.4g}"
 
 
@@ -89,23 +90,23 @@ def accept_test_figure(p_tok: float, q_tok: float, coin: float, *, token: str, a
     a = min(1.0, p_tok / q_tok) if q_tok > 0 else (1.0 if p_tok > 0 else 0.0)
     fig = go.Figure()
     fig.add_bar(y=[0], x=[max(a, 0.002)], base=[0], orientation="h", width=0.8, name=t["accept"], marker_color=state_color("accepted"),
-                hovertemplate=f"{t['accept']}<br>[0, {_fmt(a)})<br>min(1, p/q) = min(1, {_fmt(p_tok)}/{_fmt(q_tok)}) = {_fmt(a)}<extra></extra>")
+                hovertemplate=f"{t['accept']}<br>[0, {fmt_value(a)})<br>min(1, p/q) = min(1, {fmt_value(p_tok)}/{fmt_value(q_tok)}) = {fmt_value(a)}<extra></extra>")
     if a > 0.12:
         fig.add_annotation(x=a / 2, y=0, text=f"<b>{t['accept']}</b>", showarrow=False, font=dict(color="white", size=PLOT_FONT_SIZE))
     if a < 1:
         fig.add_bar(y=[0], x=[1 - a], base=[a], orientation="h", width=0.8, name=t["reject"], marker_color=state_color("rejected"),
-                    hovertemplate=f"{t['reject']}<br>[{_fmt(a)}, 1)<extra></extra>")
+                    hovertemplate=f"{t['reject']}<br>[{fmt_value(a)}, 1)<extra></extra>")
         if 1 - a > 0.12:
             fig.add_annotation(x=(1 + a) / 2, y=0, text=f"<b>{t['reject']}</b>", showarrow=False, font=dict(color="white", size=PLOT_FONT_SIZE))
-    fig.add_annotation(x=a, y=-0.62, text=f"p/q = {_fmt(p_tok)}/{_fmt(q_tok)} = {_fmt(p_tok / q_tok) if q_tok > 0 else '∞'}",
+    fig.add_annotation(x=a, y=-0.62, text=f"p/q = {fmt_value(p_tok)}/{fmt_value(q_tok)} = {fmt_value(p_tok / q_tok) if q_tok > 0 else '∞'}",
                        showarrow=False, xanchor="right" if a > 0.85 else ("left" if a < 0.15 else "center"),
                        font=dict(size=PLOT_FONT_SIZE - 2, color="#444444"))
     verdict = "" if accepted is None else ("✔" if accepted else "✘")
     fig.add_scatter(x=[coin], y=[0.62], mode="markers", name=t["coin"], showlegend=False,
                     marker=dict(symbol="triangle-down", size=28, color="black", line=dict(color="white", width=2)),
-                    hovertemplate=(f"u = {_fmt(coin)}<br>u·q = {_fmt(coin)} × {_fmt(q_tok)} = {_fmt(coin * q_tok)}"
-                                   f"<br>p = {_fmt(p_tok)}" + ("" if accepted is None else f"<br>u·q &lt; p ? {accepted}") + "<extra></extra>"))
-    fig.add_annotation(x=coin, y=0.98, text=f"<b>u = {_fmt(coin)}  {verdict}</b>", showarrow=False, font=dict(size=PLOT_FONT_SIZE + 1))
+                    hovertemplate=(f"u = {fmt_value(coin)}<br>u·q = {fmt_value(coin)} × {fmt_value(q_tok)} = {fmt_value(coin * q_tok)}"
+                                   f"<br>p = {fmt_value(p_tok)}" + ("" if accepted is None else f"<br>u·q &lt; p ? {accepted}") + "<extra></extra>"))
+    fig.add_annotation(x=coin, y=0.98, text=f"<b>u = {fmt_value(coin)}  {verdict}</b>", showarrow=False, font=dict(size=PLOT_FONT_SIZE + 1))
     fig.update_xaxes(range=[-0.01, 1.01], title_text=t["x"], showgrid=False, dtick=0.1)
     fig.update_yaxes(range=[-0.85, 1.15], showticklabels=False, showgrid=False, zeroline=False)
     fig.update_layout(barmode="overlay")
@@ -139,7 +140,7 @@ def residual_figure(vocab: Sequence[str], p, q, *, coin_final: float | None = No
         fig.add_bar(x=list(vocab), y=dist, name=t["res"], marker_color=RESIDUAL_COLOR, row=1, col=1,
                     hovertemplate="%{x}: max(p − q, 0) = %{y:.4g}<extra></extra>")
     fig.add_bar(x=list(vocab), y=norm, name=t["norm"], marker_color=NORMALISED_COLOR, row=1, col=1,
-                text=[_fmt(v) if v > 0 else "" for v in norm], textposition="outside",
+                text=[fmt_value(v) if v > 0 else "" for v in norm], textposition="outside",
                 hovertemplate="%{x}: " + t["norm"] + " = %{y:.4g}<extra></extra>")
     # Inverse-CDF strip.
     lo = 0.0
@@ -152,10 +153,10 @@ def residual_figure(vocab: Sequence[str], p, q, *, coin_final: float | None = No
                     marker_line=dict(color="#444444", width=1.5), showlegend=False, row=2, col=1,
                     text=[vocab[i]], textposition="inside", insidetextanchor="middle",
                     textfont=dict(size=PLOT_FONT_SIZE + 2, color=text_on(fill)),
-                    hovertemplate=f"{vocab[i]}: [{_fmt(lo)}, {_fmt(lo + norm[i])})<extra></extra>")
+                    hovertemplate=f"{vocab[i]}: [{fmt_value(lo)}, {fmt_value(lo + norm[i])})<extra></extra>")
         lo += norm[i]
     if coin_final is not None:
-        label = f"{t['coin']} = {_fmt(coin_final)}" + (f" → {vocab[chosen]}" if chosen is not None and 0 <= chosen < V else "")
+        label = f"{t['coin']} = {fmt_value(coin_final)}" + (f" → {vocab[chosen]}" if chosen is not None and 0 <= chosen < V else "")
         fig.add_scatter(x=[coin_final], y=[t["cdf"]], mode="markers", row=2, col=1, showlegend=False,
                         marker=dict(symbol="triangle-down", size=26, color="black", line=dict(color="white", width=2)),
                         hovertemplate=label + "<extra></extra>")
@@ -179,14 +180,14 @@ def decomposition_figure(vocab: Sequence[str], accepted, redistributed, p, *, te
     pp = [float(v) for v in p]
     fig = go.Figure()
     fig.add_bar(x=list(vocab), y=acc, name=t["acc"], marker_color=state_color("accepted"),
-                text=[_fmt(v) if v > 1e-12 else "" for v in acc], textposition="inside",
+                text=[fmt_value(v) if v > 1e-12 else "" for v in acc], textposition="inside",
                 textfont=dict(color="white", size=PLOT_FONT_SIZE), hovertemplate="%{x}: " + t["acc"] + " = %{y:.4g}<extra></extra>")
     fig.add_bar(x=list(vocab), y=red, name=t["red"], marker_color=state_color("bonus"),
-                text=[_fmt(v) if v > 1e-12 else "" for v in red], textposition="inside",
+                text=[fmt_value(v) if v > 1e-12 else "" for v in red], textposition="inside",
                 textfont=dict(color="black", size=PLOT_FONT_SIZE), hovertemplate="%{x}: " + t["red"] + " = %{y:.4g}<extra></extra>")
     fig.add_scatter(x=list(vocab), y=pp, mode="markers+text", name=t["p"],
                     marker=dict(symbol="line-ew", size=46, line=dict(color="black", width=4)),
-                    text=[f"p = {_fmt(v)}" for v in pp], textposition="top center", textfont=dict(size=PLOT_FONT_SIZE),
+                    text=[f"p = {fmt_value(v)}" for v in pp], textposition="top center", textfont=dict(size=PLOT_FONT_SIZE),
                     hovertemplate="%{x}: p = %{y:.4g}<extra></extra>")
     fig.update_layout(barmode="stack")
     fig.update_yaxes(range=[0, max(pp + [a + r for a, r in zip(acc, red)] + [0.1]) * 1.3], gridcolor="#eeeeee")
@@ -207,7 +208,7 @@ def monte_carlo_figure(vocab: Sequence[str], empirical, target, *, expected=None
                     hovertemplate="%{x}: " + t["exp"] + " = %{y:.4g}<extra></extra>")
     cd = [int(c) for c in counts] if counts is not None else [0] * len(emp)
     fig.add_bar(x=list(vocab), y=emp, name=t["emp"], marker_color=ORANGE, customdata=cd,
-                text=[_fmt(v) if v > 0 else "" for v in emp], textposition="outside",
+                text=[fmt_value(v) if v > 0 else "" for v in emp], textposition="outside",
                 hovertemplate="%{x}: %{y:.4g} (%{customdata} trials)<extra></extra>")
     fig.update_layout(barmode="group")
     fig.update_yaxes(range=[0, 1.05], gridcolor="#eeeeee")
@@ -220,7 +221,7 @@ def probability_heatmap(row_labels: Sequence[str], vocab: Sequence[str], table, 
     """A [rows, V] probability table as a heatmap with values in the cells; highlight = [(row, col)] outlined."""
     z = [[float(v) for v in row] for row in table]
     fig = go.Figure(go.Heatmap(z=z, x=list(vocab), y=list(row_labels), zmin=0, zmax=1, colorscale=[[0, "#F7F7F7"], [1, BLUE]],
-                               text=[[_fmt(v) for v in row] for row in z], texttemplate="%{text}", showscale=False,
+                               text=[[fmt_value(v) for v in row] for row in z], texttemplate="%{text}", showscale=False,
                                hovertemplate="%{y}, %{x}: %{z:.4g}<extra></extra>"))
     for r, c in highlight or []:
         fig.add_shape(type="rect", x0=c - 0.5, x1=c + 0.5, y0=r - 0.5, y1=r + 0.5, line=dict(color="black", width=4))
@@ -250,21 +251,21 @@ def buckets_figure(buckets, labels: Sequence[str], coin: float | None, *, curren
         hi_max = max(hi_max, bk.hi)
         state = verdicts.get(j, "current" if j == current else "pending")
         fill = state_color(state)
-        hover = (f"{labels[j]}: p = {_fmt(bk.p)}<br>prob_acc = {_fmt(bk.prob_acc)}<br>"
-                 f"prob_acc / threshold_acc = {_fmt(bk.prob_acc)} / {_fmt(threshold_acc)} = {_fmt(bk.bound)}"
-                 f"<br>bucket [{_fmt(bk.lo)}, {_fmt(bk.hi)})" + ("<br>p ≥ threshold_single" if bk.single else ""))
+        hover = (f"{labels[j]}: p = {fmt_value(bk.p)}<br>prob_acc = {fmt_value(bk.prob_acc)}<br>"
+                 f"prob_acc / threshold_acc = {fmt_value(bk.prob_acc)} / {fmt_value(threshold_acc)} = {fmt_value(bk.bound)}"
+                 f"<br>bucket [{fmt_value(bk.lo)}, {fmt_value(bk.hi)})" + ("<br>p ≥ threshold_single" if bk.single else ""))
         fig.add_bar(y=[0], x=[max(width, 0.004)], base=[bk.lo], orientation="h", width=0.8, marker_color=fill, showlegend=False,
                     marker_line=dict(color="black" if j == current else "white", width=5 if j == current else 2),
                     hovertemplate=hover + "<extra></extra>")
         if width > 0.03:
             fig.add_annotation(x=(bk.lo + bk.hi) / 2, y=0, text=f"<b>{labels[j]}</b>", showarrow=False,
                                font=dict(size=PLOT_FONT_SIZE + 2, color=text_on(fill)))
-            fig.add_annotation(x=(bk.lo + bk.hi) / 2, y=-0.62, text=f"[{_fmt(bk.lo)}, {_fmt(bk.hi)})", showarrow=False,
+            fig.add_annotation(x=(bk.lo + bk.hi) / 2, y=-0.62, text=f"[{fmt_value(bk.lo)}, {fmt_value(bk.hi)})", showarrow=False,
                                font=dict(size=PLOT_FONT_SIZE - 3, color="#444444"))
     if hi_max < 1.0:
         fig.add_bar(y=[0], x=[1.0 - hi_max], base=[hi_max], orientation="h", width=0.8, marker_color=PALE_GREY, showlegend=False,
-                    marker_line=dict(color="white", width=2), hovertemplate=f"[{_fmt(hi_max)}, 1): {t['rest']}<extra></extra>")
-        fig.add_annotation(x=(hi_max + 1) / 2, y=-0.62, text=f"[{_fmt(hi_max)}, 1)", showarrow=False,
+                    marker_line=dict(color="white", width=2), hovertemplate=f"[{fmt_value(hi_max)}, 1): {t['rest']}<extra></extra>")
+        fig.add_annotation(x=(hi_max + 1) / 2, y=-0.62, text=f"[{fmt_value(hi_max)}, 1)", showarrow=False,
                            font=dict(size=PLOT_FONT_SIZE - 3, color="#444444"))
         if 1 - hi_max > 0.12:
             fig.add_annotation(x=(hi_max + 1) / 2, y=0, text=t["rest"] if 1 - hi_max > 0.4 else "relu(p − buf)", showarrow=False,
@@ -272,8 +273,8 @@ def buckets_figure(buckets, labels: Sequence[str], coin: float | None, *, curren
     if coin is not None:
         fig.add_scatter(x=[coin], y=[0.62], mode="markers", showlegend=False,
                         marker=dict(symbol="triangle-down", size=26, color="black", line=dict(color="white", width=2)),
-                        hovertemplate=f"{t['coin']} = {_fmt(coin)}<extra></extra>")
-        fig.add_annotation(x=coin, y=0.95, text=f"<b>u = {_fmt(coin)}</b>", showarrow=False, font=dict(size=PLOT_FONT_SIZE + 1))
+                        hovertemplate=f"{t['coin']} = {fmt_value(coin)}<extra></extra>")
+        fig.add_annotation(x=coin, y=0.95, text=f"<b>u = {fmt_value(coin)}</b>", showarrow=False, font=dict(size=PLOT_FONT_SIZE + 1))
     fig.update_xaxes(range=[-0.01, 1.01], title_text=t["x"], dtick=0.1, showgrid=False)
     fig.update_yaxes(range=[-0.85, 1.1], showticklabels=False, showgrid=False, zeroline=False)
     fig.update_layout(barmode="overlay")
@@ -296,7 +297,7 @@ def buffer_figure(vocab: Sequence[str], p_row, buffer_row, *, dist=None, coin_fi
     fig = make_subplots(rows=rows, cols=1, row_heights=[0.72, 0.28] if rows == 2 else [1.0], vertical_spacing=0.14)
     fig.add_bar(x=list(vocab), y=p, name=t["p"], marker_color=P_COLOR, row=1, col=1, hovertemplate="%{x}: p = %{y:.4g}<extra></extra>")
     fig.add_bar(x=list(vocab), y=buf, name=t["buf"], marker_color=state_color("rejected"), row=1, col=1,
-                text=[_fmt(v) if v > 0 else "" for v in buf], textposition="outside",
+                text=[fmt_value(v) if v > 0 else "" for v in buf], textposition="outside",
                 hovertemplate="%{x}: buffer = %{y:.4g}<extra></extra>")
     fig.add_bar(x=list(vocab), y=res, name=t["res"], marker_color=ORANGE, row=1, col=1,
                 hovertemplate="%{x}: relu(p − buffer) = %{y:.4g}<extra></extra>")
@@ -313,10 +314,10 @@ def buffer_figure(vocab: Sequence[str], p_row, buffer_row, *, dist=None, coin_fi
                         marker_line=dict(color="#444444", width=1.5), row=2, col=1, offsetgroup="strip",
                         text=[vocab[i]], textposition="inside", insidetextanchor="middle",
                         textfont=dict(size=PLOT_FONT_SIZE + 2, color=text_on(fill)),
-                        hovertemplate=f"{vocab[i]}: [{_fmt(lo)}, {_fmt(lo + w)})<extra></extra>")
+                        hovertemplate=f"{vocab[i]}: [{fmt_value(lo)}, {fmt_value(lo + w)})<extra></extra>")
             lo += w
         if coin_final is not None:
-            label = f"{t['coin']} = {_fmt(coin_final)}" + (f" → {vocab[chosen]}" if chosen is not None and 0 <= chosen < len(vocab) else "")
+            label = f"{t['coin']} = {fmt_value(coin_final)}" + (f" → {vocab[chosen]}" if chosen is not None and 0 <= chosen < len(vocab) else "")
             fig.add_scatter(x=[coin_final], y=[t["cdf"]], mode="markers", row=2, col=1, showlegend=False,
                             marker=dict(symbol="triangle-down", size=26, color="black", line=dict(color="white", width=2)),
                             hovertemplate=label + "<extra></extra>")
@@ -380,92 +381,3 @@ def _descendants(parents: Sequence[int], node: int) -> int:
             below.add(i)
             count += 1
     return count
-
-
-# ---------------------------------------------------------------------------------------------
-# The same pictures as SVG drawn on the server (what the pages show; the plotly figures above
-# remain for the chart exports)
-# ---------------------------------------------------------------------------------------------
-
-def residual_svg(vocab: Sequence[str], p, q, *, coin_final: float | None = None, chosen: int | None = None,
-                 bonus_from_p: bool = False, text: dict | None = None, width: float = svgchart.WIDTH) -> str:
-    """``residual_figure`` as SVG: p, q, max(p − q, 0) and its normalised form per token, then the
-    normalised residual on a 0..1 strip with the terminal coin landing on one token."""
-    t = {"p": "p (target)", "q": "q (draft)", "res": "max(p − q, 0)", "norm": "normalised",
-         "coin": "u_final", "cdf": "terminal draw", "title": ""} | (text or {})
-    cats = [str(v) for v in vocab]
-    p = [float(v) for v in p]
-    full = bonus_from_p or q is None
-    dist = p[:] if full else [max(a - float(b), 0.0) for a, b in zip(p, q)]
-    tot = sum(dist)
-    norm = [d / tot if tot > 0 else 0.0 for d in dist]
-    series = [svgchart.Bars(t["p"], p, P_COLOR, hovers=[f"{c}: p = {_fmt(v)}" for c, v in zip(cats, p)])]
-    if not full:
-        qq = [float(v) for v in q]
-        series += [svgchart.Bars(t["q"], qq, Q_COLOR, hovers=[f"{c}: q = {_fmt(v)}" for c, v in zip(cats, qq)]),
-                   svgchart.Bars(t["res"], dist, RESIDUAL_COLOR,
-                                 hovers=[f"{c}: max(p − q, 0) = {_fmt(v)}" for c, v in zip(cats, dist)])]
-    series.append(svgchart.Bars(t["norm"], norm, NORMALISED_COLOR, labels=[_fmt(v) if v > 0 else "" for v in norm],
-                                hovers=[f"{c}: {t['norm']} = {_fmt(v)}" for c, v in zip(cats, norm)]))
-    label = "" if coin_final is None else (
-        f"{t['coin']} = {_fmt(coin_final)}" + (f" → {cats[chosen]}" if chosen is not None and 0 <= chosen < len(cats) else ""))
-    segs = svgchart.cdf_segments(cats, norm, chosen, hit_fill=state_color("bonus"))
-    return svgchart.bars_over_strip(cats, series, segs, coin=coin_final, coin_label=label, caption=t["cdf"],
-                                    y_max=max(1.0, max(p + norm) * 1.18), alt=t["title"] or t["cdf"], width=width)
-
-
-def buffer_svg(vocab: Sequence[str], p_row, buffer_row, *, dist=None, coin_final: float | None = None,
-               chosen: int | None = None, text: dict | None = None, width: float = svgchart.WIDTH) -> str:
-    """``buffer_figure`` as SVG: the parent's p, the work buffer, relu(p − buffer); with ``dist``
-    the terminal draw's strip under them."""
-    t = {"p": "p (target row)", "buf": "work buffer draft_probs", "res": "relu(p − buffer)", "coin": "u_final",
-         "cdf": "terminal draw", "title": ""} | (text or {})
-    cats = [str(v) for v in vocab]
-    p = [float(v) for v in p_row]
-    buf = [float(v) for v in buffer_row]
-    res = [max(a - b, 0.0) for a, b in zip(p, buf)]
-    series = [svgchart.Bars(t["p"], p, P_COLOR, hovers=[f"{c}: p = {_fmt(v)}" for c, v in zip(cats, p)]),
-              svgchart.Bars(t["buf"], buf, state_color("rejected"), labels=[_fmt(v) if v > 0 else "" for v in buf],
-                            hovers=[f"{c}: buffer = {_fmt(v)}" for c, v in zip(cats, buf)]),
-              svgchart.Bars(t["res"], res, ORANGE, hovers=[f"{c}: relu(p − buffer) = {_fmt(v)}" for c, v in zip(cats, res)])]
-    if dist is None:
-        return svgchart.bar_chart(cats, series, y_max=1.1, height=340, alt=t["title"] or t["res"], width=width)
-    label = "" if coin_final is None else (
-        f"{t['coin']} = {_fmt(coin_final)}" + (f" → {cats[chosen]}" if chosen is not None and 0 <= chosen < len(cats) else ""))
-    segs = svgchart.cdf_segments(cats, [float(v) for v in dist], chosen, hit_fill=state_color("bonus"))
-    return svgchart.bars_over_strip(cats, series, segs, coin=coin_final, coin_label=label, caption=t["cdf"], y_max=1.1,
-                                    alt=t["title"] or t["cdf"], width=width)
-
-
-def decomposition_svg(vocab: Sequence[str], accepted, redistributed, p, *, text: dict | None = None,
-                      width: float = svgchart.WIDTH) -> str:
-    """``decomposition_figure`` as SVG: min(p, q) stacked under the redistributed rejected mass, p as a tick."""
-    t = {"acc": "accepted: min(p, q)", "red": "rejected mass, redistributed", "p": "p (target)", "title": ""} | (text or {})
-    cats = [str(v) for v in vocab]
-    acc = [float(v) for v in accepted]
-    red = [float(v) for v in redistributed]
-    pp = [float(v) for v in p]
-    series = [svgchart.Bars(t["acc"], acc, state_color("accepted"), labels=[_fmt(v) if v > 1e-12 else "" for v in acc],
-                            hovers=[f"{c}: {t['acc']} = {_fmt(v)}" for c, v in zip(cats, acc)]),
-              svgchart.Bars(t["red"], red, state_color("bonus"), labels=[_fmt(v) if v > 1e-12 else "" for v in red],
-                            hovers=[f"{c}: {t['red']} = {_fmt(v)}" for c, v in zip(cats, red)])]
-    tick = svgchart.Tick(pp, t["p"], labels=[f"p = {_fmt(v)}" for v in pp])
-    top = max(pp + [a + r for a, r in zip(acc, red)] + [0.1]) * 1.3
-    return svgchart.bar_chart(cats, series, stack=True, ticks=[tick], y_max=top, height=400, alt=t["title"] or t["p"], width=width)
-
-
-def monte_carlo_svg(vocab: Sequence[str], empirical, target, *, expected=None, counts=None, text: dict | None = None,
-                    width: float = svgchart.WIDTH) -> str:
-    """``monte_carlo_figure`` as SVG: empirical first-token frequencies beside p (and the closed form)."""
-    t = {"emp": "Monte Carlo", "p": "p (target)", "exp": "exact for this procedure", "trials": "trials", "title": ""} | (text or {})
-    cats = [str(v) for v in vocab]
-    emp = [float(v) for v in empirical]
-    tgt = [float(v) for v in target]
-    cd = [int(c) for c in counts] if counts is not None else [0] * len(emp)
-    series = [svgchart.Bars(t["p"], tgt, P_COLOR, hovers=[f"{c}: p = {_fmt(v)}" for c, v in zip(cats, tgt)])]
-    if expected is not None:
-        ex = [float(v) for v in expected]
-        series.append(svgchart.Bars(t["exp"], ex, GREY, hovers=[f"{c}: {t['exp']} = {_fmt(v)}" for c, v in zip(cats, ex)]))
-    series.append(svgchart.Bars(t["emp"], emp, ORANGE, labels=[_fmt(v) if v > 0 else "" for v in emp],
-                                hovers=[f"{c}: {_fmt(v)} ({n} {t['trials']})" for c, v, n in zip(cats, emp, cd)]))
-    return svgchart.bar_chart(cats, series, y_max=1.05, height=380, alt=t["title"] or t["emp"], width=width)
