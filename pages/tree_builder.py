@@ -253,9 +253,12 @@ def scenario_view():
 
         rt_key = f"w_rt::{ver}::{sel}"  # a new table widget per selected node: its selection_default is that node
 
-        def on_pick():
+        def on_pick(drawn=sel):
+            # A table reports the row it was drawn with (its selection_default) when a click of another widget
+            # carries the browser's state of a table from an earlier run: that is no pick, and taking it would
+            # undo the selection an add-child callback just moved (test_bursts_of_add_child_then_delete_...).
             rows = st.session_state[rt_key].selection.rows
-            if rows:
+            if rows and int(rows[0]) != drawn:
                 ui.set_value(SEL, int(rows[0]))
 
         # The selected node is the table's selected row (the grid's own highlight), not a pandas Styler
