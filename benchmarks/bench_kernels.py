@@ -56,7 +56,9 @@ BEFORE = None  # --before DIR: the kernels package of an earlier commit (DIR/ker
 
 
 def load_before(path):
-    """The kernels package copied from an earlier commit into DIR/kernels_before (``git archive REV kernels``)."""
+    """An earlier commit's kernels in DIR/kernels_before, beside that commit's own library in DIR/specviz_before
+    (made by benchmarks/make_before.sh), so the earlier kernels validate with the helpers they were written against,
+    whatever the library's layout is today."""
     import importlib
     sys.path.insert(0, str(Path(path).resolve()))
     mods = {name: importlib.import_module(f"kernels_before.{name}") for name in ("triton_tree", "triton_verify", "triton_sampling")}

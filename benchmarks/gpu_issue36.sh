@@ -1,7 +1,6 @@
 #!/bin/bash
 # Issue 36 on one H200 (the `run` tool, carry=[".sglang", ".whl", ".before"]): the kernel tests compiled,
-# the kernel benchmark with the kernels of 6e1ef88 beside ours (".before/kernels_before", made by
-# `mkdir -p .before/kernels_before && git archive 6e1ef88 kernels | tar -x --strip-components=1 -C .before/kernels_before`),
+# the kernel benchmark with the kernels of 6e1ef88 beside ours (".before", made by `benchmarks/make_before.sh 6e1ef88`),
 # the split target_probs kernel's variants (gpu_target_probs.py), the decoding loop's round on the CPU and
 # the GPU, then the whole suite. Outputs under $OUT (or ./out): 8 files (what the `run` tool brings back).
 OUT=${OUT:-out}; mkdir -p "$OUT"
