@@ -99,13 +99,8 @@ def tree_sampling_target_only_kernel(predicts_ptr, accept_index_ptr, accept_toke
             n_rejected = tl.zeros([], dtype=tl.int32)
             while (child != -1) & (accepted == 0):  # one coin per level, a running sum over siblings
                 tok = tl.load(candidates_ptr + base + child)
-                pt = tl.load(p_req + node * stride_p_row + tok)
-                acc = acc + pt
-                bound = tl.math.div_rn(acc, threshold_acc)
-                if NEW_SEMANTICS:
-                    ok = (pt > 0.0) & ((coin < bound) | (pt >= threshold_single))
-                else:
-                    ok = (coin <= bound) | (pt >= threshold_single)
+                pt, acc, ok = _sibling_test(p_req + node * stride_p_row, tok, acc, coin, threshold_acc,
+                                            threshold_single, NEW_SEMANTICS)
                 # A rejected sibling leaves its target mass in the work buffer, then the scan moves on.
                 if ZERO_BUF:
                     miss = ok.to(tl.int32) == 0
@@ -137,6 +132,22 @@ def tree_sampling_target_only_kernel(predicts_ptr, accept_index_ptr, accept_toke
         tok = target_only_inverse_cdf_row(p_req + node * stride_p_row, buf_req + node * V, use_sub,
                                           tl.load(final_coins_ptr + b), V, LAST_VALID_FALLBACK=NEW_SEMANTICS, CHUNK=BLOCK_V)
     tl.store(predicts_ptr + last, tok)
+
+
+@triton.jit
+def _sibling_test(p_row_ptr, tok, acc, coin, threshold_acc, threshold_single, NEW_SEMANTICS: tl.constexpr):
+    """One sibling's test at a level, shared by both kernels (specviz/reference/target_only.py): its target
+    mass pt joins the level's running sum acc; it is accepted when the level's coin is below acc /
+    threshold_acc (at or below before 0.5.23) or pt alone reaches threshold_single; 0.5.23 also asks pt > 0.
+    Returns (pt, acc, ok)."""
+    pt = tl.load(p_row_ptr + tok)
+    acc = acc + pt
+    bound = tl.math.div_rn(acc, threshold_acc)
+    if NEW_SEMANTICS:
+        ok = (pt > 0.0) & ((coin < bound) | (pt >= threshold_single))
+    else:
+        ok = (coin <= bound) | (pt >= threshold_single)
+    return pt, acc, ok
 
 
 @triton.jit
@@ -264,13 +275,8 @@ def tree_sampling_target_only_split_kernel(predicts_ptr, accept_index_ptr, accep
                 n_rejected = tl.zeros([], dtype=tl.int32)
                 while (child != -1) & (accepted == 0):
                     tok = _node(cand, candidates_ptr + base, offs_n, child, WALK_IN_REGISTERS)
-                    pt = tl.load(p_req + node * stride_p_row + tok)
-                    acc = acc + pt
-                    bound = tl.math.div_rn(acc, threshold_acc)
-                    if NEW_SEMANTICS:
-                        ok = (pt > 0.0) & ((coin < bound) | (pt >= threshold_single))
-                    else:
-                        ok = (coin <= bound) | (pt >= threshold_single)
+                    pt, acc, ok = _sibling_test(p_req + node * stride_p_row, tok, acc, coin, threshold_acc,
+                                                threshold_single, NEW_SEMANTICS)
                     miss = ok.to(tl.int32) == 0
                     _record_rejection(rec_req, n, child, node, pt, miss & write_buf)
                     rejected = tl.where((offs_n == n_rejected) & miss, tok, rejected)
