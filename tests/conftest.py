@@ -264,3 +264,45 @@ def open_sidebar_boxes(at, export_key: str | None = None):
     for slot in list(SLOTS) + ["audit", "quiz", "pitfalls", "engines"]:
         at.session_state[f"w_io_open::{slot}"] = True
     return at
+
+
+# -- with and without Graphviz's dot --------------------------------------------------------------------
+
+GRAPHVIZ_COMMANDS = {"dot", "neato", "twopi", "circo", "fdp", "sfdp", "patchwork", "osage"}
+
+
+def path_without_dot(folder: Path) -> str:
+    """A PATH of one folder that links every command of the current PATH except Graphviz's (a machine
+    without the Debian graphviz package, such as the GPU test machine)."""
+    folder.mkdir()
+    for d in os.environ.get("PATH", "").split(os.pathsep):
+        if not d or not os.path.isdir(d):
+            continue
+        for name in os.listdir(d):
+            target = os.path.join(d, name)
+            if name in GRAPHVIZ_COMMANDS or name.startswith("dot_") or (folder / name).exists():
+                continue
+            if os.path.isfile(target) and os.access(target, os.X_OK):
+                (folder / name).symlink_to(target)
+    path = str(folder)
+    assert shutil.which("dot", path=path) is None
+    return path
+
+
+@pytest.fixture(scope="session")
+def no_dot_path(tmp_path_factory) -> str:
+    """``path_without_dot``, made once a session (about a thousand links, a few ms)."""
+    return path_without_dot(tmp_path_factory.mktemp("nodot") / "bin")
+
+
+@pytest.fixture(params=["dot", "no dot"])
+def dot_or_not(request, monkeypatch) -> str:
+    """Runs a test twice: with this machine's PATH (skipped where ``dot`` is not installed: the other run is
+    that machine) and with ``no_dot_path``, where figures are laid out by the browser's Graphviz in
+    WebAssembly. ``SPECVIZ_LAYOUT`` is cleared, so the layout follows ``dot`` as it does for a user."""
+    monkeypatch.delenv("SPECVIZ_LAYOUT", raising=False)
+    if request.param == "no dot":
+        monkeypatch.setenv("PATH", request.getfixturevalue("no_dot_path"))
+    elif shutil.which("dot") is None:
+        pytest.skip("Graphviz's dot is not installed here; the 'no dot' run covers this machine")
+    return request.param

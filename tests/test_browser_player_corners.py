@@ -16,19 +16,15 @@ from __future__ import annotations
 import base64
 import os
 import re
-import shutil
 import urllib.parse
 import urllib.request
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("playwright")
 from playwright.sync_api import expect  # noqa: E402
 
-from tests.conftest import start_app_server, wait_for_app  # noqa: E402
-
-GRAPHVIZ_COMMANDS = {"dot", "neato", "twopi", "circo", "fdp", "sfdp", "patchwork", "osage"}
+from tests.conftest import path_without_dot, start_app_server, wait_for_app  # noqa: E402
 
 
 def _player(page):
@@ -101,28 +97,11 @@ def test_scrubber_click_and_drag_move_the_step(page, open_page, url_path):
 # Item 5: no dot on the server
 # ---------------------------------------------------------------------------------------------
 
-def _path_without_dot(folder: Path) -> str:
-    """A PATH of one folder that links every command of the current PATH except Graphviz's."""
-    folder.mkdir()
-    for d in os.environ.get("PATH", "").split(os.pathsep):
-        if not d or not os.path.isdir(d):
-            continue
-        for name in os.listdir(d):
-            target = os.path.join(d, name)
-            if name in GRAPHVIZ_COMMANDS or name.startswith("dot_") or (folder / name).exists():
-                continue
-            if os.path.isfile(target) and os.access(target, os.X_OK):
-                (folder / name).symlink_to(target)
-    path = str(folder)
-    assert shutil.which("dot", path=path) is None
-    return path
-
-
 @pytest.fixture(scope="module")
 def server_without_dot(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("nodot")
     old = os.environ.get("PATH", "")
-    os.environ["PATH"] = _path_without_dot(tmp / "bin")
+    os.environ["PATH"] = path_without_dot(tmp / "bin")
     try:
         with start_app_server(tmp / "server.log") as url:
             os.environ["PATH"] = old

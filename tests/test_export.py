@@ -1,4 +1,5 @@
 """Exports: the pytest file runs and passes in a subprocess; the HTML animation plays offline in chromium."""
+import base64
 import json
 import os
 import subprocess
@@ -174,13 +175,26 @@ def _exported_data(text: str) -> dict:
     return json.loads(re.search(r'<script type="application/json" id="sv-data">(.*?)</script>', text, re.S).group(1))
 
 
-def test_animation_html_is_self_contained():
+def test_animation_html_is_self_contained(dot_or_not):
+    """Nothing in the file can fetch; with dot the figures are SVG text, without it Graphviz in WebAssembly
+    rides along base64 in the data: its text (which holds the SVG DTD's URL, a name in the header of the SVG
+    it writes, never fetched) never meets the HTML parser, and the file keeps two scripts, data and module."""
+    from specviz.replay.player import GRAPHVIZ_JS, static_dir
+
     text = animation_html(preset("batch_two_requests"), "zh")
     # the SVG and XLink namespaces' names (in the player and in the figures' SVG text) are names, not requests
     lowered = text.lower().replace("http://www.w3.org/2000/svg", "").replace("http://www.w3.org/1999/xlink", "")
     for bad in ("http://", "https://", "src=", "@import", "url("):
         assert bad not in lowered, bad
     assert "步骤" in text and "default-src 'none'" in text
+    assert text.lower().count("</script") == 2 and "<!--" not in text  # nothing ends a script early or escapes it
+    data = _exported_data(text)
+    assert (data["player"]["svgs"] is None) == (dot_or_not == "no dot") == (data["graphviz"] is not None)
+    if data["graphviz"] is not None:  # the vendored file, byte for byte; the CSP lets it compile WebAssembly
+        assert base64.b64decode(data["graphviz"]) == (static_dir() / GRAPHVIZ_JS).read_bytes()
+        assert "'wasm-unsafe-eval'" in text
+    else:
+        assert "'wasm-unsafe-eval'" not in text
 
 
 @pytest.mark.parametrize("name", PRESETS)
@@ -248,20 +262,20 @@ def test_exported_player_steps_offline_through_every_frame(tmp_path, browser, na
     assert not errors and all(u.startswith("file://") for u in requests), (errors, requests)
 
 
-def test_animation_plays_offline_in_chromium(tmp_path, browser):
-    """Play at 4 steps/s runs to the end; keys step; laid out by the browser too (no dot: Graphviz in
-    WebAssembly inlined, the CSP allowing WebAssembly and nothing else more)."""
-    os.environ["SPECVIZ_LAYOUT"] = "browser"
-    try:
-        text = animation_html(preset("running_example"))
-    finally:
-        del os.environ["SPECVIZ_LAYOUT"]
+def test_animation_plays_offline_in_chromium(tmp_path, browser, no_dot_path, monkeypatch):
+    """Play at 4 steps/s runs to the end; keys step; laid out by the browser too (made where there is no
+    dot: Graphviz in WebAssembly inlined, the CSP allowing WebAssembly and nothing else more)."""
+    monkeypatch.delenv("SPECVIZ_LAYOUT", raising=False)
+    monkeypatch.setenv("PATH", no_dot_path)
+    text = animation_html(preset("running_example"))
     assert "'wasm-unsafe-eval'" in text and _exported_data(text)["player"]["dots"]
     path = tmp_path / "walk.html"
     path.write_text(text, encoding="utf-8")
-    requests = []
+    requests, errors = [], []
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.route("**/*", lambda r: (requests.append(r.request.url),
                                   r.continue_() if r.request.url.startswith("file://") else r.abort()))
     page.goto(path.as_uri())
@@ -283,7 +297,7 @@ def test_animation_plays_offline_in_chromium(tmp_path, browser):
     page.keyboard.press("ArrowRight")
     assert root.get_attribute("data-sv-cur") == "1"
     context.close()
-    assert all(u.startswith("file://") for u in requests), requests
+    assert all(u.startswith("file://") for u in requests) and not errors, (requests, errors)
 
 
 @pytest.mark.parametrize("body, why", [

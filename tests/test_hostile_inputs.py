@@ -414,7 +414,7 @@ def _script_data(page: str) -> dict:
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_animation_html_keeps_every_user_string_as_data(lang):
+def test_animation_html_keeps_every_user_string_as_data(lang, dot_or_not):
     benign = animation_html(preset("running_example"), lang)
     for s in _hostile_scenarios()[:3] + _hostile_scenarios()[-3:]:
         page = animation_html(s, lang)
@@ -428,10 +428,12 @@ def test_animation_html_keeps_every_user_string_as_data(lang):
         assert data["desc"].startswith(s.describe(lang))
         import html as _html
 
-        # a label is in a frame's text, or in a figure (an SVG shown through <img>, its text escaped by Graphviz)
-        figures = [_html.unescape(svg) for svg in data["player"]["svgs"]]
+        # a label is in a frame's text, or in a figure: an SVG laid out by dot here (shown through <img>, its text
+        # escaped by Graphviz), or without dot the DOT text that the browser lays out (data, never markup)
+        svgs = data["player"]["svgs"] or []
+        figures = [_html.unescape(svg) for svg in svgs] if data["player"]["svgs"] is not None else data["player"]["dots"]
         flat = json.dumps(data["player"]["frames"], ensure_ascii=False) + "".join(figures)
-        assert not any("<script" in svg.lower() or "<iframe" in svg.lower() for svg in data["player"]["svgs"])
+        assert not any("<script" in svg.lower() or "<iframe" in svg.lower() for svg in svgs)
         for label in s.vocab[:6]:
             assert (json.dumps(label, ensure_ascii=False)[1:-1] in flat or label in flat
                     or label not in str(s.requests)), label
