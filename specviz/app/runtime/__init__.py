@@ -8,7 +8,9 @@ for, else it stays out and says so), and ``install()`` that app.py and the worke
 - ``widget_guard``: a crafted widget value of the wrong type (websocket) is ignored instead of breaking the tab.
 
 Each module's docstring names the upstream behaviour it works around, the Streamlit versions it was
-checked on, what a user sees without it, and how to drop it. ``specviz doctor`` prints ``status()``.
+checked on, what a user sees without it, and how to drop it; each installs through
+``shape_guard.install_once`` (import, once per process, shape check, patch, mark). ``specviz doctor``
+prints ``status()``.
 It imports only Streamlit (never specviz.app.ui or pages), so the CLI can report on it.
 """
 from __future__ import annotations

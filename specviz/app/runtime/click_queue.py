@@ -62,6 +62,8 @@ import functools
 import logging
 import time
 
+from specviz.app.runtime.shape_guard import install_once
+
 _log = logging.getLogger(__name__)
 UPSTREAM = "streamlit/streamlit#10578 (a rerun interrupts callbacks), #8365 (requests folded)"  # what `specviz doctor` prints beside the patch
 _QUEUE = "_specviz_click_queue"
@@ -212,22 +214,24 @@ def _promote_locked(requests) -> None:
 
 def install() -> bool:
     """Patch Streamlit once per process; False (and a log line) if its shape is not the known one."""
-    try:
-        from streamlit.runtime.scriptrunner_utils import script_requests as sr
-        from streamlit.runtime.state.safe_session_state import SafeSessionState
-    except ImportError:  # pragma: no cover - Streamlit moved the modules
-        _log.warning("click queue not installed: streamlit's script_requests / safe_session_state modules are gone")
-        return False
+    return install_once("click queue", "_specviz_click_queue", _shape, _patch, _log)
+
+
+def _shape() -> tuple:
+    from streamlit.runtime.scriptrunner_utils import script_requests as sr
+    from streamlit.runtime.state.safe_session_state import SafeSessionState
+
     cls = sr.ScriptRequests
-    if getattr(cls, "_specviz_click_queue", False):
-        return True
     needed = ("_request_rerun_locked", "on_scriptrunner_yield", "on_scriptrunner_ready", "request_stop")
     fields = {f.name for f in dataclasses.fields(sr.RerunData)} if dataclasses.is_dataclass(sr.RerunData) else set()
-    if (not all(hasattr(cls, n) for n in needed) or not hasattr(sr, "ScriptRequestType")
-            or not hasattr(SafeSessionState, "on_script_will_rerun")
-            or not {"widget_states", "replay_trigger_states", "replay_trigger_values"} <= fields):
-        _log.warning("click queue not installed: ScriptRequests / SafeSessionState / RerunData lack %s", needed)
-        return False
+    known = (all(hasattr(cls, n) for n in needed) and hasattr(sr, "ScriptRequestType")
+             and hasattr(SafeSessionState, "on_script_will_rerun")
+             and {"widget_states", "replay_trigger_states", "replay_trigger_values"} <= fields)
+    return cls, None if known else f"ScriptRequests / SafeSessionState / RerunData lack {needed}", (sr, SafeSessionState)
+
+
+def _patch(sr, SafeSessionState) -> None:
+    cls = sr.ScriptRequests
     global _FOLD
     RERUN, STOP = sr.ScriptRequestType.RERUN, sr.ScriptRequestType.STOP
     fold = _FOLD = cls._request_rerun_locked
@@ -332,5 +336,3 @@ def install() -> bool:
     cls.on_scriptrunner_ready = on_scriptrunner_ready
     cls.request_stop = request_stop
     SafeSessionState.on_script_will_rerun = on_script_will_rerun
-    cls._specviz_click_queue = True
-    return True

@@ -42,6 +42,8 @@ import functools
 import logging
 import math
 
+from specviz.app.runtime.shape_guard import install_once
+
 _log = logging.getLogger(__name__)
 UPSTREAM = "streamlit/streamlit#16203 (widget values are checked in the browser only)"  # what `specviz doctor` prints
 
@@ -84,21 +86,21 @@ def misfit(metadata, proto, kinds: tuple[type, ...]) -> str | None:
 
 def install() -> bool:
     """Patch Streamlit once per process; False (and a log line) if its shape is not the known one."""
-    try:
-        from streamlit.runtime.state import session_state as ss
+    return install_once("widget guard", "_specviz_widget_guard", _shape, _patch, _log)
 
-        kinds = _guarded_kinds()
-    except ImportError:  # pragma: no cover - Streamlit moved the modules
-        _log.warning("widget guard not installed: streamlit's widget modules are gone")
-        return False
+
+def _shape() -> tuple:
+    from streamlit.runtime.state import session_state as ss
+
+    kinds = _guarded_kinds()
     WStates = ss.WStates
-    if getattr(WStates, "_specviz_widget_guard", False):
-        return True
     fields = getattr(getattr(ss, "WidgetMetadata", None), "__dataclass_fields__", {})
-    if not (hasattr(WStates, "set_widget_from_proto") and hasattr(ss, "Serialized") and "value_type" in fields
-            and "deserializer" in fields and all(hasattr(k, "deserialize") for k in kinds)):
-        _log.warning("widget guard not installed: WStates / WidgetMetadata lack the known shape")
-        return False
+    known = (hasattr(WStates, "set_widget_from_proto") and hasattr(ss, "Serialized") and "value_type" in fields
+             and "deserializer" in fields and all(hasattr(k, "deserialize") for k in kinds))
+    return WStates, None if known else "WStates / WidgetMetadata lack the known shape", (ss, WStates, kinds)
+
+
+def _patch(ss, WStates, kinds) -> None:
     set_from_proto, getitem, Serialized = WStates.set_widget_from_proto, WStates.__getitem__, ss.Serialized
 
     def refuse(wid: str, metadata, field: str) -> None:
@@ -127,5 +129,3 @@ def install() -> bool:
 
     WStates.set_widget_from_proto = set_widget_from_proto
     WStates.__getitem__ = get_item
-    WStates._specviz_widget_guard = True
-    return True
