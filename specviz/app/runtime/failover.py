@@ -33,6 +33,8 @@ from __future__ import annotations
 import functools
 import logging
 
+from specviz.app.runtime.shape_guard import install_once
+
 _log = logging.getLogger(__name__)
 UPSTREAM = "streamlit/streamlit#8901 (a resume on another server opens a fresh session)"  # what `specviz doctor` prints beside the patch
 _REPLAY = "_specviz_failover_replay"
@@ -53,20 +55,21 @@ def without_widget_values(msg):
 
 def install() -> bool:
     """Patch Streamlit once per process; False (and a log line) if its shape is not the known one."""
-    try:
-        from streamlit.runtime import app_session, runtime
-        from streamlit.runtime.scriptrunner import ScriptRunnerEvent
-    except ImportError:  # pragma: no cover - Streamlit moved the modules
-        _log.warning("failover replay not installed: streamlit's runtime modules are gone")
-        return False
+    return install_once("failover replay", "_specviz_failover", _shape, _patch, _log)
+
+
+def _shape() -> tuple:
+    from streamlit.runtime import app_session, runtime
+    from streamlit.runtime.scriptrunner import ScriptRunnerEvent
+
     Runtime, AppSession = runtime.Runtime, app_session.AppSession
-    if getattr(AppSession, "_specviz_failover", False):
-        return True
     needed = ((Runtime, "connect_session"), (AppSession, "handle_backmsg"),
               (AppSession, "_handle_scriptrunner_event_on_event_loop"))
-    if not all(hasattr(c, n) for c, n in needed) or not hasattr(ScriptRunnerEvent, "SCRIPT_STOPPED_WITH_SUCCESS"):
-        _log.warning("failover replay not installed: Runtime / AppSession lack %s", needed)
-        return False
+    known = all(hasattr(c, n) for c, n in needed) and hasattr(ScriptRunnerEvent, "SCRIPT_STOPPED_WITH_SUCCESS")
+    return AppSession, None if known else f"Runtime / AppSession lack {needed}", (Runtime, AppSession, ScriptRunnerEvent)
+
+
+def _patch(Runtime, AppSession, ScriptRunnerEvent) -> None:
     connect, handle, on_event = Runtime.connect_session, AppSession.handle_backmsg, \
         AppSession._handle_scriptrunner_event_on_event_loop
     finished = {ScriptRunnerEvent.SCRIPT_STOPPED_WITH_SUCCESS, ScriptRunnerEvent.SCRIPT_STOPPED_WITH_COMPILE_ERROR}
@@ -103,6 +106,3 @@ def install() -> bool:
     Runtime.connect_session = connect_session
     AppSession.handle_backmsg = handle_backmsg
     AppSession._handle_scriptrunner_event_on_event_loop = handle_event
-    AppSession._specviz_failover = True
-    return True
-

@@ -35,6 +35,8 @@ import collections
 import logging
 import threading
 
+from specviz.app.runtime.shape_guard import install_once
+
 _log = logging.getLogger(__name__)
 UPSTREAM = "none filed (cost of streamlit/streamlit#4467's per-event loop hand-over)"  # what `specviz doctor` prints beside the patch
 _CREATE = threading.Lock()  # one drain per session, even when two threads send its first event at once
@@ -82,19 +84,19 @@ class _Drain:
 
 def install() -> bool:
     """Patch Streamlit once per process; False (and a log line) if its shape is not the known one."""
-    try:
-        from streamlit.runtime import app_session, runtime
-    except ImportError:  # pragma: no cover - Streamlit moved the modules
-        _log.warning("wake-up batching not installed: streamlit's runtime modules are gone")
-        return False
-    AppSession, Runtime = app_session.AppSession, runtime.Runtime
-    if getattr(AppSession, "_specviz_wakeups", False):
-        return True
-    if not (hasattr(AppSession, "_call_soon_on_event_loop") and hasattr(Runtime, "_enqueued_some_message")
-            and hasattr(Runtime, "_get_async_objs")):
-        _log.warning("wake-up batching not installed: AppSession / Runtime lack the known methods")
-        return False
+    return install_once("wake-up batching", "_specviz_wakeups", _shape, _patch, _log)
 
+
+def _shape() -> tuple:
+    from streamlit.runtime import app_session, runtime
+
+    AppSession, Runtime = app_session.AppSession, runtime.Runtime
+    known = (hasattr(AppSession, "_call_soon_on_event_loop") and hasattr(Runtime, "_enqueued_some_message")
+             and hasattr(Runtime, "_get_async_objs"))
+    return AppSession, None if known else "AppSession / Runtime lack the known methods", (AppSession, Runtime)
+
+
+def _patch(AppSession, Runtime) -> None:
     def call_soon_on_event_loop(self, callback) -> None:
         drain = self.__dict__.get("_specviz_drain")
         if drain is None:
@@ -117,5 +119,3 @@ def install() -> bool:
 
     AppSession._call_soon_on_event_loop = call_soon_on_event_loop
     Runtime._enqueued_some_message = enqueued_some_message
-    AppSession._specviz_wakeups = True
-    return True
