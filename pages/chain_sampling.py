@@ -378,20 +378,10 @@ def scenario_view():
         if mc_args is not None:
             with ui.guard():
                 mc = heavy.cached("Monte Carlo", _monte_carlo, *mc_args)  # a hit at once; a miss: per-tab budget + slots
-                hc, mcol = st.columns([3, 1], gap="large")
-                with hc:
-                    ui.chart(_fig("monte_carlo_svg", vocab, mc.empirical, mc.target, expected=None if from_q else mc.expected, counts=mc.counts,
-                                  text={"emp": tr("Monte Carlo (first emitted token)", "Monte Carlo（首个输出 token）"),
-                                        "trials": tr("trials", "次试验"),
-                                        "p": tr("p (Target, row 0)", "p（Target，第 0 行）"),
-                                        "exp": tr("exact for a fixed draft token", "固定 Draft token 时的精确分布")}, width=660))
-                with mcol:
-                    st.metric(tr("TV distance to p", "与 p 的 TV 距离"), f"{mc.tv_to_target:.4f}")
-                    if not from_q:
-                        st.metric(tr("TV to the exact conditional", "与精确条件分布的 TV 距离"), f"{mc.tv_to_expected:.4f}")
-                    st.caption(tr("{n} trials on {b}. An exact sampler still shows TV ≈ {e:.3f} from sampling noise alone.",
-                                  "{b} 上 {n} 次试验。即使采样精确，仅采样噪声也会带来约 {e:.3f} 的 TV 距离。",
-                                  n=mc.num_trials, b=ui.backend_label(ui.backend()), e=dist.expected_tv_noise(mc.expected, mc.num_trials)))
+                sampling_page.monte_carlo_results(
+                    mc, vocab, exact=from_q, p_words=("p (Target, row 0)", "p（Target，第 0 行）"),
+                    exact_words=("exact for a fixed draft token", "固定 Draft token 时的精确分布"),
+                    metrics=() if from_q else [(tr("TV to the exact conditional", "与精确条件分布的 TV 距离"), f"{mc.tv_to_expected:.4f}")])
                 if not from_q:
                     st.info(tr("With the draft token fixed to **{t}**, the output is *not* p: rejection sampling is exact only when the "
                                "proposed token itself was drawn from q.",

@@ -255,18 +255,11 @@ def scenario_view():
             with ui.guard():
                 mc = heavy.cached("Monte Carlo", _monte_carlo, *mc_args)  # a hit at once; a miss: per-tab budget + slots
                 exact = s.threshold_acc >= 1.0 and s.threshold_single >= 1.0
-                hc, mcol = st.columns([3, 1], gap="large")
-                with hc:
-                    ui.chart(_fig("monte_carlo_svg", vocab, mc.empirical, mc.target, expected=None if exact else mc.expected, counts=mc.counts,
-                                  text={"emp": tr("Monte Carlo (first emitted token)", "Monte Carlo（首个输出 token）"),
-                                        "trials": tr("trials", "次试验"),
-                                        "p": tr("p (Target, root row)", "p（Target，root 行）"),
-                                        "exp": tr("exact for these thresholds", "此阈值下的精确分布")}, width=660))
-                with mcol:
-                    st.metric(tr("TV distance to p", "与 p 的 TV 距离"), f"{mc.tv_to_target:.4f}")
-                    st.metric(tr("exact TV (closed form)", "精确 TV（闭式解）"), f"{dist.total_variation(mc.expected, mc.target):.4f}")
-                    st.caption(tr("{n} trials on {b}. Sampling noise alone gives TV ≈ {e:.3f}.", "{b} 上 {n} 次试验。仅采样噪声约带来 {e:.3f} 的 TV 距离。",
-                                  n=mc.num_trials, b=ui.backend_label(ui.backend()), e=dist.expected_tv_noise(mc.expected, mc.num_trials)))
+                sampling_page.monte_carlo_results(
+                    mc, vocab, exact=exact, p_words=("p (Target, root row)", "p（Target，root 行）"),
+                    exact_words=("exact for these thresholds", "此阈值下的精确分布"),
+                    metrics=[(tr("exact TV (closed form)", "精确 TV（闭式解）"), f"{dist.total_variation(mc.expected, mc.target):.4f}")],
+                    noise_words=("{n} trials on {b}. Sampling noise alone gives TV ≈ {e:.3f}.", "{b} 上 {n} 次试验。仅采样噪声约带来 {e:.3f} 的 TV 距离。"))
                 if exact:
                     st.info(tr("Thresholds are 1: the scan is an inverse-CDF draw over the siblings, and the rest of the mass comes from "
                                "relu(p − buffer), so the first token follows p exactly.",

@@ -169,6 +169,35 @@ def monte_carlo_section(prefix: str):
     return box, is_open
 
 
+_NOISE_WORDS = ("{n} trials on {b}. An exact sampler still shows TV ≈ {e:.3f} from sampling noise alone.",
+                "{b} 上 {n} 次试验。即使采样精确，仅采样噪声也会带来约 {e:.3f} 的 TV 距离。")
+
+
+def monte_carlo_results(mc, vocab: list, *, exact: bool, p_words: tuple, exact_words: tuple, metrics=(),
+                        noise_words: tuple = _NOISE_WORDS) -> None:
+    """The Monte Carlo's histogram beside its numbers (chain and target-only): the first emitted token's
+    counts against p and, unless ``exact``, against the exact distribution; then the TV distance to p, the
+    page's own ``metrics`` ((label, value) pairs in the page's language) and a caption of the trials, the
+    backend and the noise floor (``noise_words`` with {n}, {b}, {e}). ``p_words`` and ``exact_words`` name
+    the chart's p and exact series. Words are (en, zh) pairs."""
+    from specviz.algorithms import distributions as dist
+    from specviz.render import sampling_svg
+
+    hc, mcol = st.columns([3, 1], gap="large")
+    with hc:
+        ui.chart(figure(sampling_svg, "monte_carlo_svg", vocab, mc.empirical, mc.target,
+                        expected=None if exact else mc.expected, counts=mc.counts,
+                        text={"emp": ui.tr("Monte Carlo (first emitted token)", "Monte Carlo（首个输出 token）"),
+                              "trials": ui.tr("trials", "次试验"), "p": ui.tr(*p_words), "exp": ui.tr(*exact_words)},
+                        width=660))
+    with mcol:
+        st.metric(ui.tr("TV distance to p", "与 p 的 TV 距离"), f"{mc.tv_to_target:.4f}")
+        for label, value in metrics:
+            st.metric(label, value)
+        st.caption(ui.tr(*noise_words, n=mc.num_trials, b=ui.backend_label(ui.backend()),
+                         e=dist.expected_tv_noise(mc.expected, mc.num_trials)))
+
+
 def content_version(name: str, *content) -> int:
     """A number that moves on only when ``content`` changes (kept in ``sv_cv::<name>``): the key suffix of
     widgets rebuilt from that content alone. ``ui.scenario_version`` moves on with every edit, also those
