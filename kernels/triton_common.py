@@ -159,6 +159,7 @@ class FastLaunch:
         self.fn = fn
         self.compiled = {}
         self.constexpr = None  # which parameters are constexprs (keyed by value), read on first use
+        self.interpreted = None  # TRITON_INTERPRET=1, read on first use (an environment lookup a call otherwise)
 
     def _key(self, args):
         if self.constexpr is None:
@@ -171,7 +172,9 @@ class FastLaunch:
                       for a, c in zip(args, self.constexpr)])
 
     def __call__(self, grid, *args, **options):
-        if not _FAST or interpreting():
+        if self.interpreted is None:
+            self.interpreted = interpreting()
+        if not _FAST or self.interpreted:
             return self.fn[grid](*args, **options)
         device = _driver().get_current_device()
         key = (device, self._key(args), tuple(options.items()))
