@@ -51,12 +51,12 @@ class _StubCompiled:
     def __init__(self, name):
         self.name, self.function, self.packed_metadata = name, None, None
 
-    def run(self, gx, gy, gz, stream, function, packed, meta, enter, exit_, *args):
+    def run(self, gx, gy, gz, stream, function, packed, meta, enter, exit_, *args, how="direct"):
         if COUNTING:
-            LAUNCHES.append((self.name, len(args)))
+            LAUNCHES.append((self.name, len(args), how))
 
     def __getitem__(self, grid):
-        return lambda *args, stream=None: self.run(*grid, stream, None, None, None, None, None, *args)
+        return lambda *args, stream=None: self.run(*grid, stream, None, None, None, None, None, *args, how="runner")
 
 
 class _StubJit:
@@ -199,7 +199,7 @@ def main():
                              aten_ops=dict(mode.ops), launches=launches, triton_python_calls=triton_python_calls(fn)))
             ops = ", ".join(f"{k} {v}" for k, v in sorted(mode.ops.items()))
             print(f"| {op} | {bs} | {us[0]} / {us[1]} / {us[2]} | {sum(mode.ops.values())}: {ops} | "
-                  f"{len(launches)} ({', '.join(str(a) for _, a in launches)}) |", flush=True)
+                  f"{len(launches)} ({', '.join(f'{a} {how}' for _, a, how in launches)}) |", flush=True)
     print(f"load average {os.getloadavg()[0]:.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")

@@ -33,10 +33,12 @@ def test_every_op_is_measured(host_rows):
 
 @pytest.mark.parametrize("op", sorted(ATEN_BUDGET))
 def test_a_call_runs_no_triton_python_after_its_first(host_rows, op):
-    """After the first call, a call goes from our code straight to the compiled kernel: no Python function of
-    Triton's package runs (``triton.next_power_of_2`` on every call cost more host time than the rest of a
-    sampler's call together)."""
+    """After the first call, no Python function of Triton's package runs before the launch
+    (``triton.next_power_of_2`` on every call cost more host time than the rest of a sampler's call together),
+    and the launch goes to the compiled kernel's launcher directly, not through ``CompiledKernel[grid]``
+    (a closure and a launch-metadata dict every launch)."""
     assert host_rows[op]["triton_python_calls"] == []
+    assert [how for _, _, how in host_rows[op]["launches"]] == ["direct"]
 
 
 @pytest.mark.parametrize("op", sorted(ATEN_BUDGET))
@@ -44,3 +46,20 @@ def test_a_call_allocates_little_and_launches_once(host_rows, op):
     row = host_rows[op]
     assert sum(row["aten_ops"].values()) <= ATEN_BUDGET[op], row["aten_ops"]
     assert len(row["launches"]) == 1, row["launches"]
+
+
+def test_an_installed_launch_hook_takes_the_launch_through_triton():
+    """A profiler's launch hook (proton adds one to triton's hook chain) must see every launch: then FastLaunch
+    launches through ``CompiledKernel[grid]``, which builds the hook's metadata."""
+    from kernels import triton_common
+    if not triton_common._DIRECT:
+        pytest.skip("this triton has no hook chains in triton.knobs (FastLaunch launches through CompiledKernel)")
+    from triton import knobs
+    assert triton_common._no_launch_hooks()
+    hook = lambda metadata: None  # noqa: E731
+    knobs.runtime.launch_enter_hook.add(hook)
+    try:
+        assert not triton_common._no_launch_hooks()
+    finally:
+        knobs.runtime.launch_enter_hook.remove(hook)
+    assert triton_common._no_launch_hooks()
