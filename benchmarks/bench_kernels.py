@@ -6,7 +6,10 @@ Usage (on a CUDA GPU; see benchmarks/README.md for the command and the results):
 
 Each kernel is timed two ways:
 * ``python``: the Python call as a user makes it (allocation, pre-fills, launch), CUDA events
-  around back-to-back calls after a warm-up, averaged per call (median of 5 rounds);
+  around back-to-back calls (at least 200 a round for a fast call) after 50 ms of warm-up calls,
+  averaged per call; the median of 7 rounds, the op's implementations alternated round by round
+  (``Timer.python_rounds``; every round in ``python_us_rounds``); two empty Triton launches through
+  the JIT are timed in the same rounds (impl ``two_empty_launches``: issue 36's goal-1 allowance);
 * ``graph``: the kernel alone (outputs pre-allocated) captured GRAPH_REPS times in one CUDA graph and
   replayed, averaged per launch; the median of GRAPH_ROUNDS timings of an op's implementations
   alternated (``Timer.alternated``), each after an idle rest of 20x its own burst, so that every
@@ -47,11 +50,17 @@ VOCABS = [32000, 128256]
 MAX_PROB_BYTES = 17e9  # skip sampler configs whose target_probs tensor is larger (bs 4096 x n 64 x V)
 MAX_TORCH_PROB_BYTES = 4.3e9  # the torch backend's sampler keeps several [bs, n, V] temporaries
 GRAPH_REPS = 20
+PY_ROUNDS = 7  # rounds of a Python-call timing (Timer.python_rounds); the table gives their median
+PY_MIN_CALLS = 200  # calls a round at least, for calls under PY_MIN_ROUND_US / PY_MIN_CALLS us
+PY_MIN_ROUND_US = 20000
+PY_WARM_S = 0.05  # calls before the rounds, to wake a host that idled through the graph rests
 GRAPH_ROUNDS = 5  # --rounds: alternated graph timings of each implementation (the table gives their median)
 REST_FACTOR = 20.0  # idle before a graph burst, in multiples of the burst's own time (a <= 5% duty cycle)
 MAX_REST_S = 0.5
 ONLY_OPS: set = set()  # --ops: time only these ops (empty: all)
 ONLY_IMPLS: set = set()  # --impls: time only these implementations (empty: all)
+EMPTY_X: list = []  # the empty kernel's argument, once run() made it
+EMPTY_PAIR = "two_empty_launches"  # two empty Triton launches through the JIT, timed in every op's Python rounds
 BEFORE = None  # --before DIR: the kernels package of an earlier commit (DIR/kernels_before), timed as impl "before"
 
 
@@ -108,25 +117,49 @@ class Timer:
         self.cuda = device.type == "cuda"
 
     def python(self, fn, iters):
-        for _ in range(3):
-            fn()
+        return float(np.median(self.python_rounds({"fn": fn}, iters)["fn"]))
+
+    def python_round(self, fn, iters) -> float:
+        """us a call over ``iters`` back-to-back calls: CUDA events around them (host-bound calls: the host's
+        time; GPU-bound ones: the GPU's)."""
         if not self.cuda:
             t0 = time.perf_counter()
             for _ in range(iters):
                 fn()
             return (time.perf_counter() - t0) / iters * 1e6
-        # Median of 5 rounds: a launch-bound call is timed by the host, which is noisy in a VM.
-        rounds = []
-        for _ in range(5):
-            torch.cuda.synchronize()
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(iters):
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(iters):
+            fn()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / iters * 1e3
+
+    def python_rounds(self, fns: dict, iters) -> dict:
+        """{name: [us a call, one a round]}: PY_ROUNDS rounds, each timing every fn once (``iters`` calls, at
+        least PY_MIN_CALLS when a call is host-bound), names in order in even rounds and reversed in odd
+        ones, after PY_WARM_S of calls: the graph timings rest the host between bursts, and a host that
+        idled runs the next calls slower (the Python figures jumped +-30 us between neighbouring rows
+        when the warm-up was 3 calls and the implementations were timed one after the other)."""
+        for fn in fns.values():
+            for _ in range(3):
                 fn()
-            end.record()
-            end.synchronize()
-            rounds.append(start.elapsed_time(end) / iters * 1e3)
-        return float(np.median(rounds))
+        if self.cuda:
+            torch.cuda.synchronize()
+        per_call = {name: self.python_round(fn, 3) for name, fn in fns.items()}
+        n = {name: max(iters, min(PY_MIN_CALLS, int(PY_MIN_ROUND_US / max(us, 1.0)))) for name, us in per_call.items()}
+        if not self.cuda:
+            n = {name: iters for name in fns}
+        t_end = time.perf_counter() + (PY_WARM_S if self.cuda else 0.0)
+        while time.perf_counter() < t_end:
+            for fn in fns.values():
+                fn()
+        out = {name: [] for name in fns}
+        for r in range(PY_ROUNDS if self.cuda else 1):  # the interpreter (--smoke): one round
+            for name in (list(fns) if r % 2 == 0 else list(reversed(fns))):
+                out[name].append(round(self.python_round(fns[name], n[name]), 2))
+        return out
 
     def capture(self, fn):
         """fn warmed up on a side stream, then GRAPH_REPS launches of it captured in one CUDA graph."""
@@ -254,14 +287,24 @@ def bench_impls(results, timer, op, meta, impls, bytes_touched=0.0):
     out = {}
     if ONLY_OPS and op not in ONLY_OPS:
         return out
-    timed, graphs, back_to_back = {}, {}, {}
+    timed, graphs, back_to_back, py_fns = {}, {}, {}, {}
     for name, (py_fn, kernel_fn) in impls.items():
         if ONLY_IMPLS and name not in ONLY_IMPLS:
             continue
         try:
-            timed[name] = timer.python(py_fn, iters_for(bytes_touched))
-            if timer.cuda:
-                graphs[name] = timer.capture(kernel_fn)
+            py_fn()  # fails here, not inside the alternated rounds
+            py_fns[name] = py_fn
+        except Exception as exc:  # report, keep going
+            record(results, op=op, impl=name, error=f"{type(exc).__name__}: {exc}"[:300], **meta)
+    if py_fns and EMPTY_X:  # goal 1's bound, timed in the same rounds: the host's speed drifts over seconds
+        x = EMPTY_X[0]
+        py_fns[EMPTY_PAIR] = lambda: (empty_kernel[(1,)](x), empty_kernel[(1,)](x))
+    py_rounds = timer.python_rounds(py_fns, iters_for(bytes_touched)) if py_fns else {}
+    for name in py_fns:
+        timed[name] = float(np.median(py_rounds[name]))
+        try:
+            if timer.cuda and name != EMPTY_PAIR:
+                graphs[name] = timer.capture(impls[name][1])
                 back_to_back[name] = timer.replay_us(graphs[name])
         except Exception as exc:  # report, keep going
             record(results, op=op, impl=name, error=f"{type(exc).__name__}: {exc}"[:300], **meta)
@@ -273,6 +316,7 @@ def bench_impls(results, timer, op, meta, impls, bytes_touched=0.0):
         gr = float(np.median(rounds[name])) if name in rounds else None
         out[name] = (py, gr)
         row = dict(op=op, impl=name, python_us=round(py, 2), graph_us=None if gr is None else round(gr, 2), **meta)
+        row["python_us_rounds"] = py_rounds[name]
         if gr is not None:
             row["graph_us_rounds"] = rounds[name]
             row["graph_us_back_to_back"] = round(back_to_back[name], 2)
@@ -296,12 +340,13 @@ def run(args):
         sgl = None
         env["sglang"] = f"absent: {exc}"
     record(results, **env)
-    shapes, batches, vocabs = SHAPES, BATCHES, VOCABS
+    shapes, batches, vocabs = SHAPES, args.batches or BATCHES, args.vocabs or VOCABS
     if args.smoke:
         shapes, batches, vocabs = [(1, 3, 4), (2, 3, 6)], [1, 3], [50]
     gen = torch.Generator(device=device).manual_seed(0)
 
     x = torch.zeros(1, device=device)
+    EMPTY_X[:] = [x]
     empty = dict(python_us=round(timer.python(lambda: empty_kernel[(1,)](x), 200), 2), graph_us=None)
     if timer.cuda:  # the same protocol as every kernel's graph figure (rested rounds), so "x empty" compares like with like
         graph = timer.capture(lambda: empty_kernel[(1,)](x))
@@ -607,6 +652,8 @@ def main():
     ap.add_argument("--ops", nargs="*", default=[], help="time only these ops (e.g. chain_rejection_sampling)")
     ap.add_argument("--bits", action="store_true",
                     help="also count chain-sampler draws bit-identical to SGLang's kernel (tests.support.sglang_oracle.chain_bits)")
+    ap.add_argument("--batches", type=int, nargs="*", default=[], help=f"batch sizes (default {BATCHES})")
+    ap.add_argument("--vocabs", type=int, nargs="*", default=[], help=f"vocabulary sizes (default {VOCABS})")
     ap.add_argument("--impls", nargs="*", default=[], help="time only these implementations (triton, torch, sglang)")
     ap.add_argument("--rounds", type=int, default=GRAPH_ROUNDS,
                     help="alternated, rested graph timings of each implementation (the table gives their median)")

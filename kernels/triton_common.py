@@ -71,7 +71,10 @@ def triton_device(*values) -> torch.device:
 
 
 def pow2(x: int, minimum: int = 2) -> int:
-    return max(minimum, triton.next_power_of_2(max(int(x), 1)))
+    """The smallest power of 2 >= x, at least ``minimum``. Plain Python: ``triton.next_power_of_2`` is a
+    wrapped callable (constexpr handling, an environment lookup) that cost more host time than the rest
+    of a sampler's call together (benchmarks/host_stub_profile.py)."""
+    return max(minimum, 1 << (max(int(x), 1) - 1).bit_length())
 
 
 def chain_cdf_block(V: int) -> int:
@@ -147,6 +150,23 @@ def _constexpr_flags(fn) -> tuple:
                  for p in sig.parameters.values())
 
 
+def _no_launch_hooks() -> bool:
+    """Whether no launch hook (a profiler such as proton) is installed: triton's hook chains are empty."""
+    rt = _KNOBS[0].runtime if _KNOBS else None
+    for hook in (rt.launch_enter_hook, rt.launch_exit_hook) if rt is not None else (0,):
+        if hook is not None and (type(hook).__name__ != "HookChain" or hook.calls):
+            return False
+    return True
+
+
+try:  # triton's knobs (3.4+): where the launch hooks live; older releases launch through CompiledKernel[grid]
+    from triton import knobs as _knobs_module
+    _KNOBS = [_knobs_module] if hasattr(_knobs_module.runtime, "launch_enter_hook") else []
+except ImportError:  # pragma: no cover
+    _KNOBS = []
+_DIRECT = bool(_KNOBS)
+
+
 class FastLaunch:
     """``FastLaunch(jit_fn)(grid, *args, **options)`` == ``jit_fn[grid](*args, **options)``, minus the JIT's
     per-call dispatch after the first call with the same specialization. ``args`` are every parameter
@@ -156,17 +176,22 @@ class FastLaunch:
         self.fn = fn
         self.compiled = {}
         self.constexpr = None  # which parameters are constexprs (keyed by value), read on first use
+        self.interpreted = None  # TRITON_INTERPRET=1, read on first use (an environment lookup a call otherwise)
 
     def _key(self, args):
         if self.constexpr is None:
             self.constexpr = _constexpr_flags(self.fn)
         assert len(args) == len(self.constexpr), "FastLaunch takes every kernel parameter, positionally"
-        # A plain tensor's spec inline (a list comprehension, no call a tensor): ~30% less host time a key.
-        return tuple([a if c else (a.dtype, a.data_ptr() & 15 == 0) if type(a) is _Tensor else _spec(a)
+        # A plain tensor's and an int's spec inline (a list comprehension, no function call an argument):
+        # ~30% less host time a key than a call to _spec each. Same values as _spec.
+        return tuple([a if c else (a.dtype, a.data_ptr() & 15 == 0) if type(a) is _Tensor
+                      else (a == 1, a & 15 == 0, not -0x80000000 <= a <= 0x7FFFFFFF) if type(a) is int else _spec(a)
                       for a, c in zip(args, self.constexpr)])
 
     def __call__(self, grid, *args, **options):
-        if not _FAST or interpreting():
+        if self.interpreted is None:
+            self.interpreted = interpreting()
+        if not _FAST or self.interpreted:
             return self.fn[grid](*args, **options)
         device = _driver().get_current_device()
         key = (device, self._key(args), tuple(options.items()))
@@ -175,8 +200,15 @@ class FastLaunch:
             ck = self.fn[grid](*args, **options)  # compiles if need be, launches
             self.compiled[key] = ck
             return ck
-        ck[(grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1)](
-            *args, stream=_driver().get_current_stream(device))
+        g = (grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1)
+        stream = _driver().get_current_stream(device)
+        if _DIRECT and _no_launch_hooks():
+            # What CompiledKernel[grid](*args, stream=stream) runs (triton 3.4-3.8, compiler.py), minus the
+            # closure it builds and the launch metadata it builds for the hooks (a LazyDict every launch:
+            # the hook chains are never None since triton 3.5, so its "no hook" early return never fires).
+            ck.run(*g, stream, ck.function, ck.packed_metadata, None, None, None, *args)
+        else:
+            ck[g](*args, stream=stream)
         return ck
 
     def __getitem__(self, grid):

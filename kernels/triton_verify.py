@@ -61,8 +61,13 @@ _GREEDY_KERNEL = FastLaunch(verify_tree_greedy_kernel)
 TARGET_ONLY_SPLIT = None
 
 
+_INTERPRETING = []  # TRITON_INTERPRET=1, read once (an environment lookup a sampler call otherwise)
+
+
 def _regs(cap) -> dict:
-    return {} if cap is None or interpreting() else {"maxnreg": cap}
+    if not _INTERPRETING:
+        _INTERPRETING.append(interpreting())
+    return {} if cap is None or _INTERPRETING[0] else {"maxnreg": cap}
 
 
 def tree_sampling_launch(cand, ri, nt, ns, u, uf, p, **kw):

@@ -1,0 +1,65 @@
+"""The host work of a Triton op's Python call (issue 36, goal 1), on the compiled-launch path with the launch
+stubbed (benchmarks/host_stub_profile.py, in a subprocess: its stubs replace the kernels' launchers and must
+not leak into other tests). No timing here: what a call does, counted."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# aten operators a call dispatches (allocations and views), at most; every op launches one kernel.
+ATEN_BUDGET = {"build_tree": 4, "verify_tree_greedy": 3, "tree_sampling_target_only": 4, "chain_rejection_sampling": 3,
+               "target_probs_from_logits": 1, "target_probs_top_k_top_p": 1, "dspark_accept_greedy": 2,
+               "fill_bonus_tokens": 2}
+
+
+@pytest.fixture(scope="module")
+def host_rows(tmp_path_factory):
+    out = tmp_path_factory.mktemp("host") / "rows.json"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = str(ROOT)
+    subprocess.run([sys.executable, str(ROOT / "benchmarks/host_stub_profile.py"), "--calls", "2", "--rounds", "1",
+                    "--bs", "3", "--json", str(out)], check=True, env=env, cwd=ROOT, capture_output=True, timeout=300)
+    return {row["op"]: row for row in json.loads(out.read_text())}
+
+
+def test_every_op_is_measured(host_rows):
+    assert set(host_rows) == set(ATEN_BUDGET)
+
+
+@pytest.mark.parametrize("op", sorted(ATEN_BUDGET))
+def test_a_call_runs_no_triton_python_after_its_first(host_rows, op):
+    """After the first call, no Python function of Triton's package runs before the launch
+    (``triton.next_power_of_2`` on every call cost more host time than the rest of a sampler's call together),
+    and the launch goes to the compiled kernel's launcher directly, not through ``CompiledKernel[grid]``
+    (a closure and a launch-metadata dict every launch)."""
+    assert host_rows[op]["triton_python_calls"] == []
+    assert [how for _, _, how in host_rows[op]["launches"]] == ["direct"]
+
+
+@pytest.mark.parametrize("op", sorted(ATEN_BUDGET))
+def test_a_call_allocates_little_and_launches_once(host_rows, op):
+    row = host_rows[op]
+    assert sum(row["aten_ops"].values()) <= ATEN_BUDGET[op], row["aten_ops"]
+    assert len(row["launches"]) == 1, row["launches"]
+
+
+def test_an_installed_launch_hook_takes_the_launch_through_triton():
+    """A profiler's launch hook (proton adds one to triton's hook chain) must see every launch: then FastLaunch
+    launches through ``CompiledKernel[grid]``, which builds the hook's metadata."""
+    from kernels import triton_common
+    if not triton_common._DIRECT:
+        pytest.skip("this triton has no hook chains in triton.knobs (FastLaunch launches through CompiledKernel)")
+    from triton import knobs
+    assert triton_common._no_launch_hooks()
+    hook = lambda metadata: None  # noqa: E731
+    knobs.runtime.launch_enter_hook.add(hook)
+    try:
+        assert not triton_common._no_launch_hooks()
+    finally:
+        knobs.runtime.launch_enter_hook.remove(hook)
+    assert triton_common._no_launch_hooks()
