@@ -40,6 +40,35 @@ def _views(text: str, b: int, mode: str) -> dict:
     return edits.tree_views(scenario_from_json(text), b, mode)
 
 
+def _eagle_form(s, ver: int, b: int, n: int, labels: list, views) -> None:
+    """The tree in EAGLE's rollout form, and a form that builds a tree from a rollout (drawn only while its tab is open)."""
+    form = views["eagle"] if views else None
+    if views and views["reason"] and form is None:
+        st.warning(ui.tr("Not expressible as an EAGLE rollout: {r}", "无法表示为 EAGLE rollout：{r}", r=views["reason"]))
+    elif form is not None:
+        st.markdown(ui.tr("This tree **is** an EAGLE rollout (smallest topk that fits):",
+                          "这棵树**可以**由 EAGLE rollout 得到（取能容纳它的最小 topk）："))
+    with st.form(f"w_eagle::{ver}::{b}"):
+        c = st.columns(3)
+        topk = c[0].number_input("topk", min_value=1, max_value=MAX_TOPK, step=1, value=int(form.topk) if form else 2)
+        depth = c[1].number_input(ui.tr("depth", "深度"), min_value=1, max_value=MAX_DEPTH, step=1, value=int(form.depth) if form else 2)
+        ndt = c[2].number_input("num_draft_tokens", min_value=1, max_value=MAX_TREE_NODES, step=1, value=int(n))
+        pl_text = st.text_input("parent_list", value=", ".join(map(str, form.parent_list)) if form else "-1, 0, 1")
+        si_text = st.text_input("selected_index", value=", ".join(map(str, form.selected_index)) if form else "")
+        dt_text = st.text_input(ui.tr("draft tokens (nodes 1..n-1)", "草稿 token（节点 1..n-1）"), value=", ".join(labels[1:]))
+        submitted = st.form_submit_button(ui.tr("Build the tree from this rollout", "由此 rollout 构建树"), type="primary")
+    if submitted:
+        try:
+            new = edits.tree_from_rollout(
+                s, int(topk), int(depth), int(ndt), edits.parse_ints("parent_list", pl_text),
+                edits.parse_ints("selected_index", si_text), edits.parse_labels(dt_text), labels[0], b)
+        except SpecvizError as exc:
+            ui.show_error(exc)
+        else:
+            ui.set_scenario(SLOT, new)
+            ui.rerun_view()
+
+
 # Everything that depends on the scenario is one fragment: an edit made in it reruns this function,
 # not the page (router, sidebar widgets, CSS). Its sidebar boxes (share, export) are drawn from here
 # too (Streamlit redraws a fragment's writes to the sidebar in place), so they follow each edit.
@@ -147,7 +176,11 @@ def scenario_view():
     left, right = st.columns([1.15, 1], gap="medium")  # the editing buttons and tabs keep whole labels at 1280x720
 
     with left:
-        hand_tab, eagle_tab = st.tabs([ui.tr(":material/edit: Draw by hand", ":material/edit: 手工绘制"), ui.tr(":material/account_tree: EAGLE rollout", ":material/account_tree: EAGLE rollout 形式")])
+        # The tabs track which one is open (a tab switch reruns this fragment): the EAGLE form's six inputs and
+        # its rollout text are drawn only while its tab is open, not on every edit made by hand (issue 31).
+        hand_tab, eagle_tab = st.tabs([ui.tr(":material/edit: Draw by hand", ":material/edit: 手工绘制"),
+                                       ui.tr(":material/account_tree: EAGLE rollout", ":material/account_tree: EAGLE rollout 形式")],
+                                      key="w_tree_tab", on_change="rerun")
         with hand_tab:
             sel = ui.widget(st.selectbox, ui.tr("Selected node", "选中的节点"), SEL, 1 if n > 1 else 0, options=list(range(n)),
                             format_func=lambda i: f"{i} · {labels[i]}" if i < n else str(i))
@@ -197,31 +230,8 @@ def scenario_view():
                     ui.rerun_view()
 
         with eagle_tab:
-            form = views["eagle"] if views else None
-            if views and views["reason"] and form is None:
-                st.warning(ui.tr("Not expressible as an EAGLE rollout: {r}", "无法表示为 EAGLE rollout：{r}", r=views["reason"]))
-            elif form is not None:
-                st.markdown(ui.tr("This tree **is** an EAGLE rollout (smallest topk that fits):",
-                                  "这棵树**可以**由 EAGLE rollout 得到（取能容纳它的最小 topk）："))
-            with st.form(f"w_eagle::{ver}::{b}"):
-                c = st.columns(3)
-                topk = c[0].number_input("topk", min_value=1, max_value=MAX_TOPK, step=1, value=int(form.topk) if form else 2)
-                depth = c[1].number_input(ui.tr("depth", "深度"), min_value=1, max_value=MAX_DEPTH, step=1, value=int(form.depth) if form else 2)
-                ndt = c[2].number_input("num_draft_tokens", min_value=1, max_value=MAX_TREE_NODES, step=1, value=int(n))
-                pl_text = st.text_input("parent_list", value=", ".join(map(str, form.parent_list)) if form else "-1, 0, 1")
-                si_text = st.text_input("selected_index", value=", ".join(map(str, form.selected_index)) if form else "")
-                dt_text = st.text_input(ui.tr("draft tokens (nodes 1..n-1)", "草稿 token（节点 1..n-1）"), value=", ".join(labels[1:]))
-                submitted = st.form_submit_button(ui.tr("Build the tree from this rollout", "由此 rollout 构建树"), type="primary")
-            if submitted:
-                try:
-                    new = edits.tree_from_rollout(
-                        s, int(topk), int(depth), int(ndt), edits.parse_ints("parent_list", pl_text),
-                        edits.parse_ints("selected_index", si_text), edits.parse_labels(dt_text), labels[0], b)
-                except SpecvizError as exc:
-                    ui.show_error(exc)
-                else:
-                    ui.set_scenario(SLOT, new)
-                    ui.rerun_view()
+            if eagle_tab.open:
+                _eagle_form(s, ver, b, n, labels, views)
 
     with right:
         if views is not None:

@@ -102,3 +102,28 @@ def test_raw_tensors_are_written_out_only_while_their_box_is_open():
 
     ai2 = run_scenario(edits.set_target_predict(s, tp, 0)).result["accept_index"].reshape(-1).tolist()
     assert ai2 != ai and str(ai2).replace(" ", "") in text.replace(" ", "")
+
+
+def _eagle_inputs(at) -> list[str]:
+    """The EAGLE rollout form's inputs drawn by this run (number and text inputs)."""
+    names = {"topk", "depth", "num_draft_tokens", "parent_list", "selected_index", "draft tokens (nodes 1..n-1)"}
+    return [w.label for w in [*at.number_input, *at.text_input] if w.label in names]
+
+
+def test_a_tree_edit_does_not_draw_the_eagle_form_while_its_tab_is_closed():
+    """The tree builder's EAGLE form (six inputs, issue 31) is drawn only while its tab is open: an edit
+    made by hand does not draw it; opening the tab draws it with the edited tree's rollout."""
+    at = AppTest.from_file(str(ROOT / "pages" / "tree_builder.py"), default_timeout=120).run()
+    assert not at.exception
+    assert _eagle_inputs(at) == []
+    at.button(key="w_add_child").click().run()
+    assert not at.exception and _eagle_inputs(at) == []
+    at.session_state["w_tree_tab"] = ":material/account_tree: EAGLE rollout"  # what the browser sends on a tab click
+    at.run()
+    assert not at.exception
+    assert sorted(_eagle_inputs(at)) == sorted(["topk", "depth", "num_draft_tokens", "parent_list", "selected_index",
+                                                "draft tokens (nodes 1..n-1)"])
+    assert next(w.value for w in at.number_input if w.label == "num_draft_tokens") == 6  # the tree after Add child
+    at.session_state["w_tree_tab"] = ":material/edit: Draw by hand"
+    at.run()
+    assert not at.exception and _eagle_inputs(at) == []
