@@ -224,18 +224,7 @@ def scenario_view():
                 step_fig_what = tr("The terminal draw at row {k}", "第 {k} 行的终止采样", k=k)
                 ui.chart(_fig("residual_svg", *res_args, **res_kw))
 
-            # Summary of every slot at once.
-            rows = []
-            for j in range(1, N):
-                d = test_of.get(j)
-                if d is None:
-                    rows.append({tr("slot", "位置"): j, "draft": req.chain[j], "p(x)": None, "q(x)": None, tr("accept probability", "接受概率"): None,
-                                 "u": req.coins[j - 1], "u·q": None, tr("verdict", "结果"): tr("not reached", "未到达")})
-                else:
-                    rows.append({tr("slot", "位置"): j, "draft": req.chain[j], "p(x)": d["p"], "q(x)": d["q"], tr("accept probability", "接受概率"): d["accept_prob"],
-                                 "u": d["coin"], "u·q": d["u_times_q"],
-                                 tr("verdict", "结果"): ("✔ " + ui.term("accepted")) if d["accepted"] else ("✘ " + ui.term("rejected"))})
-            st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+            sampling_page.chain_end_table(req, test_of)  # every slot at once, coloured by verdict
             c = run.commit
             st.success(tr("Output this round: **{o}** — accept_index {ai}, accept_lens = {al}; next root **{nr}**.",
                           "本轮输出：**{o}** — accept_index {ai}，accept_lens = {al}；下一轮 root 为 **{nr}**。",

@@ -127,3 +127,28 @@ def test_a_tree_edit_does_not_draw_the_eagle_form_while_its_tab_is_closed():
     at.session_state["w_tree_tab"] = ":material/edit: Draw by hand"
     at.run()
     assert not at.exception and _eagle_inputs(at) == []
+
+
+def test_the_chain_end_state_is_one_escaped_table_not_an_arrow_frame():
+    """The chain page's end state (every slot at once) is one escaped HTML table coloured by verdict, not a
+    pandas frame through st.dataframe (an Arrow conversion on every chain edit, issue 31); its numbers are
+    the run's. A token label with markup stays text."""
+    import json
+
+    at = AppTest.from_file(str(ROOT / "pages" / "chain_sampling.py"), default_timeout=120).run()
+    assert not at.exception
+    at.button(key="w_chain_add").click().run()  # R A + one slot: slot 1 rejected at u = .7, slot 2 (A) not reached
+    assert not at.exception
+    assert not [d for d in at.dataframe if "verdict" in d.value.columns]
+    table = next(m.value for m in at.markdown if 'class="sv-table"' in m.value and "verdict" in m.value)
+    cells = [re.findall(r"<td>(.*?)</td>", r) for r in table.split("<tbody>", 1)[1].split("<tr")[1:]]
+    assert cells == [["1", "A", "0.3", "0.6", "0.5", "0.7", "0.42", "✘ rejected"],
+                     ["2", "A", "", "", "", "0.5", "", "not reached"]], cells
+    fills = _row_fills(table)
+    assert fills == [html_text(state_color("rejected")), html_text(state_color("discarded"))]
+    text = at.session_state["sv_scn::chain"]  # a label with markup is escaped, never drawn
+    at.session_state["sv_scn::chain"] = json.dumps(json.loads(text.replace('"A"', '"<b>A</b>"')))
+    at.run()
+    assert not at.exception
+    table = next(m.value for m in at.markdown if 'class="sv-table"' in m.value and "verdict" in m.value)
+    assert "<td>&lt;b&gt;A&lt;/b&gt;</td>" in table and "<b>A</b>" not in table
