@@ -152,3 +152,20 @@ def test_the_chain_end_state_is_one_escaped_table_not_an_arrow_frame():
     assert not at.exception
     table = next(m.value for m in at.markdown if 'class="sv-table"' in m.value and "verdict" in m.value)
     assert "<td>&lt;b&gt;A&lt;/b&gt;</td>" in table and "<b>A</b>" not in table
+
+
+def test_the_dspark_comparison_table_is_one_escaped_table_not_an_arrow_table():
+    """DSpark's fixed "EAGLE tree vs DSpark chain" table is one escaped HTML table drawn on every DSpark edit,
+    not a frame through st.table (an Arrow conversion each edit, issue 31); its words follow the language."""
+    at = AppTest.from_file(str(ROOT / "pages" / "dspark.py"), default_timeout=120).run()
+    assert not at.exception
+    assert not at.table
+    for lang, words in (("en", ["topology", "linear chain", "correct_len [bs]"]), ("zh", ["拓扑", "线性链", "correct_len [bs]"])):
+        at.session_state["sv_lang"] = lang
+        at.run()
+        assert not at.exception and not at.table
+        table = next(m.value for m in at.markdown if 'class="sv-table"' in m.value and "DSpark Chain" in m.value)
+        import html
+
+        cells = [html.unescape(c) for c in re.findall(r"<t[dh]>(.*?)</t[dh]>", table)]
+        assert "EAGLE Tree" in cells and all(w in cells for w in words), cells
