@@ -10,7 +10,7 @@ from specviz.base.errors import SpecvizError
 from specviz.base.limits import MAX_DEPTH, MAX_MASK_CELLS, MAX_TOPK, MAX_TREE_NODES
 from specviz.inputs.scenario import scenario_from_json
 from specviz.render.mask import mask_heatmap, mask_storage_text, mask_svg
-from specviz.render.tables import retrieve_table
+from specviz.render.tables import retrieve_arrow
 from specviz.render.tree import tree_dot
 from specviz.app.ui import common as ui
 from specviz.app.ui import markup
@@ -256,7 +256,7 @@ def scenario_view():
     if views is not None:
         build = views["build"]
         st.subheader(ui.tr("retrieve_* links and positions", "retrieve_* 链接与 positions"))
-        table = retrieve_table(tree, labels, build.retrieve_index[0], build.retrieve_next_token[0],
+        table = retrieve_arrow(tree, labels, build.retrieve_index[0], build.retrieve_next_token[0],
                                build.retrieve_next_sibling[0], build.positions[:n],
                                cols={"node": ui.term("node"), "token": ui.term("token"), "parent": ui.tr("parent", "父节点"),
                                      "depth": ui.tr("depth", "深度")})

@@ -169,3 +169,25 @@ def test_the_dspark_comparison_table_is_one_escaped_table_not_an_arrow_table():
 
         cells = [html.unescape(c) for c in re.findall(r"<t[dh]>(.*?)</t[dh]>", table)]
         assert "EAGLE Tree" in cells and all(w in cells for w in words), cells
+
+
+def test_a_tree_edit_hands_the_retrieve_table_to_streamlit_as_arrow(monkeypatch):
+    """The tree builder's retrieve_* table goes to st.dataframe as an Arrow table built from its columns, not
+    a pandas frame that Streamlit converts to Arrow on every tree edit (~80% of that table's cost, issue 31).
+    Its values are the tree's."""
+    import pyarrow as pa
+    import streamlit
+
+    at = AppTest.from_file(str(ROOT / "pages" / "tree_builder.py"), default_timeout=120).run()
+    assert not at.exception
+    handed = []
+    original = streamlit.dataframe
+    monkeypatch.setattr(streamlit, "dataframe", lambda data, *a, **k: handed.append(type(data)) or original(data, *a, **k))
+    at.selectbox(key=widget_key("sv_sel::tree", at.session_state)).select(2).run()  # B, a leaf
+    at.button(key="w_add_child").click().run()
+    assert not at.exception
+    assert handed == [pa.Table, pa.Table], handed  # one table a run
+    table = next(d.value for d in at.dataframe if "retrieve_next_token" in d.value.columns)
+    assert list(table["retrieve_next_token"]) == [1, 3, 5, -1, -1, -1]
+    assert list(table["positions"]) == [10, 11, 11, 12, 12, 12]
+    assert list(table.iloc[:, 1]) == ["R", "A", "B", "C", "D", "A"]  # the new node: the token box's first token
