@@ -257,10 +257,24 @@ def scenario_view():
             b1.button(tr("+ slot", "+ 位置"), key="w_chain_add", disabled=N >= 8, on_click=_store, args=(_add_slot,))
             b2.button(tr("− slot", "− 位置"), key="w_chain_del", disabled=N <= 2, on_click=_store, args=(_drop_slot,))
 
-        # p / q tables
+        # p / q tables. A cell edit is stored by the tables' on_change (one run per edit; read after the
+        # widget it took a second fragment run, issue 31); a refused one is shown by the check below.
+        def _on_cell(ver: int):
+            def cb():
+                cur = ui.scenario(SLOT)
+                if sampling_page.content_version("chain_pq", _p_rows(cur), cur.requests[0].draft_probs) != ver:
+                    return  # the tables were drawn from other p/q: the run below redraws them
+                p, q = (sampling_page.edited_rows(rows, f"w_chain_{name}::{ver}", vocab)
+                        for name, rows in (("p", _p_rows(cur)), ("q", cur.requests[0].draft_probs)))
+                try:
+                    ui.set_scenario(SLOT, edits.set_fields(cur, 0, target_probs=p, draft_probs=q))
+                except (SpecvizError, TypeError, ValueError):
+                    pass  # left to the run: the check below shows the error next to the tables, the cells kept
+            return cb
+
         def _table(name: str, rows, row_labels):
             df = pd.DataFrame([list(r) for r in rows], columns=vocab, index=row_labels)
-            edited = st.data_editor(df, key=f"w_chain_{name}::{PQ}", width="stretch",
+            edited = st.data_editor(df, key=f"w_chain_{name}::{PQ}", width="stretch", on_change=_on_cell(PQ),
                                     column_config={c: st.column_config.NumberColumn(c, min_value=None, step=0.01, format="%.3f") for c in vocab})
             return [[float(v) if v == v else float("nan") for v in row] for row in edited.to_numpy().tolist()]
 

@@ -212,3 +212,15 @@ def chain_end_table(req, test_of: dict) -> None:
                      verdict: ("✔ " + ui.term("accepted")) if d["accepted"] else ("✘ " + ui.term("rejected"))})
         states[j - 1] = "accepted" if d["accepted"] else "rejected"
     ui.state_table(rows, states)
+
+
+def edited_rows(rows, key: str, columns: list) -> list[list[float]]:
+    """``rows`` (one list of numbers a row) with the cell edits a data editor keyed ``key`` holds in its state
+    (``edited_rows``: {row: {column: value}}); a cleared cell reads NaN. For a table's on_change callback,
+    which stores a valid edit before the run that draws it."""
+    out = [list(map(float, r)) for r in rows]
+    for r, cells in ((st.session_state.get(key) or {}).get("edited_rows") or {}).items():
+        for col, v in cells.items():
+            if col in columns and 0 <= int(r) < len(out):
+                out[int(r)][columns.index(col)] = float("nan") if v is None else float(v)
+    return out
