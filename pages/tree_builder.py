@@ -165,6 +165,26 @@ def scenario_view():
         mode = st.session_state[f"w_mode::{ver}"]
         _apply(lambda: ui.scenario(SLOT).replace(tree_mask_mode=mode))
 
+    def on_table(drawn: int, key: str):
+        """on_change of the table editor: a valid edit is stored before the run that draws it (one run per edit;
+        read after the widget it took a second fragment run, issue 31). A refused one is left to that run,
+        which shows the error under the table and keeps the typed cells."""
+        def cb():
+            if ui.scenario_version(SLOT) != drawn:
+                return  # the table was drawn from another tree: the run redraws it
+            cur, t = _now()
+            parents, tokens = list(t.parents), [cur.label(x) for x in t.tokens]
+            for r, cells in ((st.session_state.get(key) or {}).get("edited_rows") or {}).items():
+                if 0 <= int(r) < t.n:
+                    parents[int(r)] = cells.get("parent", parents[int(r)])
+                    tokens[int(r)] = cells.get("token", tokens[int(r)])
+            try:
+                new = edits.replace_tree(cur, edits.tree_from_table(parents, tokens, cur, field="tree"), b)
+            except (SpecvizError, TypeError, ValueError):
+                return
+            ui.set_scenario(SLOT, new)
+        return cb
+
     # -- layout -----------------------------------------------------------------------------------
 
 
@@ -212,6 +232,7 @@ def scenario_view():
             df = pd.DataFrame({"node": list(range(n)), "parent": list(tree.parents), "token": labels})
             edited = st.data_editor(
                 df, key=f"w_table::{ver}::{b}", hide_index=True, width="stretch", num_rows="fixed",
+                on_change=on_table(ver, f"w_table::{ver}::{b}"),
                 column_config={
                     "node": st.column_config.NumberColumn(ui.term("node"), disabled=True),
                     "parent": st.column_config.NumberColumn(ui.tr("parent", "父节点"), step=1, min_value=-1, max_value=n - 1),

@@ -17,9 +17,9 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
 from specviz.rooms.share import QUERY_KEY, decode_state  # noqa: E402
 
 
-async def _rerun(ws, query: str, fragment: str = "", states: dict | None = None) -> dict:
+async def _rerun(ws, query: str, fragment: str = "", states: dict | None = None, page: str = "chain_sampling") -> dict:
     bm = BackMsg()
-    bm.rerun_script.page_name = "chain_sampling"
+    bm.rerun_script.page_name = page
     bm.rerun_script.query_string = query
     bm.rerun_script.fragment_id = fragment
     for wid, value in (states or {}).items():
