@@ -224,18 +224,7 @@ def scenario_view():
                 step_fig_what = tr("The terminal draw at row {k}", "第 {k} 行的终止采样", k=k)
                 ui.chart(_fig("residual_svg", *res_args, **res_kw))
 
-            # Summary of every slot at once.
-            rows = []
-            for j in range(1, N):
-                d = test_of.get(j)
-                if d is None:
-                    rows.append({tr("slot", "位置"): j, "draft": req.chain[j], "p(x)": None, "q(x)": None, tr("accept probability", "接受概率"): None,
-                                 "u": req.coins[j - 1], "u·q": None, tr("verdict", "结果"): tr("not reached", "未到达")})
-                else:
-                    rows.append({tr("slot", "位置"): j, "draft": req.chain[j], "p(x)": d["p"], "q(x)": d["q"], tr("accept probability", "接受概率"): d["accept_prob"],
-                                 "u": d["coin"], "u·q": d["u_times_q"],
-                                 tr("verdict", "结果"): ("✔ " + ui.term("accepted")) if d["accepted"] else ("✘ " + ui.term("rejected"))})
-            st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+            sampling_page.chain_end_table(req, test_of)  # every slot at once, coloured by verdict
             c = run.commit
             st.success(tr("Output this round: **{o}** — accept_index {ai}, accept_lens = {al}; next root **{nr}**.",
                           "本轮输出：**{o}** — accept_index {ai}，accept_lens = {al}；下一轮 root 为 **{nr}**。",
@@ -268,10 +257,24 @@ def scenario_view():
             b1.button(tr("+ slot", "+ 位置"), key="w_chain_add", disabled=N >= 8, on_click=_store, args=(_add_slot,))
             b2.button(tr("− slot", "− 位置"), key="w_chain_del", disabled=N <= 2, on_click=_store, args=(_drop_slot,))
 
-        # p / q tables
+        # p / q tables. A cell edit is stored by the tables' on_change (one run per edit; read after the
+        # widget it took a second fragment run, issue 31); a refused one is shown by the check below.
+        def _on_cell(ver: int):
+            def cb():
+                cur = ui.scenario(SLOT)
+                if sampling_page.content_version("chain_pq", _p_rows(cur), cur.requests[0].draft_probs) != ver:
+                    return  # the tables were drawn from other p/q: the run below redraws them
+                p, q = (sampling_page.edited_rows(rows, f"w_chain_{name}::{ver}", vocab)
+                        for name, rows in (("p", _p_rows(cur)), ("q", cur.requests[0].draft_probs)))
+                try:
+                    ui.set_scenario(SLOT, edits.set_fields(cur, 0, target_probs=p, draft_probs=q))
+                except (SpecvizError, TypeError, ValueError):
+                    pass  # left to the run: the check below shows the error next to the tables, the cells kept
+            return cb
+
         def _table(name: str, rows, row_labels):
             df = pd.DataFrame([list(r) for r in rows], columns=vocab, index=row_labels)
-            edited = st.data_editor(df, key=f"w_chain_{name}::{PQ}", width="stretch",
+            edited = st.data_editor(df, key=f"w_chain_{name}::{PQ}", width="stretch", on_change=_on_cell(PQ),
                                     column_config={c: st.column_config.NumberColumn(c, min_value=None, step=0.01, format="%.3f") for c in vocab})
             return [[float(v) if v == v else float("nan") for v in row] for row in edited.to_numpy().tolist()]
 

@@ -255,7 +255,9 @@ def scenario_view():
                   o=md(" ".join(out[:commit_lens])), b=md(bonus), p=int(res["new_seq_lens"][0])))
 
     st.header(tr("3. EAGLE tree vs DSpark chain", "3. EAGLE Tree 与 DSpark Chain 对照"))
-    ui.text_table(pd.DataFrame({
+    # A fixed table (words only): one escaped HTML table, not a frame through st.table (an Arrow conversion,
+    # ~3 ms of CPU on every DSpark edit, issue 31).
+    compare = {
         "": [tr("topology", "拓扑"), tr("how the path is found", "如何确定路径"), tr("Accept result", "Accept 结果"),
              tr("tokens emitted", "输出 token 数"), tr("rows whose KV is kept", "保留 KV 的行"), tr("the +1", "+1 的含义")],
         "EAGLE Tree": [tr("tree (topk > 1)", "树（topk > 1）"), tr("Target-guided traversal: first child → next sibling", "Target 引导的遍历：first child → next sibling"),
@@ -264,7 +266,8 @@ def scenario_view():
         "DSpark Chain": [tr("linear chain", "线性链"), tr("prefix verification: the leading run", "前缀验证：连续匹配的前缀"),
                          "correct_len [bs]", "commit_lens = correct_len + 1", tr("columns 0 .. commit_lens − 1", "第 0 .. commit_lens − 1 列"),
                          tr("one terminal Target token (bonus)", "一个末尾 Target token（bonus）")],
-    }).set_index(""))
+    }
+    ui.state_table([dict(zip(compare, row)) for row in zip(*compare.values())], {})
     st.caption(tr("A tree must say which rows were chosen (accept_index); on a chain the length alone recovers them.",
                   "树需要告诉后续模块具体选中了哪些行（accept_index）；链只需长度即可还原这些行。"))
 

@@ -10,7 +10,7 @@ from specviz.base.errors import SpecvizError
 from specviz.base.limits import MAX_DEPTH, MAX_MASK_CELLS, MAX_TOPK, MAX_TREE_NODES
 from specviz.inputs.scenario import scenario_from_json
 from specviz.render.mask import mask_heatmap, mask_storage_text, mask_svg
-from specviz.render.tables import retrieve_table
+from specviz.render.tables import retrieve_arrow
 from specviz.render.tree import tree_dot
 from specviz.app.ui import common as ui
 from specviz.app.ui import markup
@@ -38,6 +38,35 @@ st.caption(ui.tr(
 def _views(text: str, b: int, mode: str) -> dict:
     """edits.tree_views, cached on the scenario JSON (build_tree runs once per tree)."""
     return edits.tree_views(scenario_from_json(text), b, mode)
+
+
+def _eagle_form(s, ver: int, b: int, n: int, labels: list, views) -> None:
+    """The tree in EAGLE's rollout form, and a form that builds a tree from a rollout (drawn only while its tab is open)."""
+    form = views["eagle"] if views else None
+    if views and views["reason"] and form is None:
+        st.warning(ui.tr("Not expressible as an EAGLE rollout: {r}", "无法表示为 EAGLE rollout：{r}", r=views["reason"]))
+    elif form is not None:
+        st.markdown(ui.tr("This tree **is** an EAGLE rollout (smallest topk that fits):",
+                          "这棵树**可以**由 EAGLE rollout 得到（取能容纳它的最小 topk）："))
+    with st.form(f"w_eagle::{ver}::{b}"):
+        c = st.columns(3)
+        topk = c[0].number_input("topk", min_value=1, max_value=MAX_TOPK, step=1, value=int(form.topk) if form else 2)
+        depth = c[1].number_input(ui.tr("depth", "深度"), min_value=1, max_value=MAX_DEPTH, step=1, value=int(form.depth) if form else 2)
+        ndt = c[2].number_input("num_draft_tokens", min_value=1, max_value=MAX_TREE_NODES, step=1, value=int(n))
+        pl_text = st.text_input("parent_list", value=", ".join(map(str, form.parent_list)) if form else "-1, 0, 1")
+        si_text = st.text_input("selected_index", value=", ".join(map(str, form.selected_index)) if form else "")
+        dt_text = st.text_input(ui.tr("draft tokens (nodes 1..n-1)", "草稿 token（节点 1..n-1）"), value=", ".join(labels[1:]))
+        submitted = st.form_submit_button(ui.tr("Build the tree from this rollout", "由此 rollout 构建树"), type="primary")
+    if submitted:
+        try:
+            new = edits.tree_from_rollout(
+                s, int(topk), int(depth), int(ndt), edits.parse_ints("parent_list", pl_text),
+                edits.parse_ints("selected_index", si_text), edits.parse_labels(dt_text), labels[0], b)
+        except SpecvizError as exc:
+            ui.show_error(exc)
+        else:
+            ui.set_scenario(SLOT, new)
+            ui.rerun_view()
 
 
 # Everything that depends on the scenario is one fragment: an edit made in it reruns this function,
@@ -136,6 +165,26 @@ def scenario_view():
         mode = st.session_state[f"w_mode::{ver}"]
         _apply(lambda: ui.scenario(SLOT).replace(tree_mask_mode=mode))
 
+    def on_table(drawn: int, key: str):
+        """on_change of the table editor: a valid edit is stored before the run that draws it (one run per edit;
+        read after the widget it took a second fragment run, issue 31). A refused one is left to that run,
+        which shows the error under the table and keeps the typed cells."""
+        def cb():
+            if ui.scenario_version(SLOT) != drawn:
+                return  # the table was drawn from another tree: the run redraws it
+            cur, t = _now()
+            parents, tokens = list(t.parents), [cur.label(x) for x in t.tokens]
+            for r, cells in ((st.session_state.get(key) or {}).get("edited_rows") or {}).items():
+                if 0 <= int(r) < t.n:
+                    parents[int(r)] = cells.get("parent", parents[int(r)])
+                    tokens[int(r)] = cells.get("token", tokens[int(r)])
+            try:
+                new = edits.replace_tree(cur, edits.tree_from_table(parents, tokens, cur, field="tree"), b)
+            except (SpecvizError, TypeError, ValueError):
+                return
+            ui.set_scenario(SLOT, new)
+        return cb
+
     # -- layout -----------------------------------------------------------------------------------
 
 
@@ -147,7 +196,11 @@ def scenario_view():
     left, right = st.columns([1.15, 1], gap="medium")  # the editing buttons and tabs keep whole labels at 1280x720
 
     with left:
-        hand_tab, eagle_tab = st.tabs([ui.tr(":material/edit: Draw by hand", ":material/edit: 手工绘制"), ui.tr(":material/account_tree: EAGLE rollout", ":material/account_tree: EAGLE rollout 形式")])
+        # The tabs track which one is open (a tab switch reruns this fragment): the EAGLE form's six inputs and
+        # its rollout text are drawn only while its tab is open, not on every edit made by hand (issue 31).
+        hand_tab, eagle_tab = st.tabs([ui.tr(":material/edit: Draw by hand", ":material/edit: 手工绘制"),
+                                       ui.tr(":material/account_tree: EAGLE rollout", ":material/account_tree: EAGLE rollout 形式")],
+                                      key="w_tree_tab", on_change="rerun")
         with hand_tab:
             sel = ui.widget(st.selectbox, ui.tr("Selected node", "选中的节点"), SEL, 1 if n > 1 else 0, options=list(range(n)),
                             format_func=lambda i: f"{i} · {labels[i]}" if i < n else str(i))
@@ -179,6 +232,7 @@ def scenario_view():
             df = pd.DataFrame({"node": list(range(n)), "parent": list(tree.parents), "token": labels})
             edited = st.data_editor(
                 df, key=f"w_table::{ver}::{b}", hide_index=True, width="stretch", num_rows="fixed",
+                on_change=on_table(ver, f"w_table::{ver}::{b}"),
                 column_config={
                     "node": st.column_config.NumberColumn(ui.term("node"), disabled=True),
                     "parent": st.column_config.NumberColumn(ui.tr("parent", "父节点"), step=1, min_value=-1, max_value=n - 1),
@@ -197,31 +251,8 @@ def scenario_view():
                     ui.rerun_view()
 
         with eagle_tab:
-            form = views["eagle"] if views else None
-            if views and views["reason"] and form is None:
-                st.warning(ui.tr("Not expressible as an EAGLE rollout: {r}", "无法表示为 EAGLE rollout：{r}", r=views["reason"]))
-            elif form is not None:
-                st.markdown(ui.tr("This tree **is** an EAGLE rollout (smallest topk that fits):",
-                                  "这棵树**可以**由 EAGLE rollout 得到（取能容纳它的最小 topk）："))
-            with st.form(f"w_eagle::{ver}::{b}"):
-                c = st.columns(3)
-                topk = c[0].number_input("topk", min_value=1, max_value=MAX_TOPK, step=1, value=int(form.topk) if form else 2)
-                depth = c[1].number_input(ui.tr("depth", "深度"), min_value=1, max_value=MAX_DEPTH, step=1, value=int(form.depth) if form else 2)
-                ndt = c[2].number_input("num_draft_tokens", min_value=1, max_value=MAX_TREE_NODES, step=1, value=int(n))
-                pl_text = st.text_input("parent_list", value=", ".join(map(str, form.parent_list)) if form else "-1, 0, 1")
-                si_text = st.text_input("selected_index", value=", ".join(map(str, form.selected_index)) if form else "")
-                dt_text = st.text_input(ui.tr("draft tokens (nodes 1..n-1)", "草稿 token（节点 1..n-1）"), value=", ".join(labels[1:]))
-                submitted = st.form_submit_button(ui.tr("Build the tree from this rollout", "由此 rollout 构建树"), type="primary")
-            if submitted:
-                try:
-                    new = edits.tree_from_rollout(
-                        s, int(topk), int(depth), int(ndt), edits.parse_ints("parent_list", pl_text),
-                        edits.parse_ints("selected_index", si_text), edits.parse_labels(dt_text), labels[0], b)
-                except SpecvizError as exc:
-                    ui.show_error(exc)
-                else:
-                    ui.set_scenario(SLOT, new)
-                    ui.rerun_view()
+            if eagle_tab.open:
+                _eagle_form(s, ver, b, n, labels, views)
 
     with right:
         if views is not None:
@@ -246,7 +277,7 @@ def scenario_view():
     if views is not None:
         build = views["build"]
         st.subheader(ui.tr("retrieve_* links and positions", "retrieve_* 链接与 positions"))
-        table = retrieve_table(tree, labels, build.retrieve_index[0], build.retrieve_next_token[0],
+        table = retrieve_arrow(tree, labels, build.retrieve_index[0], build.retrieve_next_token[0],
                                build.retrieve_next_sibling[0], build.positions[:n],
                                cols={"node": ui.term("node"), "token": ui.term("token"), "parent": ui.tr("parent", "父节点"),
                                      "depth": ui.tr("depth", "深度")})

@@ -181,8 +181,14 @@ def test_tree_builder_delete_and_reorder():
     assert list(table.iloc[:, 1]) == ["R", "B"]
 
 
+EAGLE_TAB = ":material/account_tree: EAGLE rollout"  # the tab's label: its form is drawn only while it is open
+
+
 def test_tree_builder_bad_rollout_names_the_field():
-    at = _page("pages/tree_builder.py")
+    at = AppTest.from_file(str(ROOT / "pages/tree_builder.py"), default_timeout=TIMEOUT)
+    at.session_state["w_tree_tab"] = EAGLE_TAB
+    at.run()
+    assert not at.exception, at.exception
     box = next(t for t in at.text_input if t.label == "selected_index")
     box.set_value("0, 1, 2, 9")
     form_submit = [b for b in at.button if "Build the tree" in str(b.label)]
@@ -201,6 +207,7 @@ def test_tree_builder_not_expressible_as_eagle():
     data["requests"][0]["tree"] = {"parents": [-1, 0, 1, 0], "tokens": ["R", "A", "C", "B"]}
     data["requests"][0]["target_predict"] = ["A", "C", "X", "X"]
     at.session_state["sv_scn::tree"] = json.dumps(data)
+    at.session_state["w_tree_tab"] = EAGLE_TAB
     at.run()
     assert not at.exception
     warnings = [w.value for w in at.warning]

@@ -1,4 +1,4 @@
-"""Tables the tree pages show (pandas DataFrames and Stylers; no streamlit).
+"""Tables the tree pages show (pandas DataFrames, Stylers and Arrow tables; no streamlit).
 
 Every table is a pure function of the tree and the arrays, so the same rows appear in the app,
 the tests and the benchmark.
@@ -11,24 +11,31 @@ import pandas as pd
 from specviz.render.palette import state_color, text_on
 
 
-def retrieve_table(tree, labels, retrieve_index, retrieve_next_token, retrieve_next_sibling, positions, cols=None) -> pd.DataFrame:
-    """One row per node: token, parent, depth, and SGLang's retrieve_* links and position.
+def retrieve_columns(tree, labels, retrieve_index, retrieve_next_token, retrieve_next_sibling, positions, cols=None) -> dict:
+    """One row per node: token, parent, depth, and SGLang's retrieve_* links and position, as
+    {column name: list of values} (``retrieve_arrow`` frames it for the page).
 
     ``labels`` [n] node texts; the arrays are one request's ([n] each).
     """
     cols = cols or {}
-    depths = tree.depths()
-    df = pd.DataFrame({
+    return {
         cols.get("node", "node"): list(range(tree.n)),
-        cols.get("token", "token"): list(labels),
-        cols.get("parent", "parent"): list(tree.parents),
-        cols.get("depth", "depth"): depths,
+        cols.get("token", "token"): [str(x) for x in labels],
+        cols.get("parent", "parent"): [int(x) for x in tree.parents],
+        cols.get("depth", "depth"): [int(x) for x in tree.depths()],
         "retrieve_index": [int(x) for x in retrieve_index],
         "retrieve_next_token": [int(x) for x in retrieve_next_token],
         "retrieve_next_sibling": [int(x) for x in retrieve_next_sibling],
         "positions": [int(x) for x in positions],
-    })
-    return df
+    }
+
+
+def retrieve_arrow(*args, **kwargs):
+    """``retrieve_columns`` as a pyarrow Table: what a page hands to ``st.dataframe``, which then sends it
+    as it is (a pandas frame is converted to Arrow on every draw: ~80% of that table's cost, issue 31)."""
+    import pyarrow as pa
+
+    return pa.table(retrieve_columns(*args, **kwargs))
 
 
 def highlight_rows(df: pd.DataFrame, rows: dict):

@@ -212,3 +212,44 @@ def content_version(name: str, *content) -> int:
         n += 1
         st.session_state[key] = (digest, n)
     return n
+
+
+def chain_end_table(req, test_of: dict) -> None:
+    """The chain's end state, one row per draft slot (draft, p(x), q(x), accept probability, u, u·q,
+    verdict), as one escaped HTML table whose rows are coloured by verdict (``ui.state_table``).
+
+    ``test_of``: slot -> the accept test's data (the run's ``accept_test`` events). It was a pandas
+    frame through ``st.dataframe``: an Arrow conversion on every chain edit (7.5% of the chain page's
+    fragment, issue 31). u·q and p are printed apart (``captions.apart``): never equal-looking when they differ."""
+    from specviz.replay.captions import apart
+
+    def num(x) -> str:
+        return "" if x is None else f"{float(x):.4g}"
+
+    slot, verdict, prob = ui.tr("slot", "位置"), ui.tr("verdict", "结果"), ui.tr("accept probability", "接受概率")
+    rows, states = [], {}
+    for j in range(1, len(req.chain)):
+        d = test_of.get(j)
+        if d is None:
+            rows.append({slot: str(j), "draft": req.chain[j], "p(x)": "", "q(x)": "", prob: "", "u": num(req.coins[j - 1]),
+                         "u·q": "", verdict: ui.tr("not reached", "未到达")})
+            states[j - 1] = "discarded"
+            continue
+        uq, p = apart(float(d["u_times_q"]), float(d["p"]), 4, "g")
+        rows.append({slot: str(j), "draft": req.chain[j], "p(x)": p, "q(x)": num(d["q"]), prob: num(d["accept_prob"]),
+                     "u": num(d["coin"]), "u·q": uq,
+                     verdict: ("✔ " + ui.term("accepted")) if d["accepted"] else ("✘ " + ui.term("rejected"))})
+        states[j - 1] = "accepted" if d["accepted"] else "rejected"
+    ui.state_table(rows, states)
+
+
+def edited_rows(rows, key: str, columns: list) -> list[list[float]]:
+    """``rows`` (one list of numbers a row) with the cell edits a data editor keyed ``key`` holds in its state
+    (``edited_rows``: {row: {column: value}}); a cleared cell reads NaN. For a table's on_change callback,
+    which stores a valid edit before the run that draws it."""
+    out = [list(map(float, r)) for r in rows]
+    for r, cells in ((st.session_state.get(key) or {}).get("edited_rows") or {}).items():
+        for col, v in cells.items():
+            if col in columns and 0 <= int(r) < len(out):
+                out[int(r)][columns.index(col)] = float("nan") if v is None else float(v)
+    return out

@@ -1,0 +1,46 @@
+"""Issue 31: a valid edit of the tree builder's table is one run of its fragment (the table was read after
+the widget and a change followed by a fragment rerun: two runs). A refused edit is still shown by that run,
+the typed cells kept. Spoken over Streamlit's websocket protocol, as a browser does."""
+from __future__ import annotations
+
+import asyncio
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+pytest.importorskip("websockets")
+from tests.test_chain_cell_edit import _rerun  # noqa: E402
+from specviz.rooms.share import QUERY_KEY, decode_state  # noqa: E402
+
+
+def _tree(query: str) -> tuple:
+    token = query.split(f"{QUERY_KEY}=", 1)[1].split("&", 1)[0]
+    s = decode_state(token).scenario
+    t = s.tree(0)
+    return list(t.parents), [s.label(x) for x in t.tokens]
+
+
+def test_a_valid_tree_table_edit_is_one_fragment_run(app_server):
+    import websockets
+
+    async def go():
+        async with websockets.connect(app_server.replace("http://", "ws://") + "/_stcore/stream", max_size=None,
+                                      subprotocols=["streamlit"]) as ws:
+            first = await _rerun(ws, "", page="tree_builder")
+            table, frag = first["editors"][0]  # the table editor (the retrieve table comes later)
+            relabel = {"edited_rows": {"2": {"token": "C"}}, "added_rows": [], "deleted_rows": []}  # node 2: B -> C
+            valid = await _rerun(ws, first["query"], frag, {table: json.dumps(relabel)}, page="tree_builder")
+            table2 = valid["editors"][0][0]
+            bad = {"edited_rows": {"1": {"parent": 3}}, "added_rows": [], "deleted_rows": []}  # A under its own child
+            refused = await _rerun(ws, valid["query"], frag, {table2: json.dumps(bad)}, page="tree_builder")
+            return first, valid, refused
+
+    with ThreadPoolExecutor(1) as ex:
+        first, valid, refused = ex.submit(asyncio.run, go()).result(180)
+    assert not first["errors"] and _tree(first["query"]) == ([-1, 0, 0, 1, 1], ["R", "A", "B", "C", "D"])
+    assert not valid["errors"], valid["errors"]
+    assert _tree(valid["query"]) == ([-1, 0, 0, 1, 1], ["R", "A", "C", "C", "D"])
+    assert valid["early"] == 0, "a second fragment run for one table edit"
+    assert refused["early"] == 0 and any("tree" in e for e in refused["errors"]), refused["errors"]
+    assert _tree(refused["query"]) == ([-1, 0, 0, 1, 1], ["R", "A", "C", "C", "D"])  # nothing applied
