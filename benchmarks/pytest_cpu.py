@@ -80,14 +80,18 @@ class _Recorder:
 
     def pytest_runtest_logfinish(self, nodeid, location):
         self.fh.write(json.dumps({"test": nodeid, "cpu": round(_cpu_now() - self._c0, 3),
-                                  "wall": round(time.monotonic() - self._w0, 3)}) + "\n")
+                                  "wall": round(time.monotonic() - self._w0, 3), "end": round(time.time(), 2),
+                                  "worker": os.environ.get("PYTEST_XDIST_WORKER", "")}) + "\n")
         self.fh.flush()
 
 
 def pytest_configure(config):
     out = config.getoption("--cpu-out")
-    if out and not hasattr(config, "workerinput") and config.pluginmanager.hasplugin("dsession"):
-        return  # the xdist controller runs no tests; each worker records its own
+    # The xdist controller runs no tests (each worker records its own) but sees the workers' logfinish calls.
+    # Its "dsession" plugin may not be registered yet when this hook runs (plugin order), so ask the option.
+    if out and not hasattr(config, "workerinput") and (getattr(config.option, "numprocesses", None)
+                                                       or config.pluginmanager.hasplugin("dsession")):
+        return
     if out:
         config.pluginmanager.register(_Recorder(Path(out).resolve()), "specviz-cpu-recorder")
 
