@@ -1,48 +1,26 @@
 """The command line: ``python -m specviz ...``.
 
-Most tests call the CLI's ``main`` in this process (``cli``): the same function ``python -m specviz`` and the
-``specviz`` script run, with its exit code, stdout and stderr, and any warning printed to stderr as a fresh
-interpreter would print it; a subprocess costs ~0.6 CPU-s of imports per call (34 calls here). Running it
-as a user runs it, in a new process, stays tested by ``cli_process``: the issue's definition of done, a bad
-input (exit 2, one line, no traceback), and ``serve`` (which would start processes if a check were missing).
+Most tests call the CLI's ``main`` in this process (``tests.support.cli.cli``): the same function
+``python -m specviz`` and the ``specviz`` script run, with its exit code, stdout and stderr, and any warning
+printed to stderr as a fresh interpreter would print it; a subprocess costs ~0.6 CPU-s of imports per call
+(34 calls here). Running it as a user runs it, in a new process, stays tested by ``cli_process``: the issue's
+definition of done, a bad input (exit 2, one line), and ``serve`` (which would start processes if a check were
+missing).
 """
-import contextlib
 import glob
-import io
 import json
 import subprocess
 import sys
-import types
-import warnings
 
 import pytest
 
-from specviz.app.cli import main
+from tests.support.cli import cli
 
 PRESETS = sorted(glob.glob("scenarios/*.json"))
 
 
 def cli_process(*args):
     return subprocess.run([sys.executable, "-m", "specviz", *args], capture_output=True, text=True, timeout=120)
-
-
-def cli(*args):
-    """``specviz ARGS`` through ``main`` in this process: returncode, stdout, stderr (like ``subprocess.run``).
-    An uncaught exception propagates (the test fails, as a traceback would fail it)."""
-    out, err = io.StringIO(), io.StringIO()
-
-    def show(message, category, filename, lineno, file=None, line=None):  # as Python prints one, to stderr
-        err.write(warnings.formatwarning(message, category, filename, lineno, line))
-
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
-        warnings.resetwarnings()  # a fresh interpreter's filters (pytest records warnings instead of printing them)
-        warnings.simplefilter("default")
-        warnings.showwarning = show
-        try:
-            code = main(list(args))
-        except SystemExit as exc:  # argparse's usage errors
-            code = exc.code if isinstance(exc.code, int) else 1
-    return types.SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
 
 
 def test_run_running_example_prints_accept_index_outputs_and_committed_rows():
