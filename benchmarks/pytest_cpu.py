@@ -13,6 +13,10 @@ Run (one command; the table is printed at the end and written as JSON lines)::
     .venv/bin/python -m benchmarks.pytest_cpu cpu.jsonl            # per file, then the 40 costliest tests
     .venv/bin/python -m benchmarks.pytest_cpu before.jsonl after.jsonl   # files in both, side by side
 
+Write ``--cpu-out=FILE`` (with ``=``) when FILE is outside the repository: as two words and no test path given,
+pytest takes FILE for a
+test path while it looks for its rootdir and pytest.ini, and then runs without the ini's options (the
+exhaustive tests too, and no --dist worksteal).
 Under -n 2 each worker writes its own file (``cpu.gw0.jsonl``, ``cpu.gw1.jsonl``); name ``cpu.jsonl`` to read both.
 A test's figure can be off (even negative) when a long-lived process below the test process ends and is reaped
 elsewhere (chromium's helpers at the session's end); per-file sums over a whole run are the robust figures.
