@@ -127,6 +127,14 @@ def main(argv: list[str]) -> None:
         for f, (cpu, wall, n) in sorted(agg.items(), key=lambda kv: -kv[1][0]):
             print(f"{f:58} {n:5d} {cpu:8.1f} {wall:8.1f}")
         print(f"{'total':58} {len(rows):5d} {sum(r['cpu'] for r in rows):8.1f} {sum(r['wall'] for r in rows):8.1f}")
+        timed = [r for r in rows if "end" in r]
+        if timed:  # how the workers finish: a long last test leaves the other worker idle at the end
+            t0 = min(r["end"] - r["wall"] for r in timed)
+            print("\nworker  tests    cpu s  last end s  last test")
+            for w in sorted({r.get("worker", "") for r in timed}):
+                mine = sorted((r for r in timed if r.get("worker", "") == w), key=lambda r: r["end"])
+                print(f"{w or '-':6} {len(mine):6d} {sum(r['cpu'] for r in mine):8.1f} {mine[-1]['end'] - t0:11.1f}"
+                      f"  {mine[-1]['test']}")
         print("\ncostliest tests (cpu s, wall s):")
         for r in sorted(rows, key=lambda r: -r["cpu"])[:40]:
             print(f"{r['cpu']:7.1f} {r['wall']:7.1f}  {r['test']}")
