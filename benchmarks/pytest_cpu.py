@@ -13,6 +13,10 @@ Run (one command; the table is printed at the end and written as JSON lines)::
     .venv/bin/python -m benchmarks.pytest_cpu cpu.jsonl            # per file, then the 40 costliest tests
     .venv/bin/python -m benchmarks.pytest_cpu before.jsonl after.jsonl   # files in both, side by side
 
+Write ``--cpu-out=FILE`` (with ``=``) when FILE is outside the repository: as two words and no test path given,
+pytest takes FILE for a
+test path while it looks for its rootdir and pytest.ini, and then runs without the ini's options (the
+exhaustive tests too, and no --dist worksteal).
 Under -n 2 each worker writes its own file (``cpu.gw0.jsonl``, ``cpu.gw1.jsonl``); name ``cpu.jsonl`` to read both.
 A test's figure can be off (even negative) when a long-lived process below the test process ends and is reaped
 elsewhere (chromium's helpers at the session's end); per-file sums over a whole run are the robust figures.
@@ -80,14 +84,18 @@ class _Recorder:
 
     def pytest_runtest_logfinish(self, nodeid, location):
         self.fh.write(json.dumps({"test": nodeid, "cpu": round(_cpu_now() - self._c0, 3),
-                                  "wall": round(time.monotonic() - self._w0, 3)}) + "\n")
+                                  "wall": round(time.monotonic() - self._w0, 3), "end": round(time.time(), 2),
+                                  "worker": os.environ.get("PYTEST_XDIST_WORKER", "")}) + "\n")
         self.fh.flush()
 
 
 def pytest_configure(config):
     out = config.getoption("--cpu-out")
-    if out and not hasattr(config, "workerinput") and config.pluginmanager.hasplugin("dsession"):
-        return  # the xdist controller runs no tests; each worker records its own
+    # The xdist controller runs no tests (each worker records its own) but sees the workers' logfinish calls.
+    # Its "dsession" plugin may not be registered yet when this hook runs (plugin order), so ask the option.
+    if out and not hasattr(config, "workerinput") and (getattr(config.option, "numprocesses", None)
+                                                       or config.pluginmanager.hasplugin("dsession")):
+        return
     if out:
         config.pluginmanager.register(_Recorder(Path(out).resolve()), "specviz-cpu-recorder")
 
@@ -119,6 +127,14 @@ def main(argv: list[str]) -> None:
         for f, (cpu, wall, n) in sorted(agg.items(), key=lambda kv: -kv[1][0]):
             print(f"{f:58} {n:5d} {cpu:8.1f} {wall:8.1f}")
         print(f"{'total':58} {len(rows):5d} {sum(r['cpu'] for r in rows):8.1f} {sum(r['wall'] for r in rows):8.1f}")
+        timed = [r for r in rows if "end" in r]
+        if timed:  # how the workers finish: a long last test leaves the other worker idle at the end
+            t0 = min(r["end"] - r["wall"] for r in timed)
+            print("\nworker  tests    cpu s  last end s  last test")
+            for w in sorted({r.get("worker", "") for r in timed}):
+                mine = sorted((r for r in timed if r.get("worker", "") == w), key=lambda r: r["end"])
+                print(f"{w or '-':6} {len(mine):6d} {sum(r['cpu'] for r in mine):8.1f} {mine[-1]['end'] - t0:11.1f}"
+                      f"  {mine[-1]['test']}")
         print("\ncostliest tests (cpu s, wall s):")
         for r in sorted(rows, key=lambda r: -r["cpu"])[:40]:
             print(f"{r['cpu']:7.1f} {r['wall']:7.1f}  {r['test']}")

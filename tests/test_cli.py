@@ -1,4 +1,12 @@
-"""The command line, run as a user runs it: python -m specviz ..."""
+"""The command line: ``python -m specviz ...``.
+
+Most tests call the CLI's ``main`` in this process (``tests.support.cli.cli``): the same function
+``python -m specviz`` and the ``specviz`` script run, with its exit code, stdout and stderr, and any warning
+printed to stderr as a fresh interpreter would print it; a subprocess costs ~0.6 CPU-s of imports per call
+(34 calls here). Running it as a user runs it, in a new process, stays tested by ``cli_process``: the issue's
+definition of done, a bad input (exit 2, one line), and ``serve`` (which would start processes if a check were
+missing).
+"""
 import glob
 import json
 import subprocess
@@ -6,16 +14,18 @@ import sys
 
 import pytest
 
+from tests.support.cli import cli
+
 PRESETS = sorted(glob.glob("scenarios/*.json"))
 
 
-def cli(*args):
+def cli_process(*args):
     return subprocess.run([sys.executable, "-m", "specviz", *args], capture_output=True, text=True, timeout=120)
 
 
 def test_run_running_example_prints_accept_index_outputs_and_committed_rows():
     """The issue's definition of done: accept_index [0, 1, 3], outputs A C X, committed rows R A C."""
-    r = cli("run", "scenarios/running_example.json")
+    r = cli_process("run", "scenarios/running_example.json")
     assert r.returncode == 0, r.stderr
     assert "accept_index      [[0, 1, 3]]" in r.stdout
     assert "outputs A C X" in r.stdout
@@ -68,7 +78,7 @@ def test_bad_input_is_one_line_exit_2_no_traceback(tmp_path, content, field):
 
 
 def test_missing_file_is_exit_2():
-    r = cli("run", "no/such/file.json")
+    r = cli_process("run", "no/such/file.json")
     assert r.returncode == 2 and r.stderr.startswith("error: file:")
 
 
@@ -151,7 +161,7 @@ def test_export_bad_input_is_one_line_exit_2(args, start):
     ("", "is empty"),  # would bind every interface without a word: refused, 0.0.0.0 must be said
 ])
 def test_serve_names_what_is_wrong_with_the_address(tmp_path, address, says):
-    proc = cli("serve", "--workers", "1", "--port", "18999", "--address", address, "--haproxy", str(tmp_path / "none"))
+    proc = cli_process("serve", "--workers", "1", "--port", "18999", "--address", address, "--haproxy", str(tmp_path / "none"))
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: --address:") and says in lines[0], proc.stderr
@@ -165,6 +175,6 @@ def test_serve_says_in_use_only_when_the_port_is_in_use(tmp_path):
         held.bind(("127.0.0.1", 0))
         held.listen()
         port = held.getsockname()[1]
-        proc = cli("serve", "--workers", "1", "--port", str(port), "--haproxy", str(tmp_path / "none"))
+        proc = cli_process("serve", "--workers", "1", "--port", str(port), "--haproxy", str(tmp_path / "none"))
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"error: --port: 127.0.0.1:{port} is already in use: choose another --port"

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from tests.player_read import players
+from tests.support.cli import cli
 
 from specviz.base import safety
 from specviz.replay.captions import walk_summary
@@ -1093,24 +1094,23 @@ def test_audit_scenario_file_stays_in_the_audit_files_folder(tmp_path):
     for ref in ("../secret.json", str(secret), "../../../../../../etc/passwd", "/dev/zero"):
         f = inside / "a.json"
         f.write_text(json.dumps({"scenario_file": ref, "claimed": claimed}))
-        r = subprocess.run([sys.executable, "-m", "specviz", "audit", str(f)], capture_output=True, text=True, cwd=ROOT, timeout=120)
+        r = cli("audit", str(f))
         assert r.returncode == 2, (ref, r.stdout, r.stderr)
         assert r.stderr.count("\n") == 1 and "scenario_file" in r.stderr and "outside" in r.stderr, r.stderr
         assert "TOPSECRET" not in r.stderr + r.stdout and "hunter2" not in r.stderr + r.stdout and "root:" not in r.stderr
     (inside / "link.json").symlink_to(secret)
     f.write_text(json.dumps({"scenario_file": "link.json", "claimed": claimed}))
-    r = subprocess.run([sys.executable, "-m", "specviz", "audit", str(f)], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    r = cli("audit", str(f))
     assert r.returncode == 2 and "TOPSECRET" not in r.stderr and "outside" in r.stderr
     (inside / "bad.json").write_text(json.dumps({"name": "TOPSECRET-1234", "algorithm": "greedy", "vocab": ["hunter2"]}))
     f.write_text(json.dumps({"scenario_file": "bad.json", "claimed": claimed}))
-    r = subprocess.run([sys.executable, "-m", "specviz", "audit", str(f)], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    r = cli("audit", str(f))
     assert r.returncode == 2 and "TOPSECRET" not in r.stderr and "hunter2" not in r.stderr, r.stderr
     f.write_text(json.dumps({"scenario_file": "s.json", "claimed": claimed}))
-    r = subprocess.run([sys.executable, "-m", "specviz", "audit", str(f)], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    r = cli("audit", str(f))
     assert r.returncode == 0, r.stdout + r.stderr
     f.write_text(json.dumps({"claimed": claimed}))
-    r = subprocess.run([sys.executable, "-m", "specviz", "audit", str(f), "--scenario", str(inside / "s.json")],
-                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    r = cli("audit", str(f), "--scenario", str(inside / "s.json"))
     assert r.returncode == 0, r.stdout + r.stderr
 
 

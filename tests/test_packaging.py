@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from specviz.app.cli import APP_DEFAULTS, app_command
+from tests.support.cli import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ["pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "requirements.txt", "app.py",
@@ -181,17 +182,18 @@ def test_check_with_triton_but_no_interpreter_is_bad_input():
 
 
 def test_help_documents_audit_input_app_port_and_triton():
-    audit = _cli("audit", "--help").stdout
+    audit = cli("audit", "--help").stdout  # (in this process: tests.support.cli)
     for text in ('"scenario_file"', '"claimed"', '"scenario"', "accept_index", "docs/audit_format.md",
                  "scenarios/examples/audit_example.json"):
         assert text in audit
-    assert "http://localhost:8501" in _cli("app", "--help").stdout
-    check = _cli("check", "--help").stdout
+    assert "http://localhost:8501" in cli("app", "--help").stdout
+    check = cli("check", "--help").stdout
     assert "docs/SEMANTICS.md" in check and "TRITON_INTERPRET=1" in check and "shared" not in check
 
 
-def test_the_shipped_audit_example_names_the_first_wrong_value():
-    proc = _cli("audit", "scenarios/examples/audit_example.json")
+def test_the_shipped_audit_example_names_the_first_wrong_value(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    proc = cli("audit", "scenarios/examples/audit_example.json")
     assert proc.returncode == 1
     assert "First error: accept_index[0][2]: got 2, expected 3." in proc.stdout
 
