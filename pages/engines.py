@@ -282,9 +282,10 @@ def _val(v: str) -> str:
 for dd in cmp.diffs:
     where = tr("slot {s}", "位置 {s}", s=dd.slot) if dd.slot != "terminal" else tr("terminal token", "终止 token")
     en, zh = K.explain(cmp, dd, label=_tok)
-    st.markdown(f"- **{md_text(ENGINE_LABEL[dd.pair[0]])} vs {md_text(ENGINE_LABEL[dd.pair[1]])}**, "
-                f"{md_text(tr('request', '请求'))} {dd.request}, {md_text(where)}: {md_text(_val(dd.a))} vs {md_text(_val(dd.b))}. "
-                f"{md_text(tr(en, zh))}")
+    comma, colon, stop = tr(", ", "，"), tr(": ", "："), tr(". ", "。")  # the language's own punctuation
+    st.markdown(f"- **{md_text(ENGINE_LABEL[dd.pair[0]])} vs {md_text(ENGINE_LABEL[dd.pair[1]])}**{comma}"
+                f"{md_text(tr('request', '请求'))} {dd.request}{comma}{md_text(where)}{colon}{md_text(_val(dd.a))} vs "
+                f"{md_text(_val(dd.b))}{stop}{md_text(tr(en, zh))}")
 st.caption(md_text(tr(
     "Two notes on what runs here. vLLM's bonus token (all drafts accepted) is an input of its rejection sampler: in a vLLM "
     "server its own Sampler draws it with its own random numbers; this page draws it as argmax p / E with the same E row "

@@ -46,6 +46,9 @@ def test_page_shows_the_differences_in_both_languages(lang, title, reason):
     # the default chain is the equality edge: SGLang rejects, the other two accept
     eq = K.REASONS["equality"][0 if lang == "en" else 1]
     assert sum(eq in line for line in _diff_lines(at)) == 2, _diff_lines(at)  # SGLang vs vLLM, SGLang vs transformers
+    if lang == "zh":  # Chinese punctuation around Chinese words, not "请求 0, 位置 1: 拒绝 vs 接受."
+        heads = [line.split("。")[0] for line in _diff_lines(at)]  # "- **A vs B**，请求 0，位置 1：拒绝 vs 接受"
+        assert all("**，请求 0，" in h and "：" in h and ", " not in h and ": " not in h for h in heads), heads
     at.button(key="w_engines_preset_zero_mass").click().run()
     assert not at.exception
     lines = _diff_lines(at)
