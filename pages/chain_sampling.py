@@ -18,7 +18,7 @@ from specviz.render import sampling_svg
 from specviz.inputs.scenario import scenario_from_json
 from specviz.app.ui import common as ui
 from specviz.replay import playframes
-from specviz.app.ui import heavy, markup, sampling_page, share_ui
+from specviz.app.ui import heavy, i18n, markup, sampling_page, share_ui
 from specviz.base.safety import md_text as md
 
 SLOT = "chain"
@@ -313,7 +313,7 @@ def scenario_view():
         nb, sb = st.columns([1, 1])
         nb.button(tr("Normalise rows (divide each row by its sum)", "归一化（每行除以其和）"), key="w_chain_norm", on_click=_normalise)
         sb.radio(tr("semantics", "语义版本"), ["0.5.23", "earlier"], key=_synced("w_chain_sem", s.semantics), horizontal=True,
-                 on_change=_on_semantics,
+                 format_func=i18n.semantics_label, on_change=_on_semantics,
                  help=tr("0.5.23 accepts only when 0 < q ≤ 1 and u·q < p, and zeroes q outside [0, 1] in the residual; earlier releases "
                          "test u·q < p alone, so a proposal with q = 0 and p > 0 is accepted.",
                          "0.5.23 仅在 0 < q ≤ 1 且 u·q < p 时接受，并在 residual 中把 [0, 1] 之外的 q 置 0；更早版本只检验 u·q < p，"

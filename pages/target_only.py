@@ -19,7 +19,7 @@ from specviz.render import sampling_svg
 from specviz.inputs.scenario import scenario_from_json
 from specviz.app.ui import common as ui
 from specviz.replay import playframes
-from specviz.app.ui import heavy, sampling_page, share_ui
+from specviz.app.ui import heavy, i18n, sampling_page, share_ui
 from specviz.base.safety import md_text as md
 
 SLOT = "target_only"
@@ -215,7 +215,8 @@ def scenario_view():
             k = _synced("w_to_tsingle", float(s.threshold_single))
             st.slider("threshold_single", MIN_THRESHOLD, MAX_THRESHOLD, step=THRESHOLD_STEP, key=k, on_change=_cb_set(("top", "threshold_single"), k))
             k = _synced("w_to_sem", s.semantics)
-            st.radio(tr("semantics", "语义版本"), ["0.5.23", "earlier"], key=k, horizontal=True, on_change=_cb_set(("top", "semantics"), k),
+            st.radio(tr("semantics", "语义版本"), ["0.5.23", "earlier"], key=k, horizontal=True, format_func=i18n.semantics_label,
+                     on_change=_cb_set(("top", "semantics"), k),
                      help=tr("0.5.23: accept iff p > 0 and (coin < prob_acc/t_acc or p ≥ t_single); earlier releases use <= and no p > 0 guard.",
                              "0.5.23：当 p > 0 且 (coin < prob_acc/t_acc 或 p ≥ t_single) 时接受；更早版本用 <=，且没有 p > 0 保护。"))
             st.button(tr("Use the tree from the Tree builder", "使用“构建验证树”页面的树"), key="w_to_usetree", on_click=_use_builder_tree)

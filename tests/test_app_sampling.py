@@ -92,6 +92,14 @@ def test_page_runs(path, lang):
         assert any("commit_lens = 3" in f for f in figs) and any("KV" in f and "c=3" in f for f in figs)
 
 
+@pytest.mark.parametrize("path, key", [(CHAIN, "w_chain_sem"), (TARGET_ONLY, "w_to_sem")], ids=["chain", "target_only"])
+def test_the_semantics_choice_reads_in_the_chosen_language(path, key):
+    at = _run(path, "zh")
+    radio = at.radio(key=key)
+    assert radio.options == ["0.5.23", "更早版本"], radio.options  # the labels; the values stay "0.5.23" / "earlier"
+    assert radio.value == "0.5.23"
+
+
 # ---------------------------------------------------------------------------------------------
 # Chain rejection sampling
 # ---------------------------------------------------------------------------------------------

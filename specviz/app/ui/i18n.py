@@ -69,3 +69,8 @@ def term(key: str) -> str:
     """An article term (``TERMS``) in the chosen language."""
     en, zh = TERMS.get(key, (key, key))
     return zh if lang() == "zh" else en
+
+
+def semantics_label(value: str) -> str:
+    """How a semantics choice reads: the release number as is, "earlier" in the chosen language."""
+    return tr("earlier", "更早版本") if value == "earlier" else value
