@@ -112,6 +112,11 @@ def sampler_warps(V: int) -> int:
 # differently never reuses a kernel built for other arguments; the compiled kernel's launcher calls
 # Triton's launch hooks (profilers) as the JIT would. Under the interpreter, or with
 # SPECVIZ_FAST_LAUNCH=0, every launch goes through the JIT.
+# It uses Triton's compiled-kernel objects below the JIT's public ``kernel[grid](...)``, working around the
+# per-launch dispatch cost that upstream tracks in triton-lang/triton#10140 (an RFC for frozen launch handles)
+# and, for the hook metadata built on every launch with no hook installed, triton-lang/triton#11881. Drop it
+# (set _FAST to False, then delete) once the JIT's own launch is as cheap; tests/test_kernels_host_path.py
+# checks the shape it relies on (no Triton Python after a call's first; a launch hook still sees launches).
 _FAST = os.environ.get("SPECVIZ_FAST_LAUNCH", "1") != "0"
 _Tensor = torch.Tensor
 
