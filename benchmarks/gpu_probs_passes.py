@@ -11,13 +11,12 @@ table's accounting (logits read once + probs written once), and compared with th
 * ``product``: what ``target_probs_from_logits`` runs today (the register kernel up to 32768 tokens, the
   split kernel above).
 * ``copy``: ``probs.copy_(logits)``, the read + write floor.
-* ``row_no_prefetch`` / ``row_prefetch_2x`` / ``row_prefetch_half``: the register kernel without its L2
-  prefetch of the next wave's row (``ROW_PREFETCH = None``; what 75292f9 ran), or prefetching 2 / 0.5
-  waves ahead (the product: one wave, the SM count).
+* ``split_cC_wW``: rows of 32000 through the split kernel (chunks of C tokens, W warps; the product
+  takes it above 32768 tokens only): several programs an SM, the row's last program doing its exps.
 * ``row_w32``: the register kernel at 32 warps (half the floats a thread).
 * ``row_f32exp``: the register kernel with a float32 exp (NOT the reference's rounding; shows what the
   float64 exp costs).
-* ``l2_wW_bB[_pP]``: one program a row (or P programs a multiprocessor looping over rows), blocks of B
+* ``l2_wW_bB[_pP]`` (``--long``): one program a row (or P programs a multiprocessor looping over rows), blocks of B
   tokens, W warps: pass 1 reads the row from HBM for its max; pass 2 reads it again (L2) and writes each
   token's exp term (float64 exp, rounded once) to the output, summing them per lane; pass 3 reads the
   terms back (L2) and writes term / sum over them. One float64 exp a token; HBM sees one read and (when
@@ -121,18 +120,19 @@ def main():
                 impls["row_f32exp"] = mk("row_f32exp", lambda o: row_f32exp_kernel[(rows,)](
                     logits, o, V, T, blk, num_warps=16))
             if V <= 32768:
-                def with_prefetch(setting):
+                def split(chunk, warps):
                     def call():
-                        old = triton_sampling.ROW_PREFETCH
-                        triton_sampling.ROW_PREFETCH = setting
+                        old = (triton_sampling.ROW_IN_REGISTERS_MAX, triton_sampling.SPLIT_CHUNK, triton_sampling.SPLIT_WARPS)
+                        triton_sampling.ROW_IN_REGISTERS_MAX, triton_sampling.SPLIT_CHUNK = 0, chunk
+                        triton_sampling.SPLIT_WARPS = warps
                         try:
                             return triton_sampling.target_probs_from_logits(logits, temperature=T, validate=False)
                         finally:
-                            triton_sampling.ROW_PREFETCH = old
+                            (triton_sampling.ROW_IN_REGISTERS_MAX, triton_sampling.SPLIT_CHUNK,
+                             triton_sampling.SPLIT_WARPS) = old
                     return call
-                impls["row_no_prefetch"] = with_prefetch(None)
-                impls["row_prefetch_2x"] = with_prefetch(2 * nsm)
-                impls["row_prefetch_half"] = with_prefetch(nsm // 2)
+                for chunk, warps in ((8192, 8), (4096, 4), (16384, 16)):
+                    impls[f"split_c{chunk}_w{warps}"] = split(chunk, warps)
             if LONG:
                 for w, b, p in ((16, 4096, 0), (8, 4096, 0)):
                     grid = rows if p == 0 else min(rows, p * nsm)
@@ -148,7 +148,7 @@ def main():
             times = timer.alternated(graphs, args.rounds)
             for name in graphs:
                 out = outs.get(name, base) if name != "product" else base
-                if name == "product" or name.startswith("row_") and name not in outs:
+                if name not in outs:
                     out = impls[name]()
                 torch.cuda.synchronize()
                 us = float(np.median(times[name]))
