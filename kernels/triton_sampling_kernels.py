@@ -26,11 +26,11 @@ Two kernels, the same element-wise arithmetic:
   row for the max, one for the sum (a float64 exp a token), one that writes the softmax probabilities
   to the output row (the exp again); then every bisection probe and renorm sum reads those float32
   probabilities back from the output (a row of 128256 tokens is 513 KB: mostly L2), and a last pass
-  rewrites the row renormed. Two float64 exps a token in all (was one a pass: about 65 with top-k and
-  top-p); the same float32 values in every pass, so the same result. The top-k search tests 16
-  thresholds a pass (8 passes, was 31 bisection probes; the same pivot); the top-p search stays a
-  bisection (31 passes: its float32 sums in the same order as before). Passes over a row with top-k
-  and top-p: 3 over the logits + 8 + 1 + 1 + 31 + 1 + 1 over the stored row = 46 (was 69).
+  rewrites the row renormed. Two float64 exps a token in all (was one a pass); the same float32
+  values in every pass, so the same result. With top-k and top-p: 3 passes over the logits, then 31 top-k
+  probes + its sum + the top-p total + 31 top-p probes + its sum + the write = 66 over the stored row
+  (a pass: 4 bytes a token read from L2 or HBM, no exp). A 16-threshold-a-pass top-k search (8 passes)
+  ran 1.7x slower on an H200 ([BLOCK, 16] compares a block; benchmarks/README "Issue 36, fourth stop").
 
 Both take the per-row values as tensors, or (SCALARS, the call's values are Python numbers) as
 scalar arguments, which saves the launcher the small tensor ops that build the per-row tensors.
@@ -108,9 +108,6 @@ def target_probs_row_kernel(logits_ptr, temperature_ptr, top_k_ptr, top_p_ptr, p
     tl.store(probs_ptr + r * V + v, prob, mask=m)
 
 
-RADIX = tl.constexpr(16)  # top-k probes a pass of target_probs_kernel
-
-
 @triton.jit
 def _renormed(prob, pivot_k, sum_k, pivot_p, sum_p):
     """A block of softmax probabilities after the renorms that are switched on (pivot < 0: off)."""
@@ -162,23 +159,19 @@ def target_probs_kernel(logits_ptr, temperature_ptr, top_k_ptr, top_p_ptr, probs
     if HAS_TOP_K:
         k = k_f.to(tl.int32)
         if (k >= 1) & (k < V):
-            # The same pivot as a bisection (count(probs >= x) >= k is monotone in x; counts are exact in any
-            # order), RADIX probes a pass: 8 passes over the row instead of 31.
             lo = tl.zeros([], tl.int32)  # count(probs >= 0.0) = V >= k
             hi = tl.full([], 0x7F800000, tl.int32)  # +inf: count = 0 < k
-            lanes = tl.arange(0, RADIX)
             while hi - lo > 1:
-                step = (hi - lo + RADIX - 1) // RADIX
-                mids = tl.minimum(lo + step * (lanes + 1), hi - 1)
-                cnt = tl.zeros([RADIX], tl.int32)
+                mid = lo + (hi - lo) // 2
+                cnt = tl.zeros([], tl.int32)
                 for j in range(0, nblocks):
                     v = j * BLOCK_V + offs
                     m = v < V
-                    bits = tl.load(out + v, mask=m, other=0.0).to(tl.int32, bitcast=True)
-                    cnt += tl.sum((m[:, None] & (bits[:, None] >= mids[None, :])).to(tl.int32), axis=0)
+                    prob = tl.load(out + v, mask=m, other=0.0)
+                    cnt += tl.sum((m & (prob.to(tl.int32, bitcast=True) >= mid)).to(tl.int32), axis=0)
                 take = cnt >= k
-                lo = tl.max(tl.where(take, mids, lo), axis=0)  # the largest probe that keeps >= k
-                hi = tl.min(tl.where(take, hi, mids), axis=0)  # the smallest that keeps fewer
+                lo = tl.where(take, mid, lo)
+                hi = tl.where(take, hi, mid)
             pivot_k = lo.to(tl.float32, bitcast=True)
             sum_k = tl.zeros([], tl.float32)
             for j in range(0, nblocks):
