@@ -22,10 +22,15 @@ Two kernels, the same element-wise arithmetic:
   still in L2), one write; one float64 exp a token. The tokens' exp terms are the reference's (the
   row's max, rounded once); only the sum they are divided by is folded differently (from the
   chunks' float32 sums, rescaled in float64, not the float32 sum of the rounded terms).
-* ``target_probs_kernel`` (longer rows with top-k / top-p): one pass over the
-  row for the max, one for the sum, one a bisection probe, one a renorm sum, one to write;
-  probabilities are recomputed from the logits in every pass instead of stored (an exp a token a
-  pass), so the kernel writes the output row once.
+* ``target_probs_kernel`` (longer rows with top-k / top-p, or per-row values): one pass over the
+  row for the max, one for the sum (a float64 exp a token), one that writes the softmax probabilities
+  to the output row (the exp again); then every bisection probe and renorm sum reads those float32
+  probabilities back from the output (a row of 128256 tokens is 513 KB: mostly L2), and a last pass
+  rewrites the row renormed. Two float64 exps a token in all (was one a pass); the same float32
+  values in every pass, so the same result. With top-k and top-p: 3 passes over the logits, then 31 top-k
+  probes + its sum + the top-p total + 31 top-p probes + its sum + the write = 66 over the stored row
+  (a pass: 4 bytes a token read from L2 or HBM, no exp). A 16-threshold-a-pass top-k search (8 passes)
+  ran 1.7x slower on an H200 ([BLOCK, 16] compares a block; benchmarks/README "Issue 36, fourth stop").
 
 Both take the per-row values as tensors, or (SCALARS, the call's values are Python numbers) as
 scalar arguments, which saves the launcher the small tensor ops that build the per-row tensors.
@@ -104,14 +109,28 @@ def target_probs_row_kernel(logits_ptr, temperature_ptr, top_k_ptr, top_p_ptr, p
 
 
 @triton.jit
+def _renormed(prob, pivot_k, sum_k, pivot_p, sum_p):
+    """A block of softmax probabilities after the renorms that are switched on (pivot < 0: off)."""
+    prob = tl.where(pivot_k >= 0.0, tl.where(prob >= pivot_k, prob, 0.0) / sum_k, prob)
+    prob = tl.where(pivot_p >= 0.0, tl.where(prob >= pivot_p, prob, 0.0) / sum_p, prob)
+    return prob
+
+
+@triton.jit
 def target_probs_kernel(logits_ptr, temperature_ptr, top_k_ptr, top_p_ptr, probs_ptr, V, temp_s, k_s, p_s,
                         HAS_TOP_K: tl.constexpr, HAS_TOP_P: tl.constexpr, SCALARS: tl.constexpr,
                         BLOCK_V: tl.constexpr):
     """Row r = program_id(0). temperature [rows] f32 (greedy rows already at 1 with top_k 1);
     top_k [rows] f32 (0 = off); top_p [rows] f32 (1 = off); logits / probs [rows, V] f32.
-    SCALARS: temp_s, k_s, p_s (the same encoding) hold every row's values and the tensors are unread."""
+    SCALARS: temp_s, k_s, p_s (the same encoding) hold every row's values and the tensors are unread.
+
+    The softmax probabilities are written to the output row once (third pass) and every later pass (the
+    bisection probes, the renorm sums, the renormed write) reads them back from there, mostly from L2:
+    float32 loads instead of a float64 exp a token a pass. The values are the same: each pass used to
+    recompute exactly the stored float32."""
     r = tl.program_id(0).to(tl.int64)
     row = logits_ptr + r * V
+    out = probs_ptr + r * V
     offs = tl.arange(0, BLOCK_V)
     temperature, k_f, top_p = _row_values(r, temperature_ptr, top_k_ptr, top_p_ptr, temp_s, k_s, p_s, SCALARS)
     nblocks = tl.cdiv(V, BLOCK_V)
@@ -128,6 +147,11 @@ def target_probs_kernel(logits_ptr, temperature_ptr, top_k_ptr, top_p_ptr, probs
         row_sum += tl.sum(tl.where(m, tl.exp((x / temperature - row_max).to(tl.float64)).to(tl.float32), 0.0), axis=0)
     off = tl.full([], -1.0, tl.float32)
     one = tl.full([], 1.0, tl.float32)
+    for j in range(0, nblocks):
+        v = j * BLOCK_V + offs
+        m = v < V
+        tl.store(out + v, _probs_block(row, v, m, 1, temperature, row_max, row_sum, off, one, off, one), mask=m)
+    tl.debug_barrier()  # the stored probabilities are read back by every thread of the program below
     pivot_k = off
     sum_k = one
     pivot_p = off
@@ -143,7 +167,7 @@ def target_probs_kernel(logits_ptr, temperature_ptr, top_k_ptr, top_p_ptr, probs
                 for j in range(0, nblocks):
                     v = j * BLOCK_V + offs
                     m = v < V
-                    prob = _probs_block(row, v, m, 1, temperature, row_max, row_sum, off, one, off, one)
+                    prob = tl.load(out + v, mask=m, other=0.0)
                     cnt += tl.sum((m & (prob.to(tl.int32, bitcast=True) >= mid)).to(tl.int32), axis=0)
                 take = cnt >= k
                 lo = tl.where(take, mid, lo)
@@ -153,7 +177,7 @@ def target_probs_kernel(logits_ptr, temperature_ptr, top_k_ptr, top_p_ptr, probs
             for j in range(0, nblocks):
                 v = j * BLOCK_V + offs
                 m = v < V
-                prob = _probs_block(row, v, m, 1, temperature, row_max, row_sum, off, one, off, one)
+                prob = tl.load(out + v, mask=m, other=0.0)
                 sum_k += tl.sum(tl.where(prob >= pivot_k, prob, 0.0), axis=0)
     if HAS_TOP_P:
         if top_p < 1.0:
@@ -165,7 +189,7 @@ def target_probs_kernel(logits_ptr, temperature_ptr, top_k_ptr, top_p_ptr, probs
             for j in range(0, nblocks):
                 v = j * BLOCK_V + offs
                 m = v < V
-                prob = _probs_block(row, v, m, 1, temperature, row_max, row_sum, pivot_k, sum_k, off, one)
+                prob = _renormed(tl.load(out + v, mask=m, other=0.0), pivot_k, sum_k, off, one)
                 total += tl.sum(prob, axis=0)
                 pmax = tl.maximum(pmax, tl.max(prob, axis=0))
             if total >= need:
@@ -175,7 +199,7 @@ def target_probs_kernel(logits_ptr, temperature_ptr, top_k_ptr, top_p_ptr, probs
                     for j in range(0, nblocks):
                         v = j * BLOCK_V + offs
                         m = v < V
-                        prob = _probs_block(row, v, m, 1, temperature, row_max, row_sum, pivot_k, sum_k, off, one)
+                        prob = _renormed(tl.load(out + v, mask=m, other=0.0), pivot_k, sum_k, off, one)
                         below += tl.sum(tl.where(m & (prob.to(tl.int32, bitcast=True) <= mid), prob, 0.0), axis=0)
                     reach = below >= need
                     hi = tl.where(reach, mid, hi)
@@ -187,13 +211,13 @@ def target_probs_kernel(logits_ptr, temperature_ptr, top_k_ptr, top_p_ptr, probs
             for j in range(0, nblocks):
                 v = j * BLOCK_V + offs
                 m = v < V
-                prob = _probs_block(row, v, m, 1, temperature, row_max, row_sum, pivot_k, sum_k, off, one)
+                prob = _renormed(tl.load(out + v, mask=m, other=0.0), pivot_k, sum_k, off, one)
                 sum_p += tl.sum(tl.where(prob >= pivot_p, prob, 0.0), axis=0)
-    for j in range(0, nblocks):
-        v = j * BLOCK_V + offs
-        m = v < V
-        prob = _probs_block(row, v, m, 1, temperature, row_max, row_sum, pivot_k, sum_k, pivot_p, sum_p)
-        tl.store(probs_ptr + r * V + v, prob, mask=m)
+    if HAS_TOP_K or HAS_TOP_P:  # the renormed row over the stored one (unchanged where no renorm is on)
+        for j in range(0, nblocks):
+            v = j * BLOCK_V + offs
+            m = v < V
+            tl.store(out + v, _renormed(tl.load(out + v, mask=m, other=0.0), pivot_k, sum_k, pivot_p, sum_p), mask=m)
 
 
 @triton.jit
