@@ -3,7 +3,8 @@
 AppTest drives the page; a profiler is switched on inside Streamlit's script thread around
 ``exec_func_with_error_handling`` (the page script and the widgets it draws), so AppTest's own
 bookkeeping is not counted. Each edit toggles a Target prediction (greedy page) between two
-values, so after the first two edits every rerun is a cached result (the common case in class).
+values, so after the first two edits every rerun is a cached result (the common case in class);
+on ``--page pages/tree_builder.py`` the edits are "Add child" / "Delete subtree" alternating.
 
     python benchmarks/profile_rerun.py [--page pages/greedy.py] [--edits 20] [--top 25]
 
@@ -35,11 +36,18 @@ PARTS = {
     "scenario (scenarios.scenario)": ("specviz/app/ui/scenarios.py", "scenario"),
     "step player (player.show)": ("specviz/app/ui/player.py", "show"),
     "selectboxes (st.selectbox)": ("streamlit/elements/widgets/selectbox.py", "selectbox"),
+    "table editors (st.data_editor)": ("streamlit/elements/widgets/data_editor.py", "data_editor"),
     "Streamlit's per-element enqueue": ("streamlit/delta_generator.py", "_enqueue"),
 }
 
 
 def _edits(at, n):
+    if any(b.key == "w_add_child" for b in at.button):  # the tree builder: Add child / Delete subtree alternating
+        for i in range(n):
+            at.button(key="w_add_child" if i % 2 == 0 else "w_delete").click().run()
+            if at.exception:
+                raise SystemExit(f"the page raised: {at.exception}")
+        return
     boxes = [sb for sb in at.selectbox if sb.label.startswith("Target(A)")]
     if not boxes:
         raise SystemExit("no Target(A) select box on this page: --page pages/greedy.py")
@@ -57,10 +65,14 @@ def _edits(at, n):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--page", default="pages/greedy.py")
+    ap.add_argument("--app-dir", type=Path, default=ROOT, help="another checkout (before/after): its pages and specviz")
     ap.add_argument("--edits", type=int, default=20)
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--callers", nargs="*", default=[], help="also print who calls these functions (names)")
     args = ap.parse_args()
+    app_dir = args.app_dir.resolve()
+    sys.path.insert(0, str(app_dir))
+    os.chdir(app_dir)
 
     from streamlit.runtime.scriptrunner import exec_code, script_runner
     from streamlit.testing.v1 import AppTest
@@ -82,7 +94,7 @@ def main():
             state["runs"] += 1
 
     script_runner.exec_func_with_error_handling = measured  # the name the script runner calls
-    at = AppTest.from_file(str(ROOT / args.page), default_timeout=120).run()
+    at = AppTest.from_file(str(app_dir / args.page), default_timeout=120).run()
     if at.exception:
         raise SystemExit(f"the page raised: {at.exception}")
     _edits(at, 2)  # both results cached from here on

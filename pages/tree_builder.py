@@ -198,9 +198,13 @@ def scenario_view():
     with left:
         # The tabs track which one is open (a tab switch reruns this fragment): the EAGLE form's six inputs and
         # its rollout text are drawn only while its tab is open, not on every edit made by hand (issue 31).
-        hand_tab, eagle_tab = st.tabs([ui.tr(":material/edit: Draw by hand", ":material/edit: 手工绘制"),
-                                       ui.tr(":material/account_tree: EAGLE rollout", ":material/account_tree: EAGLE rollout 形式")],
-                                      key="w_tree_tab", on_change="rerun")
+        # The same holds for the table editor (its pandas frame, Arrow conversion and hash were ~a quarter of a tree
+        # edit's script CPU, and the grid's redraw part of every click's time in the browser): its own tab.
+        hand_tab, table_tab, eagle_tab = st.tabs(
+            [ui.tr(":material/edit: Draw by hand", ":material/edit: 手工绘制"),
+             ui.tr(":material/table_edit: Table", ":material/table_edit: 表格"),
+             ui.tr(":material/account_tree: EAGLE rollout", ":material/account_tree: EAGLE rollout 形式")],
+            key="w_tree_tab", on_change="rerun")
         with hand_tab:
             sel = ui.widget(st.selectbox, ui.tr("Selected node", "选中的节点"), SEL, 1 if n > 1 else 0, options=list(range(n)),
                             format_func=lambda i: f"{i} · {labels[i]}" if i < n else str(i))
@@ -226,29 +230,31 @@ def scenario_view():
                 st.text_input(ui.tr("New label", "新标签"), key="w_new_vocab")
                 st.button(ui.tr("Add", "添加"), on_click=on_add_vocab, key="w_add_vocab")
 
-            st.markdown(ui.tr("**Edit the table** (parent and token of each node):", "**编辑表格**（每个节点的父节点与 token）："))
-            import pandas as pd
+        with table_tab:
+            if table_tab.open:
+                st.markdown(ui.tr("**Edit the table** (parent and token of each node):", "**编辑表格**（每个节点的父节点与 token）："))
+                import pandas as pd
 
-            df = pd.DataFrame({"node": list(range(n)), "parent": list(tree.parents), "token": labels})
-            edited = st.data_editor(
-                df, key=f"w_table::{ver}::{b}", hide_index=True, width="stretch", num_rows="fixed",
-                on_change=on_table(ver, f"w_table::{ver}::{b}"),
-                column_config={
-                    "node": st.column_config.NumberColumn(ui.term("node"), disabled=True),
-                    "parent": st.column_config.NumberColumn(ui.tr("parent", "父节点"), step=1, min_value=-1, max_value=n - 1),
-                    "token": st.column_config.SelectboxColumn(ui.term("token"), options=s.vocab, required=True),
-                })
-            if list(edited["parent"]) != list(tree.parents) or list(edited["token"]) != labels:
-                try:
-                    new_tree = edits.tree_from_table(list(edited["parent"]), list(edited["token"]), s, field="tree")
-                    new = edits.replace_tree(s, new_tree, b)
-                except SpecvizError as exc:
-                    ui.show_error(exc)
-                    st.caption(ui.tr("Your table edits are kept; the views below still show the last valid tree.",
-                                     "表格中的修改已保留；下方视图仍显示上一个有效的树。"))
-                else:
-                    ui.set_scenario(SLOT, new)
-                    ui.rerun_view()
+                df = pd.DataFrame({"node": list(range(n)), "parent": list(tree.parents), "token": labels})
+                edited = st.data_editor(
+                    df, key=f"w_table::{ver}::{b}", hide_index=True, width="stretch", num_rows="fixed",
+                    on_change=on_table(ver, f"w_table::{ver}::{b}"),
+                    column_config={
+                        "node": st.column_config.NumberColumn(ui.term("node"), disabled=True),
+                        "parent": st.column_config.NumberColumn(ui.tr("parent", "父节点"), step=1, min_value=-1, max_value=n - 1),
+                        "token": st.column_config.SelectboxColumn(ui.term("token"), options=s.vocab, required=True),
+                    })
+                if list(edited["parent"]) != list(tree.parents) or list(edited["token"]) != labels:
+                    try:
+                        new_tree = edits.tree_from_table(list(edited["parent"]), list(edited["token"]), s, field="tree")
+                        new = edits.replace_tree(s, new_tree, b)
+                    except SpecvizError as exc:
+                        ui.show_error(exc)
+                        st.caption(ui.tr("Your table edits are kept; the views below still show the last valid tree.",
+                                         "表格中的修改已保留；下方视图仍显示上一个有效的树。"))
+                    else:
+                        ui.set_scenario(SLOT, new)
+                        ui.rerun_view()
 
         with eagle_tab:
             if eagle_tab.open:

@@ -260,9 +260,9 @@ _CUT = """(names) => {
 
 LABELS = {
     "en": {"tree_builder": ["Add child", "Add sibling", "Relabel token", "Delete subtree", "Earlier sibling", "Later sibling",
-                            "Draw by hand", "EAGLE rollout"],
+                            "Draw by hand", "Table", "EAGLE rollout"],
            "quiz": ["Random question"], "tour": ["Back"]},
-    "zh": {"tree_builder": ["添加子节点", "添加兄弟节点", "修改 token", "删除子树", "兄弟前移", "兄弟后移", "手工绘制", "EAGLE rollout"],
+    "zh": {"tree_builder": ["添加子节点", "添加兄弟节点", "修改 token", "删除子树", "兄弟前移", "兄弟后移", "手工绘制", "表格", "EAGLE rollout"],
            "quiz": ["随机题目"], "tour": ["上一站"]},
 }
 

@@ -129,6 +129,30 @@ def test_a_tree_edit_does_not_draw_the_eagle_form_while_its_tab_is_closed():
     assert not at.exception and _eagle_inputs(at) == []
 
 
+def _table_editors(at) -> list:
+    """The tree builder's table editors drawn by this run (data editors with a parent column)."""
+    return [d for d in at.dataframe if list(d.value.columns) == ["node", "parent", "token"]]
+
+
+def test_a_tree_edit_does_not_draw_the_table_editor_while_its_tab_is_closed():
+    """The tree builder's table editor (a pandas frame, its Arrow conversion and hash: ~a quarter of a tree
+    edit's script CPU, issue 31) is drawn only while its tab is open: an edit made by hand does not draw it;
+    opening the tab draws it with the edited tree's parents and tokens."""
+    at = AppTest.from_file(str(ROOT / "pages" / "tree_builder.py"), default_timeout=120).run()
+    assert not at.exception and _table_editors(at) == []
+    at.button(key="w_add_child").click().run()
+    assert not at.exception and _table_editors(at) == []
+    at.session_state["w_tree_tab"] = ":material/table_edit: Table"  # what the browser sends on a tab click
+    at.run()
+    assert not at.exception
+    (table,) = [e.value for e in _table_editors(at)]
+    assert list(table["parent"]) == [-1, 0, 0, 1, 1, 1] and list(table["token"]) == ["R", "A", "B", "C", "D", "A"]
+    assert _eagle_inputs(at) == []
+    at.session_state["w_tree_tab"] = ":material/edit: Draw by hand"
+    at.run()
+    assert not at.exception and _table_editors(at) == []
+
+
 def test_the_chain_end_state_is_one_escaped_table_not_an_arrow_frame():
     """The chain page's end state (every slot at once) is one escaped HTML table coloured by verdict, not a
     pandas frame through st.dataframe (an Arrow conversion on every chain edit, issue 31); its numbers are
