@@ -200,7 +200,7 @@ def scenario_view():
         # Every frame and caption of the player is a pure function of the one replay (specviz.replay.playframes).
         views = playframes.chain_frames(s, run, ui.lang())
         cur = sampling_page.step_player(views, walk_box, ("The Accept, step by step", "逐步执行 Accept"), key=KEY,
-                                        slot=SLOT, step_key=STEP, version_key="sv_chain_step_ver")
+                                        slot=SLOT, step_key=STEP, version_key="sv_chain_step_ver", s=s)
         events = run.trace.events
         test_of = {e.node: e.data for e in events if e.kind == "accept_test"}
         res_ev = next((e for e in events if e.kind == "residual"), None)

@@ -188,7 +188,7 @@ def scenario_view():
     # Every frame and caption of the player is a pure function of the one replay (specviz.replay.playframes).
     views = playframes.dspark_frames(s, run, ui.lang())
     cur = sampling_page.step_player(views, walk_box, ("The Accept, step by step", "逐步执行 Accept"), key=KEY,
-                                    slot=SLOT, step_key=STEP, version_key="sv_dspark_step_ver")
+                                    slot=SLOT, step_key=STEP, version_key="sv_dspark_step_ver", s=s)
     events = run.trace.events
     matches = steps.dspark_matches(events) if greedy else None  # read from the replay's compare events
     tp_ids = s.target_predict(0) if greedy else None

@@ -167,7 +167,7 @@ def scenario_view():
         # Every frame and caption of the player is a pure function of the one replay (specviz.replay.playframes).
         views = playframes.target_only_frames(s, run, ui.lang())
         cur = sampling_page.step_player(views, walk_box, ("The sibling scan, step by step", "逐步查看兄弟节点扫描"),
-                                        key=KEY, slot=SLOT, step_key=STEP, version_key="sv_to_step_ver")
+                                        key=KEY, slot=SLOT, step_key=STEP, version_key="sv_to_step_ver", s=s)
         events = run.trace.events
         typed = steps.typed_events(events)
         res_ev = next((e for e in events if e.kind == "residual"), None)
