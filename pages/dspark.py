@@ -114,23 +114,23 @@ def scenario_view():
                     if greedy:
                         k = _synced(f"w_ds_tp{t}", tp_labels[t])
                         st.selectbox(tr("target after t={t}", "t={t} 之后的 Target", t=t), vocab, key=k, on_change=_cb("target_predict", k, t))
-            b1, b2, _ = st.columns([1, 1, 2])
+            row = st.container(horizontal=True)  # one block, not a row of 3 columns (4 blocks; issue 31)
             if greedy:
-                if b1.button(tr("+ draft", "+ Draft"), key="w_ds_add", disabled=T >= 10):
+                if row.button(tr("+ draft", "+ Draft"), key="w_ds_add", disabled=T >= 10):
                     if _update(chain=list(req.chain) + [vocab[0]], target_predict=list(tp_labels) + [vocab[0]], verify_len=None):
                         ui.rerun_view()
-                if b2.button(tr("− draft", "− Draft"), key="w_ds_del", disabled=T <= 2):
+                if row.button(tr("− draft", "− Draft"), key="w_ds_del", disabled=T <= 2):
                     if _update(chain=list(req.chain)[:-1], target_predict=list(tp_labels)[:-1], verify_len=None):
                         ui.rerun_view()
             else:
                 sp = [list(map(float, r)) for r in (req.target_probs if req.target_probs is not None else s.target_probs(0).tolist())]
-                if b1.button(tr("+ draft", "+ Draft"), key="w_ds_add", disabled=T >= 8):
+                if row.button(tr("+ draft", "+ Draft"), key="w_ds_add", disabled=T >= 8):
                     # The new draft proposes the first token; its q copies the previous last p row, its own p row is uniform.
                     uni = [1.0 / len(vocab)] * len(vocab)
                     if _update(chain=list(req.chain) + [vocab[0]], target_probs=sp + [uni], draft_probs=[list(r) for r in req.draft_probs] + [sp[-1]],
                                coins=list(req.coins) + [0.5], verify_len=None):
                         ui.rerun_view()
-                if b2.button(tr("− draft", "− Draft"), key="w_ds_del", disabled=T <= 2):
+                if row.button(tr("− draft", "− Draft"), key="w_ds_del", disabled=T <= 2):
                     if _update(chain=list(req.chain)[:-1], target_probs=sp[:-1], draft_probs=[list(r) for r in req.draft_probs][:-1],
                                coins=list(req.coins)[:-1], verify_len=None):
                         ui.rerun_view()

@@ -152,9 +152,9 @@ def scenario_view():
                               step=COIN_STEP, key=k, format=COIN_FORMAT, on_change=_cb_set(("req", "coins", i), k))
             k = _synced("w_to_coin_final", float(req.coin_final))
             st.slider("u_final", 0.0, MAX_COIN, step=COIN_STEP, key=k, format=COIN_FORMAT, on_change=_cb_set(("req", "coin_final"), k))
-            r1, r2 = st.columns(2)
-            r1.number_input(tr("seed", "种子"), 0, 10**6, 0, key="w_to_seed")
-            r2.button(tr("randomise coins", "随机生成"), key="w_to_rand", on_click=_randomise, width="stretch", icon=":material/casino:")
+            with st.container(horizontal=True, vertical_alignment="bottom", wrap=False):  # one block, not 3 (issue 31)
+                st.number_input(tr("seed", "种子"), 0, 10**6, 0, key="w_to_seed")
+                st.button(tr("randomise coins", "随机生成"), key="w_to_rand", on_click=_randomise, width="stretch", icon=":material/casino:")
             ui.show_deferred_error("sv_to_err")  # a coin edit's refusal (this fragment may rerun alone)
 
         # ---------------------------------------------------------------------------------------------

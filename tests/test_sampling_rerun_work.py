@@ -51,3 +51,42 @@ def test_a_chain_coin_edit_still_sends_the_new_walk():
         after = players(at)[0]
         assert after["frames"] != before["frames"], button
         before = after
+
+
+def _parents(at) -> dict:
+    """Widget key -> the block it sits in directly (its proto), over the whole element tree."""
+    out = {}
+
+    def walk(node, parent):
+        for child in (node.children.values() if isinstance(node.children, dict) else node.children):
+            key = getattr(child, "key", None)
+            if key is not None:
+                out[key] = parent
+            if getattr(child, "children", None) is not None:
+                walk(child, child)
+
+    walk(at._tree, None)
+    return out
+
+
+@pytest.mark.parametrize("page, keys", [
+    ("chain_sampling", ["w_chain_seed", "w_chain_rand", "w_chain_q1", "w_chain_q2", "w_chain_q3", "w_chain_add", "w_chain_del",
+                        "w_chain_norm", "w_chain_sem", "w_chain_ptext::1", "w_chain_qtext::1"]),
+    ("target_only", ["w_to_seed", "w_to_rand"]),
+    ("dspark", ["w_ds_add", "w_ds_del"]),
+])
+def test_rows_of_widgets_are_one_horizontal_block_not_columns(page, keys):
+    """A row of k st.columns is k + 1 blocks, sent and drawn on every edit that reruns it (the coin box's
+    rows rerun with every coin edit): each row is one horizontal container."""
+    from streamlit.proto.Block_pb2 import Block
+
+    at = _page(page)
+    at.run()
+    assert not at.exception
+    parents = _parents(at)
+    for key in keys:
+        block = parents[key].proto
+        assert block.WhichOneof("type") == "flex_container", (key, block.WhichOneof("type"))
+        assert block.flex_container.direction == Block.FlexContainer.Direction.HORIZONTAL, key
+    rows = {id(parents[k]) for k in keys}
+    assert len(rows) < len(keys)  # widgets share their rows
