@@ -276,9 +276,11 @@ def scenario_view():
         with mc_box:
             monte_carlo_view()
 
-    # ---------------------------------------------------------------------------------------------
-    # Not classic rejection sampling
-    # ---------------------------------------------------------------------------------------------
+
+# Section 4 is fixed text (only the language changes it, and a language switch reruns the page): drawn by
+# the page after the fragment, not by the fragment, so an edit's fragment rerun keeps it in place instead
+# of sending its 8 elements again (issue 31).
+def not_classic():
     st.header(tr("4. Why this is not classic p/q rejection", "4. 为什么这不是 classic p/q rejection"))
     a, b = st.columns(2, gap="large")
     with a:
@@ -302,4 +304,5 @@ def scenario_view():
 
 
 scenario_view()
+not_classic()
 ui.end_page()

@@ -90,3 +90,78 @@ def test_rows_of_widgets_are_one_horizontal_block_not_columns(page, keys):
         assert block.flex_container.direction == Block.FlexContainer.Direction.HORIZONTAL, key
     rows = {id(parents[k]) for k in keys}
     assert len(rows) < len(keys)  # widgets share their rows
+
+
+def test_target_only_fixed_section_is_not_sent_again_by_an_edit(app_server):
+    """Section 4 (fixed words) is drawn by the page, not by the scenario's fragment: a threshold edit's
+    fragment run does not send it again, and it stays on the page (a full run draws it)."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    websockets = pytest.importorskip("websockets")
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    async def rerun(ws, fragment="", slider=None, value=None):
+        bm = BackMsg()
+        bm.rerun_script.page_name = "target_only"
+        bm.rerun_script.fragment_id = fragment
+        if slider is not None:
+            w = bm.rerun_script.widget_states.widgets.add()
+            w.id = slider
+            w.double_array_value.data.append(value)
+        await ws.send(bm.SerializeToString())
+        out = {"headings": [], "sliders": {}, "errors": 0}
+        while True:
+            fm = ForwardMsg()
+            fm.ParseFromString(await asyncio.wait_for(ws.recv(), 60))
+            kind = fm.WhichOneof("type")
+            if kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
+                el = fm.delta.new_element
+                if el.WhichOneof("type") == "heading":
+                    out["headings"].append(el.heading.body)
+                elif el.WhichOneof("type") == "slider":
+                    out["sliders"][el.slider.label] = (el.slider.id, fm.delta.fragment_id, list(el.slider.value))
+                elif el.WhichOneof("type") == "exception" or (el.WhichOneof("type") == "alert" and el.alert.format == el.alert.ERROR):
+                    out["errors"] += 1
+            elif kind == "script_finished" and fm.script_finished != fm.FINISHED_EARLY_FOR_RERUN:
+                return out
+
+    async def go():
+        async with websockets.connect(app_server.replace("http://", "ws://") + "/_stcore/stream", max_size=None,
+                                      subprotocols=["streamlit"]) as ws:
+            first = await rerun(ws)
+            sid, frag, _ = first["sliders"]["threshold_acc"]
+            edit = await rerun(ws, frag, sid, 0.7)
+            return first, edit, frag
+
+    with ThreadPoolExecutor(1) as ex:
+        first, edit, frag = ex.submit(asyncio.run, go()).result(180)
+    fixed = "4. Why this is not classic p/q rejection"
+    assert fixed in first["headings"] and not first["errors"]
+    assert not edit["errors"] and edit["sliders"]["threshold_acc"][1] == frag  # the edit was drawn by its fragment
+    assert "2. The end state" in edit["headings"]
+    assert fixed not in edit["headings"], "the fixed section was sent again by a fragment run"
+
+
+def test_dspark_lengths_are_one_horizontal_block():
+    from streamlit.proto.Block_pb2 import Block
+
+    at = _page("dspark")
+    at.run()
+    assert not at.exception
+    found = []
+
+    def walk(node):
+        kids = list(node.children.values()) if isinstance(node.children, dict) else list(node.children)
+        metrics = [c for c in kids if getattr(c, "type", None) == "metric"]
+        if metrics:
+            found.append((node.proto, [m.label for m in metrics]))
+        for c in kids:
+            if getattr(c, "children", None) is not None:
+                walk(c)
+
+    walk(at._tree)
+    (block, labels), = found
+    assert labels == ["correct_len", "bonus", "commit_lens", "new_seq_lens", "cap_trim_lens"]
+    assert block.WhichOneof("type") == "flex_container" and block.flex_container.direction == Block.FlexContainer.Direction.HORIZONTAL
