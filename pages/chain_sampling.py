@@ -245,16 +245,15 @@ def scenario_view():
         col_chain, col_coins = st.columns([3, 2], gap="large")
         with col_chain:
             st.markdown(tr("**Draft chain** (root R first; slot *s* holds draft *s*)", "**Draft 链**（首位是 root R；位置 *s* 是第 *s* 个 Draft）"))
-            PER_ROW = 4  # a select box narrower than this cannot show its token
-            for start in range(0, N, PER_ROW):
-                ccols = st.columns(PER_ROW)
-                for j, sl in enumerate(range(start, min(N, start + PER_ROW))):
-                    if sl == 0:
-                        with ccols[0]:
-                            markup.big_cell(tr("root", "根节点"), req.chain[0])
-                        continue
+            # The root and the slots' select boxes flow in one wrapping row (one block; a row of 4 columns was 5
+            # blocks per 4 slots, sent on every chain edit, issue 31), each as wide as a column of 4 was.
+            SLOT_W = 110  # px: a select box narrower than this cannot show its token
+            with st.container(horizontal=True, wrap=True):
+                with st.container(width=SLOT_W):
+                    markup.big_cell(tr("root", "根节点"), req.chain[0])
+                for sl in range(1, N):
                     k = _synced(f"w_chain_tok{sl}", req.chain[sl])
-                    ccols[j].selectbox(tr("slot {s}", "位置 {s}", s=sl), vocab, key=k, on_change=_on_token(sl, k))
+                    st.selectbox(tr("slot {s}", "位置 {s}", s=sl), vocab, key=k, on_change=_on_token(sl, k), width=SLOT_W)
             with st.container(horizontal=True):
                 st.button(tr("+ slot", "+ 位置"), key="w_chain_add", disabled=N >= 8, on_click=_store, args=(_add_slot,))
                 st.button(tr("− slot", "− 位置"), key="w_chain_del", disabled=N <= 2, on_click=_store, args=(_drop_slot,))

@@ -70,7 +70,7 @@ def _parents(at) -> dict:
 
 
 @pytest.mark.parametrize("page, keys", [
-    ("chain_sampling", ["w_chain_seed", "w_chain_rand", "w_chain_q1", "w_chain_q2", "w_chain_q3", "w_chain_add", "w_chain_del",
+    ("chain_sampling", ["w_chain_tok1", "w_chain_seed", "w_chain_rand", "w_chain_q1", "w_chain_q2", "w_chain_q3", "w_chain_add", "w_chain_del",
                         "w_chain_norm", "w_chain_sem", "w_chain_ptext::1", "w_chain_qtext::1"]),
     ("target_only", ["w_to_seed", "w_to_rand"]),
     ("dspark", ["w_ds_add", "w_ds_del"]),
