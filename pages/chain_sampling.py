@@ -245,8 +245,7 @@ def scenario_view():
         col_chain, col_coins = st.columns([3, 2], gap="large")
         with col_chain:
             st.markdown(tr("**Draft chain** (root R first; slot *s* holds draft *s*)", "**Draft 链**（首位是 root R；位置 *s* 是第 *s* 个 Draft）"))
-            # The root and the slots' select boxes flow in one wrapping row (one block; a row of 4 columns was 5
-            # blocks per 4 slots, sent on every chain edit, issue 31), each as wide as a column of 4 was.
+            # Root and slots flow in one wrapping row: one block (4 columns were 5 blocks per 4 slots; issue 31).
             SLOT_W = 110  # px: a select box narrower than this cannot show its token
             with st.container(horizontal=True, wrap=True):
                 with st.container(width=SLOT_W):
