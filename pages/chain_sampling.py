@@ -177,17 +177,19 @@ def scenario_view():
                 st.slider(tr("u[{i}]  (slot {s})", "u[{i}]  （位置 {s}）", i=i, s=i + 1), 0.0, MAX_COIN, step=COIN_STEP, key=k, on_change=_on_coin(i), format=COIN_FORMAT)
             k = _synced("w_chain_coin_final", float(req.coin_final))
             st.slider("u_final", 0.0, MAX_COIN, step=COIN_STEP, key=k, on_change=_on_coin(-1), format=COIN_FORMAT)
-            r1, r2 = st.columns([1, 1])
-            r1.number_input(tr("seed", "种子"), 0, 10**6, 0, key="w_chain_seed")
-            r2.button(tr("randomise coins", "随机生成"), key="w_chain_rand", on_click=_randomise, width="stretch", icon=":material/casino:")
+            # Rows of widgets side by side are one horizontal container each, not st.columns: a row of k
+            # columns is k + 1 blocks sent and drawn on every coin edit (issue 31: elements per edit).
+            with st.container(horizontal=True, vertical_alignment="bottom", wrap=False):
+                st.number_input(tr("seed", "种子"), 0, 10**6, 0, key="w_chain_seed")
+                st.button(tr("randomise coins", "随机生成"), key="w_chain_rand", on_click=_randomise, width="stretch", icon=":material/casino:")
             st.caption(tr("Try u[0]:", "试试 u[0]："))
-            qc = st.columns(3)
-            qc[0].button(tr(".4 accept", ".4 接受"), key="w_chain_q1", on_click=_set_coin0(0.4), width="stretch",
-                         help=tr(".4 × .6 = .24 < .3", ".4 × .6 = .24 < .3"))
-            qc[1].button(tr(".5 edge", ".5 边界"), key="w_chain_q2", on_click=_set_coin0(0.5), width="stretch",
-                         help=tr(".5 × .6 = .3 is not < .3: the test is strict", ".5 × .6 = .3 不小于 .3：严格不等式"))
-            qc[2].button(tr(".7 reject", ".7 拒绝"), key="w_chain_q3", on_click=_set_coin0(0.7), width="stretch",
-                         help=tr(".7 × .6 = .42 ≥ .3", ".7 × .6 = .42 ≥ .3"))
+            with st.container(horizontal=True):
+                st.button(tr(".4 accept", ".4 接受"), key="w_chain_q1", on_click=_set_coin0(0.4), width="stretch",
+                          help=tr(".4 × .6 = .24 < .3", ".4 × .6 = .24 < .3"))
+                st.button(tr(".5 edge", ".5 边界"), key="w_chain_q2", on_click=_set_coin0(0.5), width="stretch",
+                          help=tr(".5 × .6 = .3 is not < .3: the test is strict", ".5 × .6 = .3 不小于 .3：严格不等式"))
+                st.button(tr(".7 reject", ".7 拒绝"), key="w_chain_q3", on_click=_set_coin0(0.7), width="stretch",
+                          help=tr(".7 × .6 = .42 ≥ .3", ".7 × .6 = .42 ≥ .3"))
             ui.show_deferred_error("sv_chain_err")
 
         # ---------------------------------------------------------------------------------------------
@@ -200,7 +202,7 @@ def scenario_view():
         # Every frame and caption of the player is a pure function of the one replay (specviz.replay.playframes).
         views = playframes.chain_frames(s, run, ui.lang())
         cur = sampling_page.step_player(views, walk_box, ("The Accept, step by step", "逐步执行 Accept"), key=KEY,
-                                        slot=SLOT, step_key=STEP, version_key="sv_chain_step_ver")
+                                        slot=SLOT, step_key=STEP, version_key="sv_chain_step_ver", s=s)
         events = run.trace.events
         test_of = {e.node: e.data for e in events if e.kind == "accept_test"}
         res_ev = next((e for e in events if e.kind == "residual"), None)
@@ -243,19 +245,17 @@ def scenario_view():
         col_chain, col_coins = st.columns([3, 2], gap="large")
         with col_chain:
             st.markdown(tr("**Draft chain** (root R first; slot *s* holds draft *s*)", "**Draft 链**（首位是 root R；位置 *s* 是第 *s* 个 Draft）"))
-            PER_ROW = 4  # a select box narrower than this cannot show its token
-            for start in range(0, N, PER_ROW):
-                ccols = st.columns(PER_ROW)
-                for j, sl in enumerate(range(start, min(N, start + PER_ROW))):
-                    if sl == 0:
-                        with ccols[0]:
-                            markup.big_cell(tr("root", "根节点"), req.chain[0])
-                        continue
+            # Root and slots flow in one wrapping row: one block (4 columns were 5 blocks per 4 slots; issue 31).
+            SLOT_W = 110  # px: a select box narrower than this cannot show its token
+            with st.container(horizontal=True, wrap=True):
+                with st.container(width=SLOT_W):
+                    markup.big_cell(tr("root", "根节点"), req.chain[0])
+                for sl in range(1, N):
                     k = _synced(f"w_chain_tok{sl}", req.chain[sl])
-                    ccols[j].selectbox(tr("slot {s}", "位置 {s}", s=sl), vocab, key=k, on_change=_on_token(sl, k))
-            b1, b2, _ = st.columns([1, 1, 2])
-            b1.button(tr("+ slot", "+ 位置"), key="w_chain_add", disabled=N >= 8, on_click=_store, args=(_add_slot,))
-            b2.button(tr("− slot", "− 位置"), key="w_chain_del", disabled=N <= 2, on_click=_store, args=(_drop_slot,))
+                    st.selectbox(tr("slot {s}", "位置 {s}", s=sl), vocab, key=k, on_change=_on_token(sl, k), width=SLOT_W)
+            with st.container(horizontal=True):
+                st.button(tr("+ slot", "+ 位置"), key="w_chain_add", disabled=N >= 8, on_click=_store, args=(_add_slot,))
+                st.button(tr("− slot", "− 位置"), key="w_chain_del", disabled=N <= 2, on_click=_store, args=(_drop_slot,))
 
         # p / q tables. A cell edit is stored by the tables' on_change (one run per edit; read after the
         # widget it took a second fragment run, issue 31); a refused one is shown by the check below.
@@ -310,18 +310,18 @@ def scenario_view():
             ui.set_scenario(SLOT, cur.replace(semantics=st.session_state["w_chain_sem"]))
 
 
-        nb, sb = st.columns([1, 1])
-        nb.button(tr("Normalise rows (divide each row by its sum)", "归一化（每行除以其和）"), key="w_chain_norm", on_click=_normalise)
-        sb.radio(tr("semantics", "语义版本"), ["0.5.23", "earlier"], key=_synced("w_chain_sem", s.semantics), horizontal=True,
+        row = st.container(horizontal=True)
+        row.button(tr("Normalise rows (divide each row by its sum)", "归一化（每行除以其和）"), key="w_chain_norm", on_click=_normalise)
+        row.radio(tr("semantics", "语义版本"), ["0.5.23", "earlier"], key=_synced("w_chain_sem", s.semantics), horizontal=True,
                  format_func=i18n.semantics_label, on_change=_on_semantics,
                  help=tr("0.5.23 accepts only when 0 < q ≤ 1 and u·q < p, and zeroes q outside [0, 1] in the residual; earlier releases "
                          "test u·q < p alone, so a proposal with q = 0 and p > 0 is accepted.",
                          "0.5.23 仅在 0 < q ≤ 1 且 u·q < p 时接受，并在 residual 中把 [0, 1] 之外的 q 置 0；更早版本只检验 u·q < p，"
                          "因此 q = 0 且 p > 0 的候选会被接受。"))
         with st.expander(tr("Edit p and q as text (paste rows: one row per line)", "以文本编辑 p 与 q（每行一个分布）")):
-            tx1, tx2 = st.columns(2)
-            tx1.text_area("target_probs (p)", dist.rows_to_text(p_rows), key=f"w_chain_ptext::{PQ}", height=130)
-            tx2.text_area("draft_probs (q)", dist.rows_to_text(req.draft_probs), key=f"w_chain_qtext::{PQ}", height=130)
+            with st.container(horizontal=True):
+                st.text_area("target_probs (p)", dist.rows_to_text(p_rows), key=f"w_chain_ptext::{PQ}", height=130)
+                st.text_area("draft_probs (q)", dist.rows_to_text(req.draft_probs), key=f"w_chain_qtext::{PQ}", height=130)
             st.button(tr("Apply the text", "应用文本"), key="w_chain_apply", on_click=_apply_text, args=(PQ,))
             if TEXT_ERR in st.session_state:  # this click's answer, next to the button (never in another column)
                 ui.show_deferred_error(TEXT_ERR)

@@ -114,23 +114,23 @@ def scenario_view():
                     if greedy:
                         k = _synced(f"w_ds_tp{t}", tp_labels[t])
                         st.selectbox(tr("target after t={t}", "t={t} 之后的 Target", t=t), vocab, key=k, on_change=_cb("target_predict", k, t))
-            b1, b2, _ = st.columns([1, 1, 2])
+            row = st.container(horizontal=True)  # one block, not a row of 3 columns (4 blocks; issue 31)
             if greedy:
-                if b1.button(tr("+ draft", "+ Draft"), key="w_ds_add", disabled=T >= 10):
+                if row.button(tr("+ draft", "+ Draft"), key="w_ds_add", disabled=T >= 10):
                     if _update(chain=list(req.chain) + [vocab[0]], target_predict=list(tp_labels) + [vocab[0]], verify_len=None):
                         ui.rerun_view()
-                if b2.button(tr("− draft", "− Draft"), key="w_ds_del", disabled=T <= 2):
+                if row.button(tr("− draft", "− Draft"), key="w_ds_del", disabled=T <= 2):
                     if _update(chain=list(req.chain)[:-1], target_predict=list(tp_labels)[:-1], verify_len=None):
                         ui.rerun_view()
             else:
                 sp = [list(map(float, r)) for r in (req.target_probs if req.target_probs is not None else s.target_probs(0).tolist())]
-                if b1.button(tr("+ draft", "+ Draft"), key="w_ds_add", disabled=T >= 8):
+                if row.button(tr("+ draft", "+ Draft"), key="w_ds_add", disabled=T >= 8):
                     # The new draft proposes the first token; its q copies the previous last p row, its own p row is uniform.
                     uni = [1.0 / len(vocab)] * len(vocab)
                     if _update(chain=list(req.chain) + [vocab[0]], target_probs=sp + [uni], draft_probs=[list(r) for r in req.draft_probs] + [sp[-1]],
                                coins=list(req.coins) + [0.5], verify_len=None):
                         ui.rerun_view()
-                if b2.button(tr("− draft", "− Draft"), key="w_ds_del", disabled=T <= 2):
+                if row.button(tr("− draft", "− Draft"), key="w_ds_del", disabled=T <= 2):
                     if _update(chain=list(req.chain)[:-1], target_probs=sp[:-1], draft_probs=[list(r) for r in req.draft_probs][:-1],
                                coins=list(req.coins)[:-1], verify_len=None):
                         ui.rerun_view()
@@ -188,7 +188,7 @@ def scenario_view():
     # Every frame and caption of the player is a pure function of the one replay (specviz.replay.playframes).
     views = playframes.dspark_frames(s, run, ui.lang())
     cur = sampling_page.step_player(views, walk_box, ("The Accept, step by step", "逐步执行 Accept"), key=KEY,
-                                    slot=SLOT, step_key=STEP, version_key="sv_dspark_step_ver")
+                                    slot=SLOT, step_key=STEP, version_key="sv_dspark_step_ver", s=s)
     events = run.trace.events
     matches = steps.dspark_matches(events) if greedy else None  # read from the replay's compare events
     tp_ids = s.target_predict(0) if greedy else None
@@ -214,12 +214,12 @@ def scenario_view():
                           r=", ".join(map(str, ignored))))
 
     st.header(tr("2. Lengths, the out-token buffer and the KV commit", "2. 长度、输出 buffer 与 KV 提交"))
-    m = st.columns(5)
-    m[0].metric("correct_len", correct_len, delta=(f"−{raw_len - correct_len} (cap)" if raw_len != correct_len else None), delta_color="off")
-    m[1].metric("bonus", md(bonus))  # a metric value renders markdown: the label stays text
-    m[2].metric("commit_lens", commit_lens, help="correct_len + 1")
-    m[3].metric("new_seq_lens", int(res["new_seq_lens"][0]), help=f"prefix {req.seq_len} + commit_lens {commit_lens}")
-    m[4].metric("cap_trim_lens", int(res["cap_trim_lens"][0]), help=tr("drafts trimmed by the verify window", "被验证窗口裁掉的 Draft 数"))
+    row = st.container(horizontal=True)  # one block for the five numbers, not a row of 5 columns (6 blocks; issue 31)
+    row.metric("correct_len", correct_len, delta=(f"−{raw_len - correct_len} (cap)" if raw_len != correct_len else None), delta_color="off")
+    row.metric("bonus", md(bonus))  # a metric value renders markdown: the label stays text
+    row.metric("commit_lens", commit_lens, help="correct_len + 1")
+    row.metric("new_seq_lens", int(res["new_seq_lens"][0]), help=f"prefix {req.seq_len} + commit_lens {commit_lens}")
+    row.metric("cap_trim_lens", int(res["cap_trim_lens"][0]), help=tr("drafts trimmed by the verify window", "被验证窗口裁掉的 Draft 数"))
     if raw_len != correct_len:
         st.warning(tr("The verify window holds only verify_len = {v} rows: the leading run {r} is capped to min({r}, {v} − 1) = {c}, "
                       "and the bonus is re-read at the capped length.",
@@ -229,28 +229,25 @@ def scenario_view():
            for j, x in enumerate(res["out_tokens"][0])]
     drafts = list(req.chain[1:])
     # One grid per row: side by side, a half column would scale the grids' text below what a projector shows.
-    oc, kc = st.container(), st.container()
-    with oc:
-        st.markdown(tr("**BuildOutTokens**: `out [bs, T]` = drafts, then 0; the bonus is scattered into column correct_len. "
-                       "Only the first commit_lens entries are output; the rest are stale (grey).",
-                       "**BuildOutTokens**：`out [bs, T]` 先放 Draft，再放 0；bonus scatter 到第 correct_len 列。"
-                       "只有前 commit_lens 格是有效输出，其余为旧值（灰色）。"))
-        markup.svg_figure(dc.out_tokens_svg(drafts, out, correct_len,
-                                            text={"before": tr("drafts, then 0", "Draft，末位 0"), "after": tr("after the bonus scatter", "scatter bonus 之后"),
-                                                  "stale": tr("stale", "旧值"), "valid": tr("output", "输出"), "title": tr("BuildOutTokens: the out-token buffer", "BuildOutTokens：输出 buffer"),
-                                                  "h_initial": tr("initial", "初始值"),
-                                                  "h_scattered": tr("bonus scattered at correct_len", "bonus scatter 到 correct_len"),
-                                                  "h_accepted": tr("accepted draft", "被接受的 Draft"), "h_column": tr("column", "列")}),
-                          stretch=False, max_height="calc(100vh - 160px)")
-    with kc:
-        st.markdown(tr("**KV inject**: verify row c keeps its KV (location prefix + c) iff c < commit_lens; the bonus {b} has no KV yet.",
-                       "**KV 注入**：当 c < commit_lens 时第 c 行保留 KV（位置 prefix + c）；bonus {b} 此时还没有 KV。", b=md(bonus)))
-        markup.svg_figure(dc.kv_columns_svg(list(req.chain), [int(x) for x in res["kv_columns"][0]],
-                                            text={"row": tr("verify row", "Verify 行"), "loc": tr("KV location", "KV 位置"),
-                                                  "title": tr("KV inject", "KV 注入"), "h_row": tr("row", "行"), "h_column": tr("column", "列"),
-                                                  "h_kept": tr("kept at position", "保留在位置"),
-                                                  "h_dropped": tr("location -1: not committed", "位置 -1：不提交")}),
-                          stretch=False, max_height="calc(100vh - 160px)")
+    st.markdown(tr("**BuildOutTokens**: `out [bs, T]` = drafts, then 0; the bonus is scattered into column correct_len. "
+                   "Only the first commit_lens entries are output; the rest are stale (grey).",
+                   "**BuildOutTokens**：`out [bs, T]` 先放 Draft，再放 0；bonus scatter 到第 correct_len 列。"
+                   "只有前 commit_lens 格是有效输出，其余为旧值（灰色）。"))
+    markup.svg_figure(dc.out_tokens_svg(drafts, out, correct_len,
+                                        text={"before": tr("drafts, then 0", "Draft，末位 0"), "after": tr("after the bonus scatter", "scatter bonus 之后"),
+                                              "stale": tr("stale", "旧值"), "valid": tr("output", "输出"), "title": tr("BuildOutTokens: the out-token buffer", "BuildOutTokens：输出 buffer"),
+                                              "h_initial": tr("initial", "初始值"),
+                                              "h_scattered": tr("bonus scattered at correct_len", "bonus scatter 到 correct_len"),
+                                              "h_accepted": tr("accepted draft", "被接受的 Draft"), "h_column": tr("column", "列")}),
+                      stretch=False, max_height="calc(100vh - 160px)")
+    st.markdown(tr("**KV inject**: verify row c keeps its KV (location prefix + c) iff c < commit_lens; the bonus {b} has no KV yet.",
+                   "**KV 注入**：当 c < commit_lens 时第 c 行保留 KV（位置 prefix + c）；bonus {b} 此时还没有 KV。", b=md(bonus)))
+    markup.svg_figure(dc.kv_columns_svg(list(req.chain), [int(x) for x in res["kv_columns"][0]],
+                                        text={"row": tr("verify row", "Verify 行"), "loc": tr("KV location", "KV 位置"),
+                                              "title": tr("KV inject", "KV 注入"), "h_row": tr("row", "行"), "h_column": tr("column", "列"),
+                                              "h_kept": tr("kept at position", "保留在位置"),
+                                              "h_dropped": tr("location -1: not committed", "位置 -1：不提交")}),
+                      stretch=False, max_height="calc(100vh - 160px)")
     st.success(tr("Output this round: **{o}**; next anchor **{b}** at position {p}.", "本轮输出：**{o}**；下一轮 anchor 为 **{b}**，位置 {p}。",
                   o=md(" ".join(out[:commit_lens])), b=md(bonus), p=int(res["new_seq_lens"][0])))
 

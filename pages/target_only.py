@@ -152,9 +152,9 @@ def scenario_view():
                               step=COIN_STEP, key=k, format=COIN_FORMAT, on_change=_cb_set(("req", "coins", i), k))
             k = _synced("w_to_coin_final", float(req.coin_final))
             st.slider("u_final", 0.0, MAX_COIN, step=COIN_STEP, key=k, format=COIN_FORMAT, on_change=_cb_set(("req", "coin_final"), k))
-            r1, r2 = st.columns(2)
-            r1.number_input(tr("seed", "种子"), 0, 10**6, 0, key="w_to_seed")
-            r2.button(tr("randomise coins", "随机生成"), key="w_to_rand", on_click=_randomise, width="stretch", icon=":material/casino:")
+            with st.container(horizontal=True, vertical_alignment="bottom", wrap=False):  # one block, not 3 (issue 31)
+                st.number_input(tr("seed", "种子"), 0, 10**6, 0, key="w_to_seed")
+                st.button(tr("randomise coins", "随机生成"), key="w_to_rand", on_click=_randomise, width="stretch", icon=":material/casino:")
             ui.show_deferred_error("sv_to_err")  # a coin edit's refusal (this fragment may rerun alone)
 
         # ---------------------------------------------------------------------------------------------
@@ -167,7 +167,7 @@ def scenario_view():
         # Every frame and caption of the player is a pure function of the one replay (specviz.replay.playframes).
         views = playframes.target_only_frames(s, run, ui.lang())
         cur = sampling_page.step_player(views, walk_box, ("The sibling scan, step by step", "逐步查看兄弟节点扫描"),
-                                        key=KEY, slot=SLOT, step_key=STEP, version_key="sv_to_step_ver")
+                                        key=KEY, slot=SLOT, step_key=STEP, version_key="sv_to_step_ver", s=s)
         events = run.trace.events
         typed = steps.typed_events(events)
         res_ev = next((e for e in events if e.kind == "residual"), None)
@@ -276,9 +276,11 @@ def scenario_view():
         with mc_box:
             monte_carlo_view()
 
-    # ---------------------------------------------------------------------------------------------
-    # Not classic rejection sampling
-    # ---------------------------------------------------------------------------------------------
+
+# Section 4 is fixed text (only the language changes it, and a language switch reruns the page): drawn by
+# the page after the fragment, not by the fragment, so an edit's fragment rerun keeps it in place instead
+# of sending its 8 elements again (issue 31).
+def not_classic():
     st.header(tr("4. Why this is not classic p/q rejection", "4. 为什么这不是 classic p/q rejection"))
     a, b = st.columns(2, gap="large")
     with a:
@@ -302,4 +304,5 @@ def scenario_view():
 
 
 scenario_view()
+not_classic()
 ui.end_page()

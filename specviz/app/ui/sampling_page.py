@@ -80,9 +80,10 @@ def replay(s, key: str, slot: str, step_key: str):
     return run
 
 
-def step_player(views: list, box, title: tuple, *, key: str, slot: str, step_key: str, version_key: str) -> int:
+def step_player(views: list, box, title: tuple, *, key: str, slot: str, step_key: str, version_key: str, s) -> int:
     """The step player drawn into ``box`` under ``title`` (en, zh), with the legend. New inputs (a new
-    scenario version, kept under ``version_key``) open at their outcome, the last frame; returns the frame shown."""
+    scenario version, kept under ``version_key``) open at their outcome, the last frame; returns the frame shown.
+    ``s``: the scenario ``views`` were made from (their key, ``frames_key``)."""
     last = len(views) - 1
     version = ui.scenario_version(slot)
     if st.session_state.get(version_key) != version:
@@ -92,9 +93,21 @@ def step_player(views: list, box, title: tuple, *, key: str, slot: str, step_key
     ui.mark_last(step_key, len(views))
     with box:
         st.subheader(ui.tr(*title))
-        player.show(views, key=step_key, start=cur, links=player.step_links(key, slot, step_key, len(views)))
+        player.show(views, key=step_key, start=cur, links=player.step_links(key, slot, step_key, len(views)),
+                    content_key=frames_key(key, s))
         ui.legend()
     return cur
+
+
+def frames_key(page: str, s) -> tuple:
+    """What a sampling page's player frames are made from, as a hashable key (the player keeps its packed
+    document by it): the page (its frame builder), the scenario's canonical JSON (``engine.scenario_key``),
+    the backend it ran on and the language. A rerun that did not change these (the player stopping on a
+    step, the mass check's position, the Monte Carlo's controls) reuses the packed frames instead of laying
+    out, serialising and compressing them again (issue 31)."""
+    from specviz.replay.engine import scenario_key
+
+    return ("sampling", page, scenario_key(s), ui.backend(), ui.lang())
 
 
 def array_rows(arrays: dict, seen, vocab: list, compact: bool = False) -> list:

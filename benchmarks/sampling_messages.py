@@ -1,0 +1,116 @@
+"""Messages and bytes the server sends per edit on the sampling pages (issue 31): a deterministic count, not a
+timing, so it compares two trees on a loaded machine. Each edit kind is made 3 times over Streamlit's websocket
+protocol (as a browser tab does: the widget's fragment rerun), on a server of the given tree.
+
+    /work/main/.venv/bin/python benchmarks/sampling_messages.py [--app-dir DIR]
+
+Prints, per edit kind, the ForwardMsgs of each edit's answer (every delta: element or block) and their bytes.
+"""
+import argparse
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import websockets  # noqa: E402
+from streamlit.proto.BackMsg_pb2 import BackMsg  # noqa: E402
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
+
+from tests.conftest import _free_port, _stop, _wait_health  # noqa: E402
+
+
+async def rerun(ws, page: str, query: str = "", fragment: str = "", states: dict | None = None):
+    """One rerun request as a browser sends it; returns (messages, bytes, widgets seen, the page's query)."""
+    bm = BackMsg()
+    cs = bm.rerun_script
+    cs.page_name, cs.query_string, cs.fragment_id = page, query, fragment
+    for wid, (field, value) in (states or {}).items():
+        w = cs.widget_states.widgets.add()
+        w.id = wid
+        if field == "double_array_value":
+            w.double_array_value.data.extend(value)
+        else:
+            setattr(w, field, value)
+    await ws.send(bm.SerializeToString())
+    n = nbytes = 0
+    widgets, q = {}, query
+    while True:
+        raw = await asyncio.wait_for(ws.recv(), 60)
+        fm = ForwardMsg()
+        fm.ParseFromString(raw)
+        kind = fm.WhichOneof("type")
+        n += 1
+        nbytes += len(raw)
+        if kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
+            el = fm.delta.new_element
+            inner = getattr(el, el.WhichOneof("type"))
+            if getattr(inner, "id", "") and hasattr(inner, "label"):
+                widgets[(el.WhichOneof("type"), inner.label)] = (inner.id, fm.delta.fragment_id)
+        elif kind == "page_info_changed":
+            q = fm.page_info_changed.query_string
+        elif kind == "script_finished" and fm.script_finished != fm.FINISHED_EARLY_FOR_RERUN:
+            return n, nbytes, widgets, q
+
+
+async def page_edits(url: str, page: str, edits: list, rounds: int = 3) -> dict:
+    """Every edit of ``edits`` ``rounds`` times on one tab of ``page``: kind -> [(messages, bytes)]."""
+    out = {}
+    async with websockets.connect(url.replace("http://", "ws://") + "/_stcore/stream", max_size=None,
+                                  subprotocols=["streamlit"]) as ws:
+        _, _, widgets, q = await rerun(ws, page)
+        states = {}  # what this tab has set, sent with every rerun
+        for r in range(rounds):
+            for name, kind, label, field, value in edits:
+                wid, frag = widgets[(kind, label)]
+                v = value(r) if callable(value) else value
+                sent = dict(states)
+                sent[wid] = (field, v)
+                if field != "trigger_value":
+                    states[wid] = (field, v)
+                n, b, seen, q = await rerun(ws, page, q, frag, sent)
+                widgets.update(seen)
+                out.setdefault(name, []).append((n, b))
+    return out
+
+
+# (kind, widget type, label, value field, value for round r)
+EDITS = {
+ "chain_sampling": [("chain coin u_final", "slider", "u_final", "double_array_value", lambda r: [0.1 + 0.2 * r]),
+                    ("chain + slot", "button", "+ slot", "trigger_value", True),
+                    ("chain slot token", "selectbox", "slot 1", "string_value", lambda r: "ABC"[r % 3]),
+                    ("chain − slot", "button", "− slot", "trigger_value", True)],
+ "target_only": [("target-only threshold_acc", "slider", "threshold_acc", "double_array_value", lambda r: [0.6 + 0.1 * r]),
+                 ("target-only u_final", "slider", "u_final", "double_array_value", lambda r: [0.1 + 0.2 * r])],
+ "dspark": [("dspark select", "selectbox", "target after t=1", "string_value", lambda r: "ABX"[r % 3])],
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--app-dir", type=Path, default=ROOT)
+    args = ap.parse_args()
+    app = args.app_dir.resolve()
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = dict(os.environ, PYTHONPATH=str(app), TRITON_INTERPRET="1")
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+                             "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false",
+                             "--server.fileWatcherType", "none"], cwd=app, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    try:
+        _wait_health(url, proc)
+        res = {}
+        for page, edits in EDITS.items():
+            res.update(asyncio.run(page_edits(url, page, edits)))
+    finally:
+        _stop(proc)
+    print(f"app: {app}")
+    for k, v in res.items():
+        print(f"{k:28s} messages {[n for n, b in v]}  bytes {[b for n, b in v]}")
+
+
+if __name__ == "__main__":
+    main()
