@@ -37,10 +37,19 @@ from pathlib import Path
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
-def _descendants_cpu(root: int) -> float:
-    """CPU seconds of the live processes below ``root`` (each one's own plus its reaped children's)."""
+def _kind(comm: str) -> str:
+    """The kind of a process below the test process, from its command name: chromium (the browser and its
+    helpers), python (Streamlit servers, `specviz serve` workers, subprocesses), or other (HAProxy, dot, ...)."""
+    if "chrom" in comm or comm.startswith(("headless_shell", "cat")) or comm == "node":  # node: Playwright's driver
+        return "chromium"
+    return "python" if comm.startswith(("python", "streamlit", "specviz")) else "other"
+
+
+def _descendants_by_kind(root: int) -> dict[str, float]:
+    """CPU seconds of the live processes below ``root`` (each one's own plus its reaped children's), by kind."""
     parent: dict[int, int] = {}
     times: dict[int, float] = {}
+    kinds: dict[int, str] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -53,20 +62,23 @@ def _descendants_cpu(root: int) -> float:
         pid = int(name)
         parent[pid] = int(fields[1])
         times[pid] = sum(int(x) for x in fields[11:15]) / _TICK
-    total = 0.0
+        kinds[pid] = _kind(raw[raw.find("(") + 1:raw.rfind(")")])
+    total = {"chromium": 0.0, "python": 0.0, "other": 0.0}
     for pid, cpu in times.items():
         p, seen = parent.get(pid), 0
         while p and p != root and seen < 64:
             p, seen = parent.get(p), seen + 1
         if p == root and pid != root:
-            total += cpu
+            total[kinds[pid]] += cpu
     return total
 
 
-def _cpu_now() -> float:
+def _cpu_parts() -> dict[str, float]:
+    """CPU seconds so far: this process ("self"), its reaped children ("reaped") and the live ones by kind."""
     own = resource.getrusage(resource.RUSAGE_SELF)
     reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime + _descendants_cpu(os.getpid())
+    return {"self": own.ru_utime + own.ru_stime, "reaped": reaped.ru_utime + reaped.ru_stime,
+            **_descendants_by_kind(os.getpid())}
 
 
 def pytest_addoption(parser):
@@ -80,10 +92,12 @@ class _Recorder:
         self.fh = open(self.path, "w")
 
     def pytest_runtest_protocol(self, item, nextitem):
-        self._c0, self._w0 = _cpu_now(), time.monotonic()
+        self._c0, self._w0 = _cpu_parts(), time.monotonic()
 
     def pytest_runtest_logfinish(self, nodeid, location):
-        self.fh.write(json.dumps({"test": nodeid, "cpu": round(_cpu_now() - self._c0, 3),
+        c1 = _cpu_parts()
+        parts = {k: round(c1[k] - self._c0[k], 3) for k in c1}
+        self.fh.write(json.dumps({"test": nodeid, "cpu": round(sum(parts.values()), 3), "parts": parts,
                                   "wall": round(time.monotonic() - self._w0, 3), "end": round(time.time(), 2),
                                   "worker": os.environ.get("PYTEST_XDIST_WORKER", "")}) + "\n")
         self.fh.flush()
@@ -96,7 +110,9 @@ def pytest_configure(config):
     if out and not hasattr(config, "workerinput") and (getattr(config.option, "numprocesses", None)
                                                        or config.pluginmanager.hasplugin("dsession")):
         return
-    if out:
+    # A pytest that a test starts in a folder of its own (test_export's exported files) inherits PYTEST_ADDOPTS and
+    # PYTEST_XDIST_WORKER: it must not open (and truncate) the worker's file, so only this project's runs record.
+    if out and (config.rootpath / "benchmarks" / "pytest_cpu.py").is_file():
         config.pluginmanager.register(_Recorder(Path(out).resolve()), "specviz-cpu-recorder")
 
 
@@ -108,13 +124,18 @@ def _load(path: Path) -> list[dict]:
     return rows
 
 
+_PARTS = ("self", "reaped", "python", "chromium", "other")
+
+
 def _per_file(rows):
-    agg = defaultdict(lambda: [0.0, 0.0, 0])
+    agg = defaultdict(lambda: [0.0, 0.0, 0, defaultdict(float)])
     for r in rows:
         a = agg[r["test"].split("::")[0]]
         a[0] += r["cpu"]
         a[1] += r["wall"]
         a[2] += 1
+        for k, v in r.get("parts", {}).items():
+            a[3][k] += v
     return agg
 
 
@@ -123,9 +144,11 @@ def main(argv: list[str]) -> None:
     if len(runs) == 1:
         rows = runs[0]
         agg = _per_file(rows)
-        print(f"{'file':58} {'tests':>5} {'cpu s':>8} {'wall s':>8}")
-        for f, (cpu, wall, n) in sorted(agg.items(), key=lambda kv: -kv[1][0]):
-            print(f"{f:58} {n:5d} {cpu:8.1f} {wall:8.1f}")
+        # The parts (when recorded): the test process itself, its reaped subprocesses, and the live processes
+        # below it by kind (python: Streamlit servers and workers; chromium: the browser and Playwright's driver).
+        print(f"{'file':58} {'tests':>5} {'cpu s':>8} {'wall s':>8}  " + " ".join(f"{k:>8}" for k in _PARTS))
+        for f, (cpu, wall, n, parts) in sorted(agg.items(), key=lambda kv: -kv[1][0]):
+            print(f"{f:58} {n:5d} {cpu:8.1f} {wall:8.1f}  " + " ".join(f"{parts.get(k, 0):8.1f}" for k in _PARTS))
         print(f"{'total':58} {len(rows):5d} {sum(r['cpu'] for r in rows):8.1f} {sum(r['wall'] for r in rows):8.1f}")
         timed = [r for r in rows if "end" in r]
         if timed:  # how the workers finish: a long last test leaves the other worker idle at the end
@@ -137,7 +160,9 @@ def main(argv: list[str]) -> None:
                       f"  {mine[-1]['test']}")
         print("\ncostliest tests (cpu s, wall s):")
         for r in sorted(rows, key=lambda r: -r["cpu"])[:40]:
-            print(f"{r['cpu']:7.1f} {r['wall']:7.1f}  {r['test']}")
+            parts = r.get("parts", {})
+            print(f"{r['cpu']:7.1f} {r['wall']:7.1f}  " + (" ".join(f"{k} {parts[k]:.1f}" for k in _PARTS if parts.get(k))
+                                                           + "  " if parts else "") + r["test"])
         return
     a, b = (_per_file(r) for r in runs[:2])
     common = sorted(set(a) & set(b), key=lambda f: -a[f][0])
