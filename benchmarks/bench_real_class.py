@@ -60,6 +60,17 @@ TIMEOUT_S = 60.0
 WIDGETS = ("slider", "selectbox", "button", "text_input", "text_area", "number_input", "radio", "select_slider")
 
 
+
+def add_widget_states(rerun_script, states: dict) -> None:
+    """Write ``{widget id: (proto field, value)}`` into a rerun request, as a browser sends its widgets' values."""
+    for wid, (field, value) in states.items():
+        w = rerun_script.widget_states.widgets.add()
+        w.id = wid
+        if field == "double_array_value":
+            w.double_array_value.data.extend(value)
+        else:
+            setattr(w, field, value)
+
 class View:
     """What one answer (a rerun) drew: its widgets by kind and label, every string, errors."""
 
@@ -113,13 +124,7 @@ class Student:
         states = dict(self.states)
         if trigger is not None:
             states[trigger[0]] = trigger[1:]
-        for wid, (field, value) in states.items():
-            w = cs.widget_states.widgets.add()
-            w.id = wid
-            if field == "double_array_value":
-                w.double_array_value.data.extend(value)
-            else:
-                setattr(w, field, value)
+        add_widget_states(cs, states)
         await self.ws.send(bm.SerializeToString())
         view = View()
         deadline = time.monotonic() + TIMEOUT_S

@@ -20,6 +20,7 @@ import websockets  # noqa: E402
 from streamlit.proto.BackMsg_pb2 import BackMsg  # noqa: E402
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
 
+from benchmarks.bench_real_class import add_widget_states  # noqa: E402
 from tests.conftest import _free_port, _stop, _wait_health  # noqa: E402
 
 
@@ -28,13 +29,7 @@ async def rerun(ws, page: str, query: str = "", fragment: str = "", states: dict
     bm = BackMsg()
     cs = bm.rerun_script
     cs.page_name, cs.query_string, cs.fragment_id = page, query, fragment
-    for wid, (field, value) in (states or {}).items():
-        w = cs.widget_states.widgets.add()
-        w.id = wid
-        if field == "double_array_value":
-            w.double_array_value.data.extend(value)
-        else:
-            setattr(w, field, value)
+    add_widget_states(cs, states or {})
     await ws.send(bm.SerializeToString())
     n = nbytes = 0
     widgets, q = {}, query
