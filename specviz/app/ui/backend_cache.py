@@ -373,9 +373,15 @@ def greedy_frames(s: Scenario, lang: str, b: int = 0, backend_name: str | None =
     return _greedy_frames(*greedy_frames_key(s, lang, b, backend_name)[1:])
 
 
-def greedy_frames_key(s: Scenario, lang: str, b: int = 0, backend_name: str | None = None) -> tuple:
-    """What ``greedy_frames`` depends on, as a hashable key (the step player reuses its document by it):
-    ("greedy", then the arguments of the cached ``_greedy_frames``)."""
+def frames_key(kind, s: Scenario, lang: str, *extra, backend_name: str | None = None) -> tuple:
+    """What a page's step-player frames are made from, as a hashable key (the player keeps its packed
+    document by it): the frame builder ``kind``, the scenario's canonical JSON, the backend it ran on, the
+    language, then anything else the builder reads (``extra``)."""
     from specviz.replay.engine import scenario_key
 
-    return ("greedy", scenario_key(s), backend_name or backend(), lang, b)
+    return (kind, scenario_key(s), backend_name or backend(), lang, *extra)
+
+
+def greedy_frames_key(s: Scenario, lang: str, b: int = 0, backend_name: str | None = None) -> tuple:
+    """What ``greedy_frames`` depends on: ("greedy", then the arguments of the cached ``_greedy_frames``)."""
+    return frames_key("greedy", s, lang, b, backend_name=backend_name)

@@ -60,7 +60,7 @@ from specviz.app.ui.tensors import (  # noqa: E402,F401
     to_numpy, tensor_text, raw_tensors, SGLANG_SHAPES, shaped)
 from specviz.app.ui.backend_cache import (  # noqa: E402,F401
     available_backends, usable_backends, backend_label, interpreted, backend, backend_selector, run, compare, backend_badge,
-    compare_call, badge, greedy_frames, greedy_frames_key)
+    compare_call, badge, greedy_frames, greedy_frames_key, frames_key)
 from specviz.app.ui.stepping import (  # noqa: E402,F401
     SPEEDS, step, set_step, step_controls, end_page, mark_last)
 from specviz.app.ui.widgets import (  # noqa: E402,F401

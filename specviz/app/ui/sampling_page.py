@@ -100,14 +100,10 @@ def step_player(views: list, box, title: tuple, *, key: str, slot: str, step_key
 
 
 def frames_key(page: str, s) -> tuple:
-    """What a sampling page's player frames are made from, as a hashable key (the player keeps its packed
-    document by it): the page (its frame builder), the scenario's canonical JSON (``engine.scenario_key``),
-    the backend it ran on and the language. A rerun that did not change these (the player stopping on a
-    step, the mass check's position, the Monte Carlo's controls) reuses the packed frames instead of laying
-    out, serialising and compressing them again (issue 31)."""
-    from specviz.replay.engine import scenario_key
-
-    return ("sampling", page, scenario_key(s), ui.backend(), ui.lang())
+    """A sampling page's player frames key (``ui.frames_key``): a rerun that did not change the scenario,
+    backend or language (the player stopping on a step, the mass check's position, the Monte Carlo's
+    controls) reuses the packed frames instead of laying out, serialising and compressing them again (issue 31)."""
+    return ui.frames_key(("sampling", page), s, ui.lang())
 
 
 def array_rows(arrays: dict, seen, vocab: list, compact: bool = False) -> list:
