@@ -17,6 +17,30 @@ ROOT = Path(__file__).resolve().parents[1]
 
 I64, I32, F32 = "*i64", "*i32", "*fp32"
 
+# Which constexpr combinations compile. A cold compile of one variant costs 1-4 s of CPU (LLVM, then ptxas), and
+# the full products of the three kernels below were 68 of 93 variants (~230 s of a cold CI run, on one
+# worker). Their constexprs are independent branches, so each list is pairwise-covering instead: every value
+# of every constexpr, and every pair of values of any two, is compiled at least once (a failure that needs
+# one branch, or two branches meeting, is still found); the single-value and small kernels keep every variant.
+_TARGET_ONLY_SHAPES = ((128256, 4096, 32), (50257, 1024, 50), (1000, 4096, 1))  # (V, CHUNK, NC)
+_TARGET_ONLY_SPLIT_VARIANTS = (
+    # NEW_SEMANTICS=True: 9 rows hold every (shape, walk), (shape, n) and (n, walk) pair of the 18-row product
+    *((True, _TARGET_ONLY_SHAPES[v], n, walk) for v, walk, n in (
+        (0, 0, 8), (0, 1, 64), (0, 2, 8), (1, 0, 64), (1, 1, 8), (1, 2, 64), (2, 0, 8), (2, 1, 64), (2, 2, 64))),
+    # 0.5.22 semantics walks in registers only (walk 0): every shape and both n
+    *((False, _TARGET_ONLY_SHAPES[v], n, 0) for v, n in ((0, 64), (1, 8), (2, 64), (0, 8))),
+)
+_CHAIN_SHAPES = ((8, 128256, 1, False), (1, 1000, 1, False), (4, 50257, 2, False), (8, 32000, 1, True),
+                 (4, 128256, 2, True), (8, 32000, 4, False), (2, 16385, 8, True))  # (N, V, BPP, K_GIVEN)
+# every shape with both NEW_SEMANTICS and both WRITE_BONUS values; the four (new, bonus) pairs all occur
+_CHAIN_VARIANTS = tuple((shape, new, bonus) for i, shape in enumerate(_CHAIN_SHAPES)
+                        for new, bonus in (((True, True), (False, False)) if i % 2 else ((True, False), (False, True))))
+# (HAS_TOP_K, HAS_TOP_P, SCALARS): an orthogonal array (every pair of the three, both values) per kernel, the two
+# kernels taking complementary halves so that all eight combinations compile once
+_TARGET_PROBS_VARIANTS = tuple(
+    (name, 4096, k, p, sc) for name, half in (("target_probs_kernel", 0), ("target_probs_row_kernel", 1))
+    for k in (True, False) for p in (True, False) for sc in (True, False) if (k + p + sc) % 2 == half)
+
 # kernel module -> kernel name -> (signature, constexprs); every variant of a constexpr branch.
 KERNELS = {
     "kernels.triton_tree_kernels": {
@@ -61,8 +85,7 @@ KERNELS = {
             "WALK": "constexpr"},
             {"n": n, "W": 6, "V": V, "NEW_SEMANTICS": new, "BLOCK_N": n, "BLOCK_W": 8, "CHUNK": chunk,
              "NC": nc, "NC_P2": max(2, 1 << (nc - 1).bit_length()), "WALK_IN_REGISTERS": n <= 16, "WALK": walk})
-            for new in (True, False) for V, chunk, nc in ((128256, 4096, 32), (50257, 1024, 50), (1000, 4096, 1))
-            for n in (8, 64) for walk in ((0, 1, 2) if new else (0,))},
+            for new, (V, chunk, nc), n, walk in _TARGET_ONLY_SPLIT_VARIANTS},
     },
     "kernels.triton_chain_kernels": {
         **{f"chain_rejection_sampling_kernel[new={new},bonus={bonus},N={N},V={V},bpp={bpp}]": ("chain_rejection_sampling_kernel", {
@@ -75,9 +98,7 @@ KERNELS = {
             {"N": N, "V": V, "NEW_SEMANTICS": new, "WRITE_BONUS": bonus, "BLOCK_S": max(2, N), "BLOCK_V": 4096,
              "NB": -(-V // 4096), "NB_P2": max(2, 1 << (-(-V // 4096) - 1).bit_length()), "BPP": bpp,
              "K_GIVEN": given})
-            for new in (True, False) for bonus in (True, False) for N, V, bpp, given in (
-                (8, 128256, 1, False), (1, 1000, 1, False), (4, 50257, 2, False), (8, 32000, 1, True),
-                (4, 128256, 2, True), (8, 32000, 4, False), (2, 16385, 8, True))},
+            for (N, V, bpp, given), new, bonus in _CHAIN_VARIANTS},
         **{f"chain_accept_len_kernel[new={new},N={N}]": ("chain_accept_len_kernel", {
             "k_ptr": I32, "candidates_ptr": I64, "coins_ptr": F32, "target_probs_ptr": F32, "draft_probs_ptr": F32,
             "bs": "i32", "N": "constexpr", "stride_coin_b": "i32", "stride_p_b": "i64", "stride_p_row": "i32",
@@ -92,8 +113,7 @@ KERNELS = {
             "V": "i32", "temp_s": "fp32", "k_s": "fp32", "p_s": "fp32", "HAS_TOP_K": "constexpr",
             "HAS_TOP_P": "constexpr", "SCALARS": "constexpr", "BLOCK_V": "constexpr"},
             {"HAS_TOP_K": k, "HAS_TOP_P": p, "SCALARS": sc, "BLOCK_V": block})
-        for name, block in (("target_probs_kernel", 4096), ("target_probs_row_kernel", 4096))
-        for k in (True, False) for p in (True, False) for sc in (True, False)
+        for name, block, k, p, sc in _TARGET_PROBS_VARIANTS
     } | {
         f"target_probs_split_kernel[NC={nc}]": ("target_probs_split_kernel", {
             "logits_ptr": F32, "probs_ptr": F32, "part_ptr": I32, "count_ptr": I32, "V": "i32", "temperature": "fp32",
@@ -176,3 +196,22 @@ def test_kernels_compile_for_sm90():
     assert proc.returncode == 0, proc.stderr[-4000:]
     done = json.loads(proc.stdout.strip().splitlines()[-1])
     assert len(done) == sum(len(k) for k in KERNELS.values())
+
+
+def test_reduced_variant_lists_still_cover_every_pair():
+    """The pairwise-covering lists above hold what they claim: every value, and every pair of values of two
+    constexprs, that the full products held (else a dropped row would silently stop compiling a branch)."""
+    from itertools import combinations, product
+
+    def pairs_covered(rows, domains):
+        for a, b in combinations(range(len(domains)), 2):
+            assert {(r[a], r[b]) for r in rows} == set(product(domains[a], domains[b])), (a, b)
+
+    new_rows = [(shape, n, walk) for new, shape, n, walk in _TARGET_ONLY_SPLIT_VARIANTS if new]
+    pairs_covered(new_rows, (_TARGET_ONLY_SHAPES, (8, 64), (0, 1, 2)))
+    old_rows = [(shape, n) for new, shape, n, walk in _TARGET_ONLY_SPLIT_VARIANTS if not new]
+    assert {s for s, _ in old_rows} == set(_TARGET_ONLY_SHAPES) and {n for _, n in old_rows} == {8, 64}
+    pairs_covered(_CHAIN_VARIANTS, (_CHAIN_SHAPES, (True, False), (True, False)))
+    for name in ("target_probs_kernel", "target_probs_row_kernel"):
+        pairs_covered([v[2:] for v in _TARGET_PROBS_VARIANTS if v[0] == name], ((True, False),) * 3)
+    assert len({v[2:] for v in _TARGET_PROBS_VARIANTS}) == 8
