@@ -1,6 +1,8 @@
 """The host work of each Triton op's Python call, without a GPU (issue 36, goal 1).
 
     python benchmarks/host_stub_profile.py [--calls 3000] [--ops chain_rejection_sampling ...] [--json out.json]
+    python benchmarks/host_stub_profile.py --before .before      # also an earlier commit's kernels (make_before.sh),
+                                                                 # timed in the same rounds, alternated
 
 Runs every op of ``bench_kernels`` with ``validate=False`` on CPU tensors, compiled-launch path on
 (FastLaunch, no interpreter), with Triton's driver and the compiled kernel replaced by stubs: the
@@ -76,16 +78,17 @@ class _StubJit:
 COUNTING = False
 
 
-def install_stubs():
-    triton_common._ACTIVE[:] = [_StubDriver()]
+def install_stubs(modules=None):
+    modules = modules or (triton_common, triton_verify, triton_tree, triton_sampling, triton_dspark)
+    modules[0]._ACTIVE[:] = [_StubDriver()]
     cpu = torch.device("cpu")
-    for mod in (triton_verify, triton_tree, triton_sampling, triton_dspark):
+    for mod in modules[1:]:
         mod.triton_device = lambda *values: cpu
         for name, value in vars(mod).items():
-            if isinstance(value, triton_common.FastLaunch) and not isinstance(value.fn, _StubJit):
+            if isinstance(value, modules[0].FastLaunch) and not isinstance(value.fn, _StubJit):
                 value.fn = _StubJit(value.fn)
                 value.compiled.clear()
-    triton_verify._regs = lambda cap: {}
+    modules[1]._regs = lambda cap: {}
 
 
 class _CountOps(TorchDispatchMode):
@@ -98,8 +101,11 @@ class _CountOps(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-def calls(bs: int, shape=(1, 7, 8), V=32000):
-    """{op: zero-argument call} on CPU inputs shaped as bench_kernels' (probabilities small: no kernel reads them)."""
+def calls(bs: int, shape=(1, 7, 8), V=32000, mods=None):
+    """{op: zero-argument call} on CPU inputs shaped as bench_kernels' (probabilities small: no kernel reads them).
+    mods: (triton_verify, triton_tree, triton_sampling, triton_dspark) of another commit (``--before``)."""
+    triton_verify, triton_tree, triton_sampling, triton_dspark = mods or (
+        globals()["triton_verify"], globals()["triton_tree"], globals()["triton_sampling"], globals()["triton_dspark"])
     topk, depth, n = shape
     W = depth + 1
     rng = np.random.default_rng(0)
@@ -176,9 +182,12 @@ def main():
     ap.add_argument("--ops", nargs="*")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--json")
+    ap.add_argument("--before", help="a make_before.sh folder: its kernels' calls are timed in the same rounds")
     args = ap.parse_args()
     torch.set_num_threads(1)
     install_stubs()
+    if args.before:
+        return compare(args)
     rows = []
     print("| op | bs | host CPU us (min / median / max) | aten ops a call | launches (arguments) |")
     print("|---|---|---|---|---|")
@@ -200,6 +209,43 @@ def main():
             ops = ", ".join(f"{k} {v}" for k, v in sorted(mode.ops.items()))
             print(f"| {op} | {bs} | {us[0]} / {us[1]} / {us[2]} | {sum(mode.ops.values())}: {ops} | "
                   f"{len(launches)} ({', '.join(f'{a} {how}' for _, a, how in launches)}) |", flush=True)
+    print(f"load average {os.getloadavg()[0]:.2f}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
+
+
+def compare(args):
+    """CPU us a call of today's kernels and of ``--before``'s, alternated in the same rounds (the machine's
+    speed drifts over seconds): min / median / max of ``--rounds`` rounds of ``--calls`` calls each."""
+    sys.path.insert(0, str(Path(args.before).resolve()))
+    import importlib
+    old = [importlib.import_module(f"kernels_before.{m}") for m in
+           ("triton_common", "triton_verify", "triton_tree", "triton_sampling", "triton_dspark")]
+    install_stubs(old)
+    rows = []
+    print("| op | bs | after CPU us (min / median / max) | before | after / before (median) |")
+    print("|---|---|---|---|---|")
+    for bs in args.bs:
+        after, before = calls(bs), calls(bs, mods=old[1:])
+        for op in after:
+            if args.ops and op not in args.ops:
+                continue
+            fns = {"after": after[op], "before": before[op]}
+            times = {name: [] for name in fns}
+            for fn in fns.values():
+                for _ in range(min(50, args.calls)):
+                    fn()
+            for r in range(args.rounds):
+                for name in (fns if r % 2 == 0 else reversed(list(fns))):
+                    t0 = time.process_time()
+                    for _ in range(args.calls):
+                        fns[name]()
+                    times[name].append(round((time.process_time() - t0) / args.calls * 1e6, 2))
+            stat = {k: (min(v), float(np.median(v)), max(v)) for k, v in times.items()}
+            rows.append(dict(op=op, bs=bs, cpu_us_rounds=times))
+            a, b = stat["after"], stat["before"]
+            print(f"| {op} | {bs} | {a[0]} / {a[1]:.2f} / {a[2]} | {b[0]} / {b[1]:.2f} / {b[2]} | {a[1] / b[1]:.2f} |",
+                  flush=True)
     print(f"load average {os.getloadavg()[0]:.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
