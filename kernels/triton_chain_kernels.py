@@ -114,7 +114,7 @@ def chain_accept_len_kernel(k_ptr, candidates_ptr, coins_ptr, target_probs_ptr, 
 
 
 @triton.jit
-def chain_rejection_sampling_kernel(predicts_ptr, accept_index_ptr, accept_token_num_ptr, bonus_ptr,
+def chain_rejection_sampling_kernel(out_ptr, bonus_ptr,
                                     count_ptr, work_ptr, k_off,
                                     candidates_ptr, retrieve_index_ptr, coins_ptr, final_coins_ptr,
                                     target_probs_ptr, draft_probs_ptr,
@@ -136,7 +136,8 @@ def chain_rejection_sampling_kernel(predicts_ptr, accept_index_ptr, accept_token
     acq_rel counter, zero on entry and reset to zero by that program, so a launch can
     be replayed) writes the outputs and draws the terminal token from the sums
     (``chain_inverse_cdf_row_from_sums``): parallel over the vocabulary, SGLang's float32 order exactly.
-    NB == 1: one program per request, no counter.
+    NB == 1: one program per request, no counter. out [bs*N + bs*N + bs] i32: the outputs predicts [bs*N],
+    accept_index [bs, N], accept_token_num [bs] in one allocation (one pointer argument instead of three).
 
     candidates, retrieve_index [bs, N] i64; coins [bs, >= N-1]; target_probs rows [bs, N, V],
     draft_probs rows [bs, N-1, V] (strided); WRITE_BONUS also stores the terminal token in bonus [bs]
@@ -150,6 +151,10 @@ def chain_rejection_sampling_kernel(predicts_ptr, accept_index_ptr, accept_token
     pid = tl.program_id(0).to(tl.int64)
     b = pid // NP
     g = (pid % NP).to(tl.int32)
+    bs = tl.num_programs(0).to(tl.int64) // NP
+    predicts_ptr = out_ptr
+    accept_index_ptr = out_ptr + bs * N
+    accept_token_num_ptr = accept_index_ptr + bs * N
     base = b * N
     offs = tl.arange(0, BLOCK_S)
     m = offs < N - 1  # slot s = offs + 1 was proposed by draft row offs

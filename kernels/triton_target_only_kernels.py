@@ -55,7 +55,7 @@ def target_only_inverse_cdf_row(p_row_ptr, sub_row_ptr, use_sub, coin, V: tl.con
 
 
 @triton.jit
-def tree_sampling_target_only_kernel(predicts_ptr, accept_index_ptr, accept_token_num_ptr, buf_ptr,
+def tree_sampling_target_only_kernel(out_ptr, buf_ptr,
                                      candidates_ptr, retrieve_index_ptr, next_token_ptr, next_sibling_ptr,
                                      coins_ptr, final_coins_ptr, target_probs_ptr,
                                      n: tl.constexpr, W: tl.constexpr, V: tl.constexpr, stride_p_b, stride_p_row,
@@ -69,8 +69,14 @@ def tree_sampling_target_only_kernel(predicts_ptr, accept_index_ptr, accept_toke
     buf_ptr is then the int32 record [bs, 2, n] of what the kernel would write into it (``_record_rejection``),
     and the terminal row is p with the last level's rejected tokens zeroed. coins [bs, n], final_coins [bs] f32;
     target_probs rows at b*stride_p_b + node*stride_p_row. threshold_acc is already clamped >= 1e-9.
+    out [bs*n + bs*W + bs] i32: the outputs predicts [bs*n], accept_index [bs, W], accept_token_num [bs] in one
+    allocation (bs = the grid; one pointer argument instead of three).
     """
     b = tl.program_id(0).to(tl.int64)
+    bs = tl.num_programs(0).to(tl.int64)
+    predicts_ptr = out_ptr
+    accept_index_ptr = out_ptr + bs * n
+    accept_token_num_ptr = accept_index_ptr + bs * W
     base = b * n
     offs_n = tl.arange(0, BLOCK_N)
     offs_w = tl.arange(0, BLOCK_W)
@@ -193,8 +199,7 @@ def _zero_buffer_terminal_chunk(p_row_ptr, v, m, rejected, offs_n, n_rejected):
 
 
 @triton.jit
-def tree_sampling_target_only_split_kernel(predicts_ptr, accept_index_ptr, accept_token_num_ptr, rec_ptr,
-                                           count_ptr, ints_ptr,
+def tree_sampling_target_only_split_kernel(out_ptr, count_ptr, ints_ptr,
                                            candidates_ptr, retrieve_index_ptr, next_token_ptr, next_sibling_ptr,
                                            coins_ptr, final_coins_ptr, target_probs_ptr,
                                            n: tl.constexpr, W: tl.constexpr, V: tl.constexpr, stride_p_b,
@@ -225,14 +230,23 @@ def tree_sampling_target_only_split_kernel(predicts_ptr, accept_index_ptr, accep
     walk_ptr [bs, 3 + BLOCK_N + 2 * BLOCK_W] i32 (node, k, rejected count, rejected tokens, accepted
     rows, accepted tokens); WALK = 2 (grid (bs * NC,)) loads that outcome instead of walking, so each
     program's chunk loads wait on one load round, not on the walk's dependent loads.
+
+    out [bs*n + bs*W + bs + bs*2*n] i32: the outputs predicts [bs*n], accept_index [bs, W], accept_token_num [bs]
+    and the record rec [bs, 2, n] in one allocation (one pointer argument instead of four).
     """
     pid = tl.program_id(0).to(tl.int64)
     if WALK == 1:
         b = pid
         g = tl.zeros([], dtype=tl.int32)
+        bs = tl.num_programs(0).to(tl.int64)
     else:
         b = pid // NC
         g = (pid % NC).to(tl.int32)
+        bs = tl.num_programs(0).to(tl.int64) // NC
+    predicts_ptr = out_ptr
+    accept_index_ptr = out_ptr + bs * n
+    accept_token_num_ptr = accept_index_ptr + bs * W
+    rec_ptr = accept_token_num_ptr + bs
     WS: tl.constexpr = 3 + BLOCK_N + 2 * BLOCK_W
     walk_req = walk_ptr + b * WS
     base = b * n

@@ -22,11 +22,15 @@ from .triton_target_only_kernels import tree_sampling_target_only_kernel, tree_s
 from .triton_verify_kernels import verify_tree_greedy_kernel
 
 
-def _outputs(bs: int, n: int, W: int, device):
-    """predicts [bs*n], accept_index [bs, W], accept_token_num [bs] int32, uninitialised (the kernels fill them).
-    Three allocations: slicing views out of one buffer costs more host time than the caching allocator."""
-    return (torch.empty(bs * n, dtype=INT32, device=device), torch.empty((bs, W), dtype=INT32, device=device),
-            torch.empty(bs, dtype=INT32, device=device))
+def _outputs(bs: int, n: int, W: int, device, record: int = 0):
+    """One int32 allocation ``out`` and its views predicts [bs*n], accept_index [bs, W], accept_token_num [bs]
+    (uninitialised: the kernels fill them), then ``record`` more cells (the target-only sampler's record, left
+    flat). The kernels take ``out`` alone and find the rest from the grid. On an H200's host a CUDA
+    ``torch.empty`` costs ~4.4 us (benchmarks/results_h200_host_profile.json), one ``split_with_sizes`` and
+    a ``view`` less than two of them; and each pointer argument costs in the key and the launcher."""
+    out = torch.empty(bs * (n + W + 1) + record, dtype=INT32, device=device)
+    parts = out.split_with_sizes((bs * n, bs * W, bs, record) if record else (bs * n, bs * W, bs))
+    return out, parts[0], parts[1].view(bs, W), parts[2], parts[3] if record else None
 
 
 def verify_tree_greedy(candidates, retrieve_index, retrieve_next_token, retrieve_next_sibling, target_predict, *,
@@ -49,13 +53,17 @@ def verify_tree_greedy(candidates, retrieve_index, retrieve_next_token, retrieve
 def greedy_prepare(cand, ri, nt, ns, tp, *, W, predicts_init=0):
     """Allocate the outputs; return (VerifyResult, launch) where launch() runs the kernel alone."""
     bs, n = cand.shape
-    predicts, accept_index, accept_token_num = _outputs(bs, n, W, cand.device)
-    launch = functools.partial(_GREEDY_KERNEL, (bs,), predicts, accept_index, accept_token_num, cand, ri, nt, ns, tp, n,
-                               W, predicts_init, pow2(n), pow2(W), num_warps=1)
+    out, predicts, accept_index, accept_token_num, _ = _outputs(bs, n, W, cand.device)
+    blocks = _GREEDY_BLOCKS.get((n, W))
+    if blocks is None:
+        blocks = _GREEDY_BLOCKS[n, W] = (pow2(n), pow2(W))
+    launch = functools.partial(_GREEDY_KERNEL, (bs,), out, cand, ri, nt, ns, tp, n, W, predicts_init, *blocks,
+                               num_warps=1)
     return VerifyResult(predicts=predicts, accept_index=accept_index, accept_token_num=accept_token_num), launch
 
 
 _GREEDY_KERNEL = FastLaunch(verify_tree_greedy_kernel)
+_GREEDY_BLOCKS = {}  # (n, W) -> (BLOCK_N, BLOCK_W)
 
 # None: the split kernel by the rule in tree_sampling_prepare; True / False force it on / off (tests).
 TARGET_ONLY_SPLIT = None
@@ -91,46 +99,62 @@ def tree_sampling_prepare(cand, ri, nt, ns, u, uf, p, *, W, threshold_single, th
     (n > 16) on short rows (NC < 16) or in a large batch (bs * NC > 8192) runs the single-program kernel
     instead (ZERO_BUF: the same record, no buffer read). A caller's buffer (the "q as buffer" mistake)
     runs the single-program kernel on a copy of it, read as it is, and ``buf`` is that copy.
-    Both kernels draw the same tokens; the choice is speed only (H200 figures in benchmarks/README.md)."""
+    Both kernels draw the same tokens; the choice is speed only (H200 figures in benchmarks/README.md).
+    The outputs and the record are one allocation (``_outputs``); the launch decisions of a shape are
+    computed once (``_target_only_plan``)."""
     bs, n = cand.shape
     V = p.shape[2]
     assert p.stride(2) == 1
     device = cand.device
-    predicts, accept_index, accept_token_num = _outputs(bs, n, W, device)
-    chunk = target_only_chunk(V)
-    bn, bw, warps = pow2(n), pow2(W), sampler_warps(V)
-    scalars = (n, W, V, p.stride(0), p.stride(1), float(threshold_single), max(float(threshold_acc), 1e-9))
-    nc = -(-V // chunk)
-    split = n <= 16 or (nc >= 16 and bs * nc <= 8192) if TARGET_ONLY_SPLIT is None else TARGET_ONLY_SPLIT
-    if buffer_init is None:
-        rec = torch.empty((bs, 2, n), dtype=INT32, device=device)
+    plan = _target_only_plan(bs, n, W, V)
+    split, walk_first, consts, opts = plan
+    zero = buffer_init is None
+    out, predicts, accept_index, accept_token_num, rec = _outputs(bs, n, W, device, 2 * bs * n if zero else 0)
+    scalars = (n, W, V, p.stride(0), p.stride(1), float(threshold_single), max(float(threshold_acc), 1e-9), new)
+    if zero and split:
         buf = WorkBuffer(rec, cand, V)
-        if split:
-            counters = _TARGET_ONLY_COUNTERS.get(bs, device)
-            work = _TARGET_ONLY_WORK.get(bs * 2 * nc, device)
-            walk_first = target_only_walk_first(bs, nc)
-            walk = _TARGET_ONLY_WALK.get(bs * (3 + bn + 2 * bw), device) if walk_first else work
-            args = (predicts, accept_index, accept_token_num, rec, counters, work, cand, ri, nt, ns, u, uf, p, *scalars,
-                    new, bn, bw, chunk, nc, pow2(nc), n <= 16, walk)
-            opts = dict(num_warps=warps, **_regs(TARGET_ONLY_MAXNREG))
-            launch = functools.partial(_TARGET_ONLY_SPLIT_KERNEL, (bs * nc,), *args, 2 if walk_first else 0, **opts)
-            if walk_first:
-                draw = launch
-                walker = functools.partial(_TARGET_ONLY_SPLIT_KERNEL, (bs,), *args, 1, **opts)
+        nc = consts[3]
+        counters = _TARGET_ONLY_COUNTERS.get(bs, device)
+        work = _TARGET_ONLY_WORK.get(bs * 2 * nc, device)
+        walk = _TARGET_ONLY_WALK.get(bs * (3 + consts[0] + 2 * consts[1]), device) if walk_first else work
+        args = (out, counters, work, cand, ri, nt, ns, u, uf, p, *scalars, *consts, walk)
+        if not walk_first:
+            return (predicts, accept_index, accept_token_num, buf), functools.partial(
+                _TARGET_ONLY_SPLIT_KERNEL, (bs * nc,), *args, 0, **opts)
+        draw = functools.partial(_TARGET_ONLY_SPLIT_KERNEL, (bs * nc,), *args, 2, **opts)
+        walker = functools.partial(_TARGET_ONLY_SPLIT_KERNEL, (bs,), *args, 1, **opts)
 
-                def launch():
-                    walker()
-                    return draw()
-        else:
-            launch = functools.partial(
-                _TARGET_ONLY_KERNEL, (bs,), predicts, accept_index, accept_token_num, rec, cand, ri, nt, ns, u, uf, p,
-                *scalars, new, bn, bw, chunk, True, num_warps=warps)
+        def launch():
+            walker()
+            return draw()
+        return (predicts, accept_index, accept_token_num, buf), launch
+    if zero:
+        buf = WorkBuffer(rec, cand, V)
+        kernel_buf = rec
     else:  # the kernel reads whatever the caller handed it
-        buf = buffer_init.to(device=device, dtype=F32).reshape(bs, n, V).contiguous().clone()
-        launch = functools.partial(
-            _TARGET_ONLY_KERNEL, (bs,), predicts, accept_index, accept_token_num, buf, cand, ri, nt, ns, u, uf, p,
-            *scalars, new, bn, bw, chunk, False, num_warps=warps)
+        buf = kernel_buf = buffer_init.to(device=device, dtype=F32).reshape(bs, n, V).contiguous().clone()
+    launch = functools.partial(_TARGET_ONLY_KERNEL, (bs,), out, kernel_buf, cand, ri, nt, ns, u, uf, p, *scalars,
+                               *consts[:3], zero, num_warps=opts["num_warps"])
     return (predicts, accept_index, accept_token_num, buf), launch
+
+
+_TARGET_ONLY_PLANS = {}
+
+
+def _target_only_plan(bs: int, n: int, W: int, V: int):
+    """(split, walk_first, constexprs, options) of a shape: split = the chunked kernel (the rule in
+    ``tree_sampling_prepare``), constexprs = (BLOCK_N, BLOCK_W, CHUNK[, NC, NC_P2, WALK_IN_REGISTERS]).
+    Cached per shape and knob values: a few us of Python arithmetic a call otherwise."""
+    key = (bs, n, W, V, TARGET_ONLY_SPLIT, TARGET_ONLY_WALK_FIRST_MIN_PROGRAMS, TARGET_ONLY_MAXNREG)
+    plan = _TARGET_ONLY_PLANS.get(key)
+    if plan is None:
+        chunk = target_only_chunk(V)
+        nc = -(-V // chunk)
+        split = n <= 16 or (nc >= 16 and bs * nc <= 8192) if TARGET_ONLY_SPLIT is None else TARGET_ONLY_SPLIT
+        opts = dict(num_warps=sampler_warps(V), **_regs(TARGET_ONLY_MAXNREG))
+        consts = (pow2(n), pow2(W), chunk, nc, pow2(nc), n <= 16)
+        plan = _TARGET_ONLY_PLANS[key] = (split, target_only_walk_first(bs, nc), consts, opts)
+    return plan
 
 
 # The target-only split kernel walks each tree in a first launch (WALK = 1, one program a request), and
@@ -155,9 +179,10 @@ _TARGET_ONLY_SPLIT_KERNEL = FastLaunch(tree_sampling_target_only_split_kernel)
 
 def work_buffer(rec, cand, V: int) -> torch.Tensor:
     """The target-only sampler's work buffer [bs, n, V] float32 after a call that began with it zero,
-    rebuilt from the kernel's record (rec [bs, 2, n] int32: the rejected child's parent node, -1 for
+    rebuilt from the kernel's record (rec [bs, 2, n] int32, or flat: the rejected child's parent node, -1 for
     none, and its target mass's bits): buf[b, node, candidates[b, child]] = mass, zero elsewhere."""
-    bs, _, n = rec.shape
+    bs, n = cand.shape
+    rec = rec.view(bs, 2, n)
     buf = torch.zeros((bs, n, V), dtype=F32, device=rec.device)
     node = rec[:, 0].to(INT64)
     mass = rec[:, 1].contiguous().view(F32)
@@ -283,35 +308,47 @@ def chain_prepare(cand, ri, u, uf, p, q, *, new, bonus=None):
     V = p.shape[2]
     assert p.stride(2) == 1 and (N == 1 or q.stride(2) == 1)
     device = cand.device
-    predicts, accept_index, accept_token_num = _outputs(bs, N, N, device)
+    out, predicts, accept_index, accept_token_num, _ = _outputs(bs, N, N, device)
     if N == 1:
         q = p  # no draft rows; never read
-    block = chain_cdf_block(V)
-    nb = -(-V // block)
-    bpp = 1 if nb == 1 else CHAIN_BLOCKS_PER_PROGRAM or (2 if nb >= 16 or bs >= 256 else 1)
-    programs = bs * -(-nb // bpp)
-    split = nb > 1 and N > 1 and chain_split(bs, nb, -(-nb // bpp))
-    counters = _CHAIN_COUNTERS.get(bs if nb > 1 else 1, device)
-    k_off = bs * nb if nb > 1 else 0
-    work = _CHAIN_WORK.get(k_off + (bs if split else 1), device)
+    programs, split, n_counters, k_off, n_work, consts, opts = _chain_plan(bs, N, V)
+    counters = _CHAIN_COUNTERS.get(n_counters, device)
+    work = _CHAIN_WORK.get(n_work, device)
     strides = (u.stride(0), p.stride(0), p.stride(1), q.stride(0), q.stride(1))
     sampler = functools.partial(
-        _CHAIN_KERNEL, (programs,),
-        predicts, accept_index, accept_token_num, bonus if bonus is not None else accept_token_num,
-        counters, work, k_off, cand, ri, u, uf, p, q, N, V, *strides,
-        new, bonus is not None, pow2(N), block, nb, pow2(nb), bpp, split, num_warps=sampler_warps(V),
-        **_regs(CHAIN_MAXNREG))
+        _CHAIN_KERNEL, (programs,), out, bonus if bonus is not None else out, counters, work, k_off, cand, ri, u, uf,
+        p, q, N, V, *strides, new, bonus is not None, *consts, **opts)
     if not split:
         return (predicts, accept_index, accept_token_num), sampler
     k_given = work[k_off:k_off + bs]
     accept_len = functools.partial(_CHAIN_K_KERNEL, (-(-bs // _K_ROWS),), k_given, cand, u, p, q, bs, N, *strides,
-                                   new, _K_ROWS, pow2(N), num_warps=1)
+                                   new, _K_ROWS, consts[0], num_warps=1)
 
     def launch():
         accept_len()
         return sampler()
 
     return (predicts, accept_index, accept_token_num), launch
+
+
+_CHAIN_PLANS = {}
+
+
+def _chain_plan(bs: int, N: int, V: int):
+    """(programs, split, counters, k_off, work cells, constexprs after WRITE_BONUS, options) of a shape, by the
+    rules in ``chain_prepare``; cached per shape and knob values (a few us of Python arithmetic a call otherwise)."""
+    key = (bs, N, V, CHAIN_BLOCKS_PER_PROGRAM, CHAIN_SPLIT_MIN_PROGRAMS, CHAIN_MAXNREG)
+    plan = _CHAIN_PLANS.get(key)
+    if plan is None:
+        block = chain_cdf_block(V)
+        nb = -(-V // block)
+        bpp = 1 if nb == 1 else CHAIN_BLOCKS_PER_PROGRAM or (2 if nb >= 16 or bs >= 256 else 1)
+        split = nb > 1 and N > 1 and chain_split(bs, nb, -(-nb // bpp))
+        k_off = bs * nb if nb > 1 else 0
+        plan = _CHAIN_PLANS[key] = (bs * -(-nb // bpp), split, bs if nb > 1 else 1, k_off, k_off + (bs if split else 1),
+                                    (pow2(N), block, nb, pow2(nb), bpp, split),
+                                    dict(num_warps=sampler_warps(V), **_regs(CHAIN_MAXNREG)))
+    return plan
 
 
 _CHAIN_COUNTERS = DeviceCache()

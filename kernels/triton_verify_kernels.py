@@ -32,13 +32,14 @@ def terminal_block(p_row_ptr, sub_row_ptr, use_sub, v, m, CLEAN_SUB: tl.constexp
 
 
 @triton.jit
-def verify_tree_greedy_kernel(predicts_ptr, accept_index_ptr, accept_token_num_ptr,
+def verify_tree_greedy_kernel(out_ptr,
                               candidates_ptr, retrieve_index_ptr, next_token_ptr, next_sibling_ptr, target_predict_ptr,
                               N: tl.constexpr, W: tl.constexpr, PREDICTS_INIT: tl.constexpr,
                               BLOCK_N: tl.constexpr, BLOCK_W: tl.constexpr):
     """Greedy tree walk (SEMANTICS.md §4) of request b = program_id(0), entirely in registers.
 
-    predicts [bs*N] i32, accept_index [bs, W] i32, accept_token_num [bs] i32 (outputs);
+    out [bs*N + bs*W + bs] i32: the outputs predicts [bs*N], accept_index [bs, W], accept_token_num [bs] in one
+    allocation (bs = the grid; one pointer argument instead of three: each costs host time in the launch);
     candidates, retrieve_index, next_token, next_sibling, target_predict [bs, N] i64.
     The request's rows are loaded in one round (retrieve_index stays inside the request's block,
     so target_predict at a node's row is a register permutation), the walk follows the links by
@@ -46,6 +47,10 @@ def verify_tree_greedy_kernel(predicts_ptr, accept_index_ptr, accept_token_num_p
     dependent global loads, no barrier. Token ids must fit in 31 bits (predicts is int32 anyway).
     """
     b = tl.program_id(0).to(tl.int64)
+    bs = tl.num_programs(0).to(tl.int64)
+    predicts_ptr = out_ptr
+    accept_index_ptr = out_ptr + bs * N
+    accept_token_num_ptr = accept_index_ptr + bs * W
     base = b * N
     i = tl.arange(0, BLOCK_N)
     w = tl.arange(0, BLOCK_W)

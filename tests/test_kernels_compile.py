@@ -56,14 +56,14 @@ KERNELS = {
     },
     "kernels.triton_verify_kernels": {
         "verify_tree_greedy_kernel": ("verify_tree_greedy_kernel", {
-            "predicts_ptr": I32, "accept_index_ptr": I32, "accept_token_num_ptr": I32, "candidates_ptr": I64,
+            "out_ptr": I32, "candidates_ptr": I64,
             "retrieve_index_ptr": I64, "next_token_ptr": I64, "next_sibling_ptr": I64, "target_predict_ptr": I64,
             "N": "constexpr", "W": "constexpr", "PREDICTS_INIT": "constexpr", "BLOCK_N": "constexpr",
             "BLOCK_W": "constexpr"}, {"N": 64, "W": 6, "PREDICTS_INIT": 0, "BLOCK_N": 64, "BLOCK_W": 8}),
     },
     "kernels.triton_target_only_kernels": {
         **{f"tree_sampling_target_only_kernel[new={new},zero={zero}]": ("tree_sampling_target_only_kernel", {
-            "predicts_ptr": I32, "accept_index_ptr": I32, "accept_token_num_ptr": I32, "buf_ptr": I32 if zero else F32,
+            "out_ptr": I32, "buf_ptr": I32 if zero else F32,
             "candidates_ptr": I64, "retrieve_index_ptr": I64, "next_token_ptr": I64, "next_sibling_ptr": I64,
             "coins_ptr": F32, "final_coins_ptr": F32, "target_probs_ptr": F32, "n": "constexpr", "W": "constexpr",
             "V": "constexpr",
@@ -74,7 +74,7 @@ KERNELS = {
              "ZERO_BUF": zero})
             for new in (True, False) for zero in (True, False)},
         **{f"tree_sampling_target_only_split_kernel[new={new},NC={nc},n={n},walk={walk}]": ("tree_sampling_target_only_split_kernel", {
-            "predicts_ptr": I32, "accept_index_ptr": I32, "accept_token_num_ptr": I32, "rec_ptr": I32,
+            "out_ptr": I32,
             "count_ptr": I32, "ints_ptr": I32,
             "candidates_ptr": I64, "retrieve_index_ptr": I64, "next_token_ptr": I64, "next_sibling_ptr": I64,
             "coins_ptr": F32, "final_coins_ptr": F32, "target_probs_ptr": F32, "n": "constexpr", "W": "constexpr",
@@ -89,7 +89,7 @@ KERNELS = {
     },
     "kernels.triton_chain_kernels": {
         **{f"chain_rejection_sampling_kernel[new={new},bonus={bonus},N={N},V={V},bpp={bpp}]": ("chain_rejection_sampling_kernel", {
-            "predicts_ptr": I32, "accept_index_ptr": I32, "accept_token_num_ptr": I32, "bonus_ptr": I64,
+            "out_ptr": I32, "bonus_ptr": I64,
             "count_ptr": I32, "work_ptr": I32, "k_off": "i32", "candidates_ptr": I64, "retrieve_index_ptr": I64, "coins_ptr": F32, "final_coins_ptr": F32,
             "target_probs_ptr": F32, "draft_probs_ptr": F32, "N": "constexpr", "V": "constexpr", "stride_coin_b": "i32",
             "stride_p_b": "i64", "stride_p_row": "i32", "stride_q_b": "i64", "stride_q_row": "i32",
