@@ -114,8 +114,7 @@ def chain_accept_len_kernel(k_ptr, candidates_ptr, coins_ptr, target_probs_ptr, 
 
 
 @triton.jit
-def chain_rejection_sampling_kernel(out_ptr, bonus_ptr,
-                                    count_ptr, work_ptr, k_off,
+def chain_rejection_sampling_kernel(out_ptr, bonus_ptr, count_ptr,
                                     candidates_ptr, retrieve_index_ptr, coins_ptr, final_coins_ptr,
                                     target_probs_ptr, draft_probs_ptr,
                                     N: tl.constexpr, V: tl.constexpr, stride_coin_b, stride_p_b, stride_p_row, stride_q_b,
@@ -130,24 +129,23 @@ def chain_rejection_sampling_kernel(out_ptr, bonus_ptr,
 
     Every program evaluates the N-1 accept tests (they are
     independent and cheap; k = the leading run of passes) and the tl.sum of each of its blocks of the terminal
-    row relu(p_k - q_k). count_ptr [bs] i32: one counter a request, zero on entry; work_ptr: scratch of
-    any content (read as f32 [bs, NB] for the block sums; k_ptr = work_ptr + k_off); both are cached
-    workspaces (kernels.triton_common.DeviceCache), no fill per call. The request's last program to finish (the
+    row relu(p_k - q_k). count_ptr [bs] i32: one counter a request, zero on entry, a cached workspace
+    (kernels.triton_common.DeviceCache), no fill per call; work: scratch of any content after the outputs
+    in ``out`` (read as f32 [bs, NB] for the block sums, then k [bs] when K_GIVEN), written before it is read. The request's last program to finish (the
     acq_rel counter, zero on entry and reset to zero by that program, so a launch can
     be replayed) writes the outputs and draws the terminal token from the sums
     (``chain_inverse_cdf_row_from_sums``): parallel over the vocabulary, SGLang's float32 order exactly.
-    NB == 1: one program per request, no counter. out [bs*N + bs*N + bs] i32: the outputs predicts [bs*N],
-    accept_index [bs, N], accept_token_num [bs] in one allocation (one pointer argument instead of three).
+    NB == 1: one program per request, no counter. out [bs*N + bs*N + bs (+ bs*NB (+ bs))] i32: the outputs
+    predicts [bs*N], accept_index [bs, N], accept_token_num [bs] and the work scratch in one allocation (one
+    pointer argument instead of four, and no k_off).
 
     candidates, retrieve_index [bs, N] i64; coins [bs, >= N-1]; target_probs rows [bs, N, V],
     draft_probs rows [bs, N-1, V] (strided); WRITE_BONUS also stores the terminal token in bonus [bs]
     i64 (DSpark's two-level gather predicts[accept_index[b, k]] is that token). K_GIVEN: k was computed
-    by ``chain_accept_len_kernel`` into k_ptr [bs] i32, count_ptr + k_off (large batches: each program then waits on one
+    by ``chain_accept_len_kernel`` into k_ptr [bs] i32 (large batches: each program then waits on one
     load before its block loads instead of two dependent rounds, measured in benchmarks/README.md).
     """
     NP: tl.constexpr = (NB + BPP - 1) // BPP
-    sums_ptr = work_ptr.to(tl.pointer_type(tl.float32), bitcast=True)  # the work scratch, read as float32
-    k_ptr = work_ptr + k_off
     pid = tl.program_id(0).to(tl.int64)
     b = pid // NP
     g = (pid % NP).to(tl.int32)
@@ -155,6 +153,9 @@ def chain_rejection_sampling_kernel(out_ptr, bonus_ptr,
     predicts_ptr = out_ptr
     accept_index_ptr = out_ptr + bs * N
     accept_token_num_ptr = accept_index_ptr + bs * N
+    work_ptr = accept_token_num_ptr + bs
+    sums_ptr = work_ptr.to(tl.pointer_type(tl.float32), bitcast=True)  # the work scratch, read as float32
+    k_ptr = work_ptr + bs * NB
     base = b * N
     offs = tl.arange(0, BLOCK_S)
     m = offs < N - 1  # slot s = offs + 1 was proposed by draft row offs

@@ -199,7 +199,7 @@ def _zero_buffer_terminal_chunk(p_row_ptr, v, m, rejected, offs_n, n_rejected):
 
 
 @triton.jit
-def tree_sampling_target_only_split_kernel(out_ptr, count_ptr, ints_ptr,
+def tree_sampling_target_only_split_kernel(out_ptr, count_ptr,
                                            candidates_ptr, retrieve_index_ptr, next_token_ptr, next_sibling_ptr,
                                            coins_ptr, final_coins_ptr, target_probs_ptr,
                                            n: tl.constexpr, W: tl.constexpr, V: tl.constexpr, stride_p_b,
@@ -207,7 +207,7 @@ def tree_sampling_target_only_split_kernel(out_ptr, count_ptr, ints_ptr,
                                            NEW_SEMANTICS: tl.constexpr, BLOCK_N: tl.constexpr,
                                            BLOCK_W: tl.constexpr, CHUNK: tl.constexpr, NC: tl.constexpr,
                                            NC_P2: tl.constexpr, WALK_IN_REGISTERS: tl.constexpr,
-                                           walk_ptr, WALK: tl.constexpr):
+                                           WALK: tl.constexpr):
     """``tree_sampling_target_only_kernel`` for a work buffer that is zero on entry (SGLang's call),
     parallel over the vocabulary: grid (bs * NC,), program pid serves request b = pid // NC and
     chunk g = pid % NC of the NC = cdiv(V, CHUNK) chunks (FlashInfer's chunk, target_only_chunk(V)).
@@ -218,8 +218,8 @@ def tree_sampling_target_only_split_kernel(out_ptr, count_ptr, ints_ptr,
     program), then
     takes the tl.sum and the last token with mass of its chunk of the terminal row relu(p - buf),
     with the single-program kernel's block shape, so each chunk sum has its bits. ints_ptr (i32, read
-    as f32 for the sums) is a scratch [bs, 2 * NC] of any content (NC chunk sums, NC last-valid indices)
-    and count_ptr [bs] i32 one counter a request, zero on entry: both cached workspaces, no fill per
+    as f32 for the sums) is a scratch [bs, 2 * NC] of any content (NC chunk sums, NC last-valid indices),
+    in ``out``, and count_ptr [bs] i32 one counter a request, zero on entry: a cached workspace, no fill per
     call. Program 0 writes the record of the work buffer (rec [bs, 2, n], ``_record_rejection``); the
     request's last program (acq_rel counter, reset to 0 for a replay) folds the chunk sums in
     chunk order, exactly the single program's ``agg = agg + local``, finds the chunk where agg
@@ -231,8 +231,9 @@ def tree_sampling_target_only_split_kernel(out_ptr, count_ptr, ints_ptr,
     rows, accepted tokens); WALK = 2 (grid (bs * NC,)) loads that outcome instead of walking, so each
     program's chunk loads wait on one load round, not on the walk's dependent loads.
 
-    out [bs*n + bs*W + bs + bs*2*n] i32: the outputs predicts [bs*n], accept_index [bs, W], accept_token_num [bs]
-    and the record rec [bs, 2, n] in one allocation (one pointer argument instead of four).
+    out [bs*n + bs*W + bs + bs*2*n + bs*2*NC (+ bs*WS)] i32, one allocation, one pointer argument instead of six:
+    the outputs predicts [bs*n], accept_index [bs, W], accept_token_num [bs], the record rec [bs, 2, n], then
+    the scratch ints (every cell written before it is read, so it needs no fill) and, WALK > 0, walk.
     """
     pid = tl.program_id(0).to(tl.int64)
     if WALK == 1:
@@ -247,6 +248,8 @@ def tree_sampling_target_only_split_kernel(out_ptr, count_ptr, ints_ptr,
     accept_index_ptr = out_ptr + bs * n
     accept_token_num_ptr = accept_index_ptr + bs * W
     rec_ptr = accept_token_num_ptr + bs
+    ints_ptr = rec_ptr + bs * 2 * n
+    walk_ptr = ints_ptr + bs * 2 * NC
     WS: tl.constexpr = 3 + BLOCK_N + 2 * BLOCK_W
     walk_req = walk_ptr + b * WS
     base = b * n

@@ -106,18 +106,16 @@ def tree_sampling_prepare(cand, ri, nt, ns, u, uf, p, *, W, threshold_single, th
     V = p.shape[2]
     assert p.stride(2) == 1
     device = cand.device
-    plan = _target_only_plan(bs, n, W, V)
-    split, walk_first, consts, opts = plan
+    split, walk_first, consts, opts, n_tail = _target_only_plan(bs, n, W, V)
     zero = buffer_init is None
-    out, predicts, accept_index, accept_token_num, rec = _outputs(bs, n, W, device, 2 * bs * n if zero else 0)
+    # the record [bs, 2, n] (the split kernel's scratch after it) follows the outputs in their allocation
+    out, predicts, accept_index, accept_token_num, rec = _outputs(bs, n, W, device, n_tail if zero else 0)
     scalars = (n, W, V, p.stride(0), p.stride(1), float(threshold_single), max(float(threshold_acc), 1e-9), new)
     if zero and split:
         buf = WorkBuffer(rec, cand, V)
         nc = consts[3]
         counters = _TARGET_ONLY_COUNTERS.get(bs, device)
-        work = _TARGET_ONLY_WORK.get(bs * 2 * nc, device)
-        walk = _TARGET_ONLY_WALK.get(bs * (3 + consts[0] + 2 * consts[1]), device) if walk_first else work
-        args = (out, counters, work, cand, ri, nt, ns, u, uf, p, *scalars, *consts, walk)
+        args = (out, counters, cand, ri, nt, ns, u, uf, p, *scalars, *consts)
         if not walk_first:
             return (predicts, accept_index, accept_token_num, buf), functools.partial(
                 _TARGET_ONLY_SPLIT_KERNEL, (bs * nc,), *args, 0, **opts)
@@ -142,9 +140,11 @@ _TARGET_ONLY_PLANS = {}
 
 
 def _target_only_plan(bs: int, n: int, W: int, V: int):
-    """(split, walk_first, constexprs, options) of a shape: split = the chunked kernel (the rule in
-    ``tree_sampling_prepare``), constexprs = (BLOCK_N, BLOCK_W, CHUNK[, NC, NC_P2, WALK_IN_REGISTERS]).
-    Cached per shape and knob values: a few us of Python arithmetic a call otherwise."""
+    """(split, walk_first, constexprs, options, tail cells) of a shape: split = the chunked kernel (the rule in
+    ``tree_sampling_prepare``), constexprs = (BLOCK_N, BLOCK_W, CHUNK[, NC, NC_P2, WALK_IN_REGISTERS]), tail =
+    the int32 cells after the outputs with a zero work buffer: the record [bs, 2, n], then (split) the chunk
+    scratch [bs, 2 * NC] and (walk first) the walk's outcome [bs, 3 + BLOCK_N + 2 * BLOCK_W], each written
+    before it is read. Cached per shape and knob values: a few us of Python arithmetic a call otherwise."""
     key = (bs, n, W, V, TARGET_ONLY_SPLIT, TARGET_ONLY_WALK_FIRST_MIN_PROGRAMS, TARGET_ONLY_MAXNREG)
     plan = _TARGET_ONLY_PLANS.get(key)
     if plan is None:
@@ -153,7 +153,9 @@ def _target_only_plan(bs: int, n: int, W: int, V: int):
         split = n <= 16 or (nc >= 16 and bs * nc <= 8192) if TARGET_ONLY_SPLIT is None else TARGET_ONLY_SPLIT
         opts = dict(num_warps=sampler_warps(V), **_regs(TARGET_ONLY_MAXNREG))
         consts = (pow2(n), pow2(W), chunk, nc, pow2(nc), n <= 16)
-        plan = _TARGET_ONLY_PLANS[key] = (split, target_only_walk_first(bs, nc), consts, opts)
+        walk_first = target_only_walk_first(bs, nc)
+        n_tail = 2 * bs * n + (2 * bs * nc + (bs * (3 + consts[0] + 2 * consts[1]) if walk_first else 0) if split else 0)
+        plan = _TARGET_ONLY_PLANS[key] = (split, walk_first, consts, opts, n_tail)
     return plan
 
 
@@ -170,9 +172,7 @@ def target_only_walk_first(bs: int, nc: int) -> bool:
     return bs * nc >= TARGET_ONLY_WALK_FIRST_MIN_PROGRAMS
 
 
-_TARGET_ONLY_WALK = DeviceCache()
 _TARGET_ONLY_COUNTERS = DeviceCache()
-_TARGET_ONLY_WORK = DeviceCache()
 _TARGET_ONLY_KERNEL = FastLaunch(tree_sampling_target_only_kernel)
 _TARGET_ONLY_SPLIT_KERNEL = FastLaunch(tree_sampling_target_only_split_kernel)
 
@@ -182,7 +182,7 @@ def work_buffer(rec, cand, V: int) -> torch.Tensor:
     rebuilt from the kernel's record (rec [bs, 2, n] int32, or flat: the rejected child's parent node, -1 for
     none, and its target mass's bits): buf[b, node, candidates[b, child]] = mass, zero elsewhere."""
     bs, n = cand.shape
-    rec = rec.view(bs, 2, n)
+    rec = rec.narrow(0, 0, bs * 2 * n).view(bs, 2, n)  # the split kernel's scratch may follow it
     buf = torch.zeros((bs, n, V), dtype=F32, device=rec.device)
     node = rec[:, 0].to(INT64)
     mass = rec[:, 1].contiguous().view(F32)
@@ -300,27 +300,27 @@ def chain_prepare(cand, ri, u, uf, p, q, *, new, bonus=None):
 
     The kernel's grid is bs * cdiv(NB, CHAIN_BLOCKS_PER_PROGRAM) programs, NB = the number of BLOCK_V
     blocks of a row: each program sums its blocks, the request's last program draws (``chain_rejection_sampling_kernel``).
-    Its scratch is two cached workspaces (``_CHAIN_COUNTERS``, ``_CHAIN_WORK``, per device and stream),
-    allocated once and never filled per call: one counter a request, zero on entry and left at zero by
-    the kernel (so ``launch`` may be replayed: CUDA graphs, benchmarks), and the block sums (then, in
-    large batches, the accept lengths), which every launch writes before it reads them."""
+    Its counters are a cached workspace (``_CHAIN_COUNTERS``, per device and stream), allocated once and
+    never filled per call: one counter a request, zero on entry and left at zero by the kernel (so ``launch``
+    may be replayed: CUDA graphs, benchmarks). The block sums (then, in large batches, the accept lengths),
+    which every launch writes before it reads them, follow the outputs in their one allocation (``_outputs``):
+    no second workspace to look up, no second pointer argument."""
     bs, N = cand.shape
     V = p.shape[2]
     assert p.stride(2) == 1 and (N == 1 or q.stride(2) == 1)
     device = cand.device
-    out, predicts, accept_index, accept_token_num, _ = _outputs(bs, N, N, device)
+    programs, split, n_counters, n_work, consts, opts = _chain_plan(bs, N, V)
+    out, predicts, accept_index, accept_token_num, work = _outputs(bs, N, N, device, n_work)
     if N == 1:
         q = p  # no draft rows; never read
-    programs, split, n_counters, k_off, n_work, consts, opts = _chain_plan(bs, N, V)
     counters = _CHAIN_COUNTERS.get(n_counters, device)
-    work = _CHAIN_WORK.get(n_work, device)
     strides = (u.stride(0), p.stride(0), p.stride(1), q.stride(0), q.stride(1))
     sampler = functools.partial(
-        _CHAIN_KERNEL, (programs,), out, bonus if bonus is not None else out, counters, work, k_off, cand, ri, u, uf,
+        _CHAIN_KERNEL, (programs,), out, bonus if bonus is not None else out, counters, cand, ri, u, uf,
         p, q, N, V, *strides, new, bonus is not None, *consts, **opts)
     if not split:
         return (predicts, accept_index, accept_token_num), sampler
-    k_given = work[k_off:k_off + bs]
+    k_given = work[n_work - bs:]  # k [bs] after the block sums (the kernel's k_ptr)
     accept_len = functools.partial(_CHAIN_K_KERNEL, (-(-bs // _K_ROWS),), k_given, cand, u, p, q, bs, N, *strides,
                                    new, _K_ROWS, consts[0], num_warps=1)
 
@@ -335,8 +335,9 @@ _CHAIN_PLANS = {}
 
 
 def _chain_plan(bs: int, N: int, V: int):
-    """(programs, split, counters, k_off, work cells, constexprs after WRITE_BONUS, options) of a shape, by the
-    rules in ``chain_prepare``; cached per shape and knob values (a few us of Python arithmetic a call otherwise)."""
+    """(programs, split, counters, work cells, constexprs after WRITE_BONUS, options) of a shape, by the rules in
+    ``chain_prepare``; cached per shape and knob values (a few us of Python arithmetic a call otherwise). The work
+    cells (the block sums [bs, NB], then k [bs] when split) follow the outputs in their one allocation."""
     key = (bs, N, V, CHAIN_BLOCKS_PER_PROGRAM, CHAIN_SPLIT_MIN_PROGRAMS, CHAIN_MAXNREG)
     plan = _CHAIN_PLANS.get(key)
     if plan is None:
@@ -344,15 +345,14 @@ def _chain_plan(bs: int, N: int, V: int):
         nb = -(-V // block)
         bpp = 1 if nb == 1 else CHAIN_BLOCKS_PER_PROGRAM or (2 if nb >= 16 or bs >= 256 else 1)
         split = nb > 1 and N > 1 and chain_split(bs, nb, -(-nb // bpp))
-        k_off = bs * nb if nb > 1 else 0
-        plan = _CHAIN_PLANS[key] = (bs * -(-nb // bpp), split, bs if nb > 1 else 1, k_off, k_off + (bs if split else 1),
+        n_work = bs * nb + (bs if split else 0) if nb > 1 else 0
+        plan = _CHAIN_PLANS[key] = (bs * -(-nb // bpp), split, bs if nb > 1 else 1, n_work,
                                     (pow2(N), block, nb, pow2(nb), bpp, split),
                                     dict(num_warps=sampler_warps(V), **_regs(CHAIN_MAXNREG)))
     return plan
 
 
 _CHAIN_COUNTERS = DeviceCache()
-_CHAIN_WORK = DeviceCache()
 _CHAIN_KERNEL = FastLaunch(chain_rejection_sampling_kernel)
 _CHAIN_K_KERNEL = FastLaunch(chain_accept_len_kernel)
 

@@ -75,13 +75,13 @@ KERNELS = {
             for new in (True, False) for zero in (True, False)},
         **{f"tree_sampling_target_only_split_kernel[new={new},NC={nc},n={n},walk={walk}]": ("tree_sampling_target_only_split_kernel", {
             "out_ptr": I32,
-            "count_ptr": I32, "ints_ptr": I32,
+            "count_ptr": I32,
             "candidates_ptr": I64, "retrieve_index_ptr": I64, "next_token_ptr": I64, "next_sibling_ptr": I64,
             "coins_ptr": F32, "final_coins_ptr": F32, "target_probs_ptr": F32, "n": "constexpr", "W": "constexpr",
             "V": "constexpr",
             "stride_p_b": "i64", "stride_p_row": "i32", "threshold_single": "fp32", "threshold_acc": "fp32",
             "NEW_SEMANTICS": "constexpr", "BLOCK_N": "constexpr", "BLOCK_W": "constexpr", "CHUNK": "constexpr",
-            "NC": "constexpr", "NC_P2": "constexpr", "WALK_IN_REGISTERS": "constexpr", "walk_ptr": I32,
+            "NC": "constexpr", "NC_P2": "constexpr", "WALK_IN_REGISTERS": "constexpr",
             "WALK": "constexpr"},
             {"n": n, "W": 6, "V": V, "NEW_SEMANTICS": new, "BLOCK_N": n, "BLOCK_W": 8, "CHUNK": chunk,
              "NC": nc, "NC_P2": max(2, 1 << (nc - 1).bit_length()), "WALK_IN_REGISTERS": n <= 16, "WALK": walk})
@@ -90,7 +90,7 @@ KERNELS = {
     "kernels.triton_chain_kernels": {
         **{f"chain_rejection_sampling_kernel[new={new},bonus={bonus},N={N},V={V},bpp={bpp}]": ("chain_rejection_sampling_kernel", {
             "out_ptr": I32, "bonus_ptr": I64,
-            "count_ptr": I32, "work_ptr": I32, "k_off": "i32", "candidates_ptr": I64, "retrieve_index_ptr": I64, "coins_ptr": F32, "final_coins_ptr": F32,
+            "count_ptr": I32, "candidates_ptr": I64, "retrieve_index_ptr": I64, "coins_ptr": F32, "final_coins_ptr": F32,
             "target_probs_ptr": F32, "draft_probs_ptr": F32, "N": "constexpr", "V": "constexpr", "stride_coin_b": "i32",
             "stride_p_b": "i64", "stride_p_row": "i32", "stride_q_b": "i64", "stride_q_row": "i32",
             "NEW_SEMANTICS": "constexpr", "WRITE_BONUS": "constexpr", "BLOCK_S": "constexpr", "BLOCK_V": "constexpr",
