@@ -47,10 +47,8 @@ def build_prepare(pl, si, sl, *, topk, depth, num_draft_tokens, tree_mask_mode, 
     """Allocate the outputs (the kernel writes every cell, the FULL_MASK prefix's True cells too); return
     (TreeBuild, launch) where launch() runs the kernel alone."""
     device = sl.device
-    mode = TREE_MASK_MODES.index(tree_mask_mode)
-    prefix_block = 0
-    topk, depth, n = int(topk), int(depth), int(num_draft_tokens)
     bs = sl.shape[0]
+    mode, n, consts, warps, mask_dtype = _build_plan(bs, topk, depth, num_draft_tokens, tree_mask_mode)
     if pl.dim() != 2 or pl.shape[1] == 0:
         pl = torch.zeros((bs, 1), dtype=INT64, device=device)  # depth 1: never read
     # retrieve_index, next_token, next_sibling, positions: one buffer, every cell written (4.4 us an allocation
@@ -61,20 +59,36 @@ def build_prepare(pl, si, sl, *, topk, depth, num_draft_tokens, tree_mask_mode, 
     if mode == 0:
         total = n * (int(sl.sum()) if seq_lens_sum is None else int(seq_lens_sum)) + bs * n * n
         mask = torch.empty(total, dtype=torch.bool, device=device)  # every cell is written (prefix cells True)
-        prefix_block = PREFIX_BLOCK if bs <= PREFIX_IN_KERNEL_MAX_BS else 0
-        seq_prefix = sl if prefix_block else torch.cumsum(sl, 0)  # the kernel subtracts its own length
+        seq_prefix = sl if consts[-1] else torch.cumsum(sl, 0)  # the kernel subtracts its own length
         kernel_mask = mask
     elif mode == 1:
         mask = torch.empty(bs * n * n, dtype=torch.bool, device=device)  # every cell is written
         seq_prefix = sl
         kernel_mask = mask
     else:
-        dtype = next(d for bits, d in MASK_DTYPES if n <= bits)
-        mask = torch.empty(bs * n, dtype=dtype, device=device)
+        mask = torch.empty(bs * n, dtype=mask_dtype, device=device)
         seq_prefix = sl
-        kernel_mask = mask.view(SIGNED_VIEW[dtype])
-    launch = functools.partial(_BUILD_KERNEL, (bs,), pl, si, sl, seq_prefix, kernel_mask, links,
-                               pl.stride(0), topk, depth, n, mode, pow2(n, 16), max(0, (depth - 1).bit_length()),
-                               max(16, 2048 // pow2(n, 16)), prefix_block, num_warps=1 if n <= 16 else 4)
+        kernel_mask = mask.view(SIGNED_VIEW[mask_dtype])
+    launch = functools.partial(_BUILD_KERNEL, (bs,), pl, si, sl, seq_prefix, kernel_mask, links, pl.stride(0), *consts,
+                               num_warps=warps)
     return TreeBuild(tree_mask=mask, positions=positions, retrieve_index=ri, retrieve_next_token=nt,
                      retrieve_next_sibling=ns), launch
+
+
+_BUILD_PLANS = {}
+
+
+def _build_plan(bs, topk, depth, num_draft_tokens, tree_mask_mode):
+    """(mode, n, constexprs after parent_list_stride, num_warps, bit-packed mask dtype) of a shape; cached
+    (a few us of Python a call otherwise: the mode's index, pow2, the prefix rule)."""
+    key = (bs, topk, depth, num_draft_tokens, tree_mask_mode, PREFIX_BLOCK, PREFIX_IN_KERNEL_MAX_BS)  # knobs: tests
+    plan = _BUILD_PLANS.get(key)
+    if plan is None:
+        mode = TREE_MASK_MODES.index(tree_mask_mode)
+        topk, depth, n = int(topk), int(depth), int(num_draft_tokens)
+        prefix_block = PREFIX_BLOCK if mode == 0 and bs <= PREFIX_IN_KERNEL_MAX_BS else 0
+        mask_dtype = next(d for bits, d in MASK_DTYPES if n <= bits) if mode == 2 else torch.bool
+        consts = (topk, depth, n, mode, pow2(n, 16), max(0, (depth - 1).bit_length()), max(16, 2048 // pow2(n, 16)),
+                  prefix_block)
+        plan = _BUILD_PLANS[key] = (mode, n, consts, 1 if n <= 16 else 4, mask_dtype)
+    return plan
