@@ -26,6 +26,7 @@ from specviz.base.validate import to_numpy
 INT64 = torch.int64
 INT32 = torch.int32
 F32 = torch.float32
+_TENSOR = torch.Tensor
 
 
 def pick_device(*values, default: str | torch.device = "cpu") -> torch.device:
@@ -38,8 +39,10 @@ def pick_device(*values, default: str | torch.device = "cpu") -> torch.device:
 
 def as_tensor(name: str, x, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     """``x`` as a contiguous tensor of ``dtype`` on ``device`` (no copy when it already is one)."""
+    if type(x) is _TENSOR and x.dtype is dtype and x.device == device and x.is_contiguous():
+        return x  # the common case, kept cheap (a plain tensor; dtypes are singletons): benchmarks time the call
     if isinstance(x, torch.Tensor) and x.dtype == dtype and x.device == device and x.is_contiguous():
-        return x  # the common case, kept cheap: benchmarks time the Python call
+        return x  # a tensor subclass
     if x is None:
         raise SpecvizError(name, "is missing: pass an array")
     if isinstance(x, torch.Tensor):

@@ -198,15 +198,22 @@ class FastLaunch:
             self.interpreted = interpreting()
         if not _FAST or self.interpreted:
             return self.fn[grid](*args, **options)
-        device = _driver().get_current_device()
-        key = (device, self._key(args), tuple(options.items()))
+        driver = _ACTIVE[0] if _ACTIVE else _driver()  # looked up once a call, not twice
+        device = driver.get_current_device()
+        constexpr = self.constexpr
+        if constexpr is None:
+            return self._first(grid, device, args, options)
+        if len(args) != len(constexpr):
+            raise TypeError("FastLaunch takes every kernel parameter, positionally")
+        # _key's expression inline (a method call less a launch: this runs on every call of every op)
+        key = (device, tuple([a if c else (a.dtype, a.data_ptr() & 15 == 0) if type(a) is _Tensor
+                              else (a == 1, a & 15 == 0, not -0x80000000 <= a <= 0x7FFFFFFF) if type(a) is int
+                              else _spec(a) for a, c in zip(args, constexpr)]), tuple(options.items()))
         ck = self.compiled.get(key)
         if ck is None:
-            ck = self.fn[grid](*args, **options)  # compiles if need be, launches
-            self.compiled[key] = ck
-            return ck
-        g = (grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1)
-        stream = _driver().get_current_stream(device)
+            return self._first(grid, device, args, options, key)
+        g = (grid[0], 1, 1) if len(grid) == 1 else (grid[0], grid[1], grid[2] if len(grid) > 2 else 1)
+        stream = driver.get_current_stream(device)
         if _DIRECT and _no_launch_hooks():
             # What CompiledKernel[grid](*args, stream=stream) runs (triton 3.4-3.8, compiler.py), minus the
             # closure it builds and the launch metadata it builds for the hooks (a LazyDict every launch:
@@ -214,6 +221,16 @@ class FastLaunch:
             ck.run(*g, stream, ck.function, ck.packed_metadata, None, None, None, *args)
         else:
             ck[g](*args, stream=stream)
+        return ck
+
+    def _first(self, grid, device, args, options, key=None):
+        """The first launch of a specialization: through the JIT (compiles if need be), its kernel kept."""
+        key = key or (device, self._key(args), tuple(options.items()))
+        ck = self.compiled.get(key)
+        if ck is not None:  # the constexpr flags were read just now, and this specialization was seen before
+            return self(grid, *args, **options)
+        ck = self.fn[grid](*args, **options)  # compiles if need be, launches
+        self.compiled[key] = ck
         return ck
 
     def __getitem__(self, grid):
