@@ -48,6 +48,29 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 VIEWPORT = {"width": 1600, "height": 2400}
 
 
+# The suite's longest tests (stop 41's fresh-clone durations: the sm_90 compile, 93 compiles then, ~70 CPU-s in one
+# process, 117-230 s of wall under load; 60 compiles since 9e08166), collected first. Under ``--dist worksteal`` an idle worker takes tests still queued on the
+# other, never a running one: the compile sat at item 715 of 1537 and started at 471 s of a 588 s run, the last
+# test of its worker, the other one idle for its last 25 s. Started first, the short tests behind these fill both
+# workers until the end.
+LONG_FIRST = (
+    "tests/test_kernels_compile.py::test_kernels_compile_for_sm90",
+    "tests/test_serve.py::test_serve_two_workers_behind_haproxy",
+    "tests/test_engines_words.py::test_every_listed_difference_is_real_and_its_reason_matches_the_engines_runs",
+    "tests/test_engines.py::test_each_engine_passes_chi_square",
+    "tests/test_packaging.py::test_specviz_app_serves_from_the_installed_package",
+)
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own reordering (tests grouped by session-scoped parameters)
+def pytest_collection_modifyitems(config, items):
+    rank = {name: k for k, name in enumerate(LONG_FIRST)}
+    first = sorted((it for it in items if it.nodeid.split("[")[0] in rank), key=lambda it: rank[it.nodeid.split("[")[0]])
+    if first:
+        chosen = set(map(id, first))
+        items[:] = first + [it for it in items if id(it) not in chosen]
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -204,11 +227,39 @@ def wait_for_app(page, timeout: float = 60_000, start_timeout: float = 1_500) ->
     page.wait_for_timeout(250)
 
 
+@pytest.fixture(scope="session")
+def _worker_context(browser, browser_context_args):
+    """One browser context per worker for every test's ``page``: a new context is a new, empty HTTP cache, so
+    each test's first page load fetched Streamlit's whole frontend again (chromium's CPU is most
+    of a browser test's; one context: 14-20% fewer CPU-s on four browser files, stop 41). Its pages get
+    ``RUN_WATCH_JS`` from the session ``browser`` (below)."""
+    ctx = browser.new_context(**browser_context_args)
+    yield ctx
+    ctx.close()
+
+
 @pytest.fixture
-def context(context):
-    """pytest-playwright's context, with ``RUN_WATCH_JS`` in every page (see ``wait_for_app``)."""
-    context.add_init_script(RUN_WATCH_JS)
-    return context
+def context(_worker_context):
+    """The worker's context (``_worker_context``); what a test leaves in it that a later test could see (cookies,
+    Streamlit's localStorage: sidebar width, nav state, theme) is cleared after the test, the HTTP cache kept."""
+    yield _worker_context
+    clear_context(_worker_context)
+
+
+def clear_context(ctx) -> None:
+    """Close the context's pages, clearing each one's localStorage / sessionStorage first, and its cookies."""
+    for pg in list(ctx.pages):
+        with contextlib.suppress(Exception):
+            if pg.url.startswith("http"):
+                pg.evaluate("() => { localStorage.clear(); sessionStorage.clear(); }")
+        pg.close()
+    ctx.clear_cookies()
+
+
+@pytest.fixture
+def page(context):
+    """A new page (tab) of the worker's context: a new Streamlit session, as a new context gave."""
+    return context.new_page()
 
 
 @pytest.fixture(scope="session")

@@ -214,10 +214,10 @@ def test_layout_mode_follows_dot_and_the_environment(monkeypatch):
 # ---------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("size", [(1280, 720), pytest.param((1920, 1080), marks=pytest.mark.exhaustive)])
-def test_presentation_caption_is_on_the_first_screen(browser, app_server, size, screenshot_dir):
+def test_presentation_caption_is_on_the_first_screen(context, app_server, size, screenshot_dir):
     w, h = size
-    context = browser.new_context(viewport={"width": w, "height": h})
-    page = context.new_page()
+    page = context.new_page()  # a tab of the worker's context (its HTTP cache warm), sized before the load
+    page.set_viewport_size({"width": w, "height": h})
     page.goto(f"{app_server}/greedy", wait_until="domcontentloaded")
     wait_for_app(page)
     page.locator('[data-testid="stSidebar"]').get_by_text("Presentation mode").click()
@@ -235,7 +235,7 @@ def test_presentation_caption_is_on_the_first_screen(browser, app_server, size, 
         assert frame and cap and cap["height"] > 0
         assert 0 <= cap["y"] and cap["y"] + cap["height"] <= h, (url_path, size, cap)
         page.screenshot(path=str(screenshot_dir / f"present_{url_path}_{w}x{h}.png"))
-    context.close()
+    # (the page is closed, and what it left in the context cleared, by the ``context`` fixture)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -268,9 +268,9 @@ LABELS = {
 
 
 @pytest.mark.parametrize("lang", [pytest.param("en", marks=pytest.mark.exhaustive), "zh"])
-def test_labels_are_whole_at_1280x720(browser, app_server, lang, screenshot_dir):
-    context = browser.new_context(viewport={"width": 1280, "height": 720})
-    page = context.new_page()
+def test_labels_are_whole_at_1280x720(context, app_server, lang, screenshot_dir):
+    page = context.new_page()  # a tab of the worker's context (its HTTP cache warm), sized before the load
+    page.set_viewport_size({"width": 1280, "height": 720})
     page.goto(f"{app_server}/tree_builder", wait_until="domcontentloaded")
     wait_for_app(page)
     if lang == "zh":
@@ -294,7 +294,7 @@ def test_labels_are_whole_at_1280x720(browser, app_server, lang, screenshot_dir)
         wait_for_app(page)
     assert page.locator('[data-testid="stSidebar"]').first.bounding_box()["width"] > 200  # the sidebar is open
     assert page.evaluate(_BROKEN_WORDS) == [], lang
-    context.close()
+    # (the page is closed, and what it left in the context cleared, by the ``context`` fixture)
 
 
 _BROKEN_WORDS = """() => {

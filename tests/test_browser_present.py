@@ -34,9 +34,9 @@ CASES = [pytest.param(*page, lang, id=f"{page[0]}-{lang}",
 
 
 @pytest.mark.parametrize("path,slot,name,lang", CASES)
-def test_presentation_mode_fits_the_first_screen(browser, app_server, path, slot, name, lang, screenshot_dir):
-    context = browser.new_context(viewport={"width": W, "height": H}, device_scale_factor=1)
-    page = context.new_page()
+def test_presentation_mode_fits_the_first_screen(context, app_server, path, slot, name, lang, screenshot_dir):
+    page = context.new_page()  # a tab of the worker's context (its HTTP cache warm; device scale 1), sized before the load
+    page.set_viewport_size({"width": W, "height": H})
     token = encode_state(ShareState(page=path, slot=slot, lang=lang, scenario=preset(name), step_key=path, step=2,
                                     extra={"present": True}))
     page.goto(f"{app_server}{page_path(path)}?s={token}", wait_until="domcontentloaded", timeout=120_000)
@@ -64,4 +64,4 @@ def test_presentation_mode_fits_the_first_screen(browser, app_server, path, slot
     wait_for_app(page, timeout=180_000)
     page.wait_for_timeout(400)
     assert sidebar.get_attribute("data-collapsed") == "false"
-    context.close()
+    # (the page is closed, and what it left in the context cleared, by the ``context`` fixture)
