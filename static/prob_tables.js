@@ -1,11 +1,11 @@
-// The chain page's p and q tables as one element (the component "specviz.prob_tables" of
+// Editable p / q tables as one element (the chain page's p and q, target-only's p) (the component "specviz.prob_tables" of
 // specviz/app/ui/prob_tables.py, which says what goes back and forth): numbers in, one "edit" state value out
 // ({ver, table, row, col, text, n}) when a cell's text is committed (Enter, Tab, an arrow key or leaving the
 // cell). Every label and number is set with textContent / value: data, never markup.
 const CSS = `
 .pq { display: flex; flex-wrap: wrap; gap: 12px 32px; font-family: "Source Sans Pro", "Source Sans 3", Helvetica, Arial,
       "Noto Sans CJK SC", "Microsoft YaHei", sans-serif; font-size: 16px; color: #31333F; }
-.pq-box { flex: 1 1 300px; min-width: 0; overflow-x: auto; }
+.pq-box { flex: 1 1 300px; min-width: 0; overflow: auto; max-height: 480px; }
 .pq-head { margin: 0 0 8px 0; line-height: 1.5; }
 .pq-head code { font-family: "Source Code Pro", ui-monospace, "DejaVu Sans Mono", monospace; font-size: 0.85em;
                 background: #f0f2f6; color: #09AB3B; padding: 1px 4px; border-radius: 4px; }

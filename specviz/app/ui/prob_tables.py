@@ -1,5 +1,5 @@
-"""Editable probability tables (the chain page's p and q) as one Streamlit Custom Components v2 element
-(``static/prob_tables.js``), instead of a heading and an ``st.data_editor`` per table.
+"""Editable probability tables (the chain page's p and q, target-only's p) as one Streamlit Custom Components v2
+element (``static/prob_tables.js``), instead of a heading and an ``st.data_editor`` per table.
 
 Why: each data editor cost ~2-5 ms of server CPU a draw (a pandas frame, its Arrow bytes, column config, a
 signature hash) and the pair with their headings and columns were 7 of the ~80 messages of every chain edit
