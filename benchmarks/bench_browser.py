@@ -346,19 +346,17 @@ def bench_delete_node(page, base, repeats):
 
 
 def bench_pq_cell(page, base, repeats):
-    """Chain page: type a new value into the p table's first cell (row 0, token A), Enter."""
+    """Chain page: type a new value into the p table's first cell (row 0, token A), Enter. The p and q tables are
+    one component (specviz.app.ui.prob_tables): each cell is a text box labelled "p · <row> · <token>"."""
     goto(page, f"{base}/chain_sampling")
     out = []
-    grid = page.locator('[data-testid="stDataFrame"]').first
+    cell = page.locator("input[aria-label^='p · ']").first
     for k in range(repeats):
-        grid.scroll_into_view_if_needed()
-        box = grid.bounding_box()
-        # The first data column sits right of the row labels; the first data row below the header (~35 px rows).
-        page.mouse.dblclick(box["x"] + box["width"] * 0.42, box["y"] + 35 * 1.5)
-        editor = page.locator(".gdg-input").first
-        editor.wait_for(timeout=10_000)
-        editor.fill(f"{0.31 + 0.01 * (k % 9):.2f}")  # a new value each time (the row then asks to be normalised)
-        out.append(timed_rerun(page, lambda: editor.press("Enter")))
+        cell.scroll_into_view_if_needed()
+        cell.click()
+        page.keyboard.press("Control+a")
+        page.keyboard.type(f"{0.31 + 0.01 * (k % 9):.2f}")  # a new value each time (the row then asks to be normalised)
+        out.append(timed_rerun(page, lambda: page.keyboard.press("Enter")))
     return out
 
 

@@ -3,7 +3,6 @@ residual on rejection, the bonus from p after full acceptance, the article's mas
 Monte Carlo run on the chosen backend. Widgets only: the maths lives in specviz."""
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 from specviz.app.ui.bounded_cache import bounded_cache  # noqa: E402
 
@@ -18,7 +17,7 @@ from specviz.render import sampling_svg
 from specviz.inputs.scenario import scenario_from_json
 from specviz.app.ui import common as ui
 from specviz.replay import playframes
-from specviz.app.ui import heavy, i18n, markup, sampling_page, share_ui
+from specviz.app.ui import heavy, i18n, markup, prob_tables, sampling_page, share_ui
 from specviz.base.safety import md_text as md
 
 SLOT = "chain"
@@ -257,54 +256,63 @@ def scenario_view():
                 st.button(tr("+ slot", "+ 位置"), key="w_chain_add", disabled=N >= 8, on_click=_store, args=(_add_slot,))
                 st.button(tr("− slot", "− 位置"), key="w_chain_del", disabled=N <= 2, on_click=_store, args=(_drop_slot,))
 
-        # p / q tables. A cell edit is stored by the tables' on_change (one run per edit; read after the
-        # widget it took a second fragment run, issue 31); a refused one is shown by the check below.
-        def _on_cell(ver: int):
-            def cb():
-                cur = ui.scenario(SLOT)
-                if sampling_page.content_version("chain_pq", _p_rows(cur), cur.requests[0].draft_probs) != ver:
-                    return  # the tables were drawn from other p/q: the run below redraws them
-                p, q = (sampling_page.edited_rows(rows, f"w_chain_{name}::{ver}", vocab)
-                        for name, rows in (("p", _p_rows(cur)), ("q", cur.requests[0].draft_probs)))
-                try:
-                    ui.set_scenario(SLOT, edits.set_fields(cur, 0, target_probs=p, draft_probs=q))
-                except (SpecvizError, TypeError, ValueError):
-                    pass  # left to the run: the check below shows the error next to the tables, the cells kept
-            return cb
+        # p / q tables: one element (specviz.app.ui.prob_tables: numbers in, one cell edit out), not a heading
+        # and an st.data_editor each (a pandas frame and its Arrow bytes per draw; issue 31). A cell edit is
+        # stored by its callback before the run that draws it (one run per edit); a refused one (a row left
+        # unnormalised, text that is no number) stays on screen as typed cells and the check below names the field.
+        PENDING = ("sv_chain_pending_p", "sv_chain_pending_q", "sv_chain_pending_cells", "sv_chain_pending_ver")
 
-        def _table(name: str, rows, row_labels):
-            df = pd.DataFrame([list(r) for r in rows], columns=vocab, index=row_labels)
-            edited = st.data_editor(df, key=f"w_chain_{name}::{PQ}", width="stretch", on_change=_on_cell(PQ),
-                                    column_config={c: st.column_config.NumberColumn(c, min_value=None, step=0.01, format="%.3f") for c in vocab})
-            return [[float(v) if v == v else float("nan") for v in row] for row in edited.to_numpy().tolist()]
+        def _on_cell():
+            ev = prob_tables.edit_event("w_chain_pq")
+            cur = ui.scenario(SLOT)
+            ver = sampling_page.content_version("chain_pq", _p_rows(cur), cur.requests[0].draft_probs)
+            if ev is None or ev["ver"] != ver:
+                return  # the tables were drawn from other p/q: the run below redraws them
+            held = st.session_state.get("sv_chain_pending_ver") == ver  # earlier refused cells: edited further
+            base = {"p": st.session_state["sv_chain_pending_p"] if held else _p_rows(cur),
+                    "q": st.session_state["sv_chain_pending_q"] if held else cur.requests[0].draft_probs}
+            new, cell = prob_tables.apply_edit(base, ev)
+            if cell is None:
+                return
+            try:
+                ui.set_scenario(SLOT, edits.set_fields(cur, 0, target_probs=new["p"], draft_probs=new["q"]))
+            except (SpecvizError, TypeError, ValueError):  # left to the run: the check below shows the error, cells kept
+                cells = st.session_state.get("sv_chain_pending_cells", []) if held else []
+                st.session_state.update({"sv_chain_pending_p": new["p"], "sv_chain_pending_q": new["q"],
+                                         "sv_chain_pending_ver": ver, "sv_chain_pending_cells": [*cells, list(cell)]})
+                return
+            for k in PENDING:
+                st.session_state.pop(k, None)
 
-
+        if st.session_state.get("sv_chain_pending_ver") != PQ:  # refused cells of other p/q: gone with them
+            for k in PENDING:
+                st.session_state.pop(k, None)
+        held = "sv_chain_pending_ver" in st.session_state
+        new_p = st.session_state["sv_chain_pending_p"] if held else p_rows
+        new_q = st.session_state["sv_chain_pending_q"] if held else req.draft_probs
+        typed = st.session_state.get("sv_chain_pending_cells", []) if held else []
         p_labels = [tr("row {i}: after {t}", "第 {i} 行：{t} 之后", i=i, t=req.chain[i]) for i in range(N)]
         q_labels = [tr("slot {i}: proposed {t}", "位置 {i}：提出 {t}", i=i + 1, t=req.chain[i + 1]) for i in range(N - 1)]
-        tp, tq = st.columns(2, gap="large")
-        with tp:
-            st.markdown(tr("**p = target_probs** `[bs, N, V]` (Target distribution after each row)",
-                           "**p = target_probs** `[bs, N, V]`（每行之后的 Target 分布）"))
-            new_p = _table("p", p_rows, p_labels)
-        with tq:
-            st.markdown(tr("**q = draft_probs** `[bs, N−1, V]` (the distribution the Draft sampled slot s from)",
-                           "**q = draft_probs** `[bs, N−1, V]`（Draft 提出位置 s 时所用的分布）"))
-            new_q = _table("q", req.draft_probs, q_labels)
-
+        prob_tables.show([
+            prob_tables.table("p", tr("**p = target_probs** `[bs, N, V]` (Target distribution after each row)",
+                                      "**p = target_probs** `[bs, N, V]`（每行之后的 Target 分布）"),
+                              vocab, p_labels, new_p, [(r, c) for t, r, c in typed if t == "p"]),
+            prob_tables.table("q", tr("**q = draft_probs** `[bs, N−1, V]` (the distribution the Draft sampled slot s from)",
+                                      "**q = draft_probs** `[bs, N−1, V]`（Draft 提出位置 s 时所用的分布）"),
+                              vocab, q_labels, new_q, [(r, c) for t, r, c in typed if t == "q"]),
+        ], key="w_chain_pq", ver=PQ, on_edit=_on_cell)
 
         def _normalise():
             p = st.session_state.pop("sv_chain_pending_p", None)
             q = st.session_state.pop("sv_chain_pending_q", None)
+            for k in PENDING:
+                st.session_state.pop(k, None)
             _store(lambda cur: edits.normalised(cur, p, q))
 
-
-        if new_p != [list(map(float, r)) for r in p_rows] or new_q != [list(map(float, r)) for r in req.draft_probs]:
-            st.session_state["sv_chain_pending_p"] = new_p
-            st.session_state["sv_chain_pending_q"] = new_q
-            if _update_request(target_probs=new_p, draft_probs=new_q):
-                st.session_state.pop("sv_chain_pending_p", None)
-                st.session_state.pop("sv_chain_pending_q", None)
-                ui.rerun_view()
+        if held and _update_request(target_probs=new_p, draft_probs=new_q):  # refused: st.error naming the field
+            for k in PENDING:
+                st.session_state.pop(k, None)
+            ui.rerun_view()
         def _on_semantics():
             cur = ui.scenario(SLOT)
             ui.set_scenario(SLOT, cur.replace(semantics=st.session_state["w_chain_sem"]))

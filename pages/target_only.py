@@ -4,7 +4,6 @@ siblings' target mass, the terminal draw from relu(p − buffer), and a Monte Ca
 at thresholds 1 and biased below. Widgets only: the maths lives in specviz."""
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 from specviz.app.ui.bounded_cache import bounded_cache  # noqa: E402
 
@@ -19,7 +18,7 @@ from specviz.render import sampling_svg
 from specviz.inputs.scenario import scenario_from_json
 from specviz.app.ui import common as ui
 from specviz.replay import playframes
-from specviz.app.ui import heavy, i18n, sampling_page, share_ui
+from specviz.app.ui import heavy, i18n, prob_tables, sampling_page, share_ui
 from specviz.base.safety import md_text as md
 
 SLOT = "target_only"
@@ -117,6 +116,8 @@ def scenario_view():
 
     def _normalise():
         src = st.session_state.pop("sv_to_pending_p", None) or p_rows
+        for k in ("sv_to_pending_cells", "sv_to_pending_ver"):
+            st.session_state.pop(k, None)
         _store(lambda cur: edits.normalised(cur, src))
 
     def _use_builder_tree():
@@ -221,18 +222,48 @@ def scenario_view():
                              "0.5.23：当 p > 0 且 (coin < prob_acc/t_acc 或 p ≥ t_single) 时接受；更早版本用 <=，且没有 p > 0 保护。"))
             st.button(tr("Use the tree from the Tree builder", "使用“构建验证树”页面的树"), key="w_to_usetree", on_click=_use_builder_tree)
 
-        st.markdown(tr("**p = target_probs** `[bs, n, V]`: row i is the Target distribution after node i",
-                       "**p = target_probs** `[bs, n, V]`：第 i 行是节点 i 之后的 Target 分布"))
+        # The p table: one element (specviz.app.ui.prob_tables: numbers in, one cell edit out), not a heading and an
+        # st.data_editor (a pandas frame and its Arrow bytes on every threshold edit; issue 31). A cell edit is stored
+        # by its callback before the run that draws it; a refused one stays on screen as typed cells, the field named.
+        PENDING = ("sv_to_pending_p", "sv_to_pending_cells", "sv_to_pending_ver")
+
+        def _on_cell():
+            ev = prob_tables.edit_event("w_to_pq")
+            cur = ui.scenario(SLOT)
+            r0 = cur.requests[0]
+            rows = [list(map(float, r)) for r in (r0.target_probs if r0.target_probs is not None else cur.target_probs(0).tolist())]
+            ver = sampling_page.content_version("to_p", rows)
+            if ev is None or ev["ver"] != ver:
+                return  # the table was drawn from another p: the run below redraws it
+            held = st.session_state.get("sv_to_pending_ver") == ver  # earlier refused cells: edited further
+            new, cell = prob_tables.apply_edit({"p": st.session_state["sv_to_pending_p"] if held else rows}, ev)
+            if cell is None:
+                return
+            try:
+                ui.set_scenario(SLOT, edits.set_fields(cur, 0, target_probs=new["p"]))
+            except (SpecvizError, TypeError, ValueError):  # left to the run: the check below shows the error, cells kept
+                cells = st.session_state.get("sv_to_pending_cells", []) if held else []
+                st.session_state.update({"sv_to_pending_p": new["p"], "sv_to_pending_ver": ver,
+                                         "sv_to_pending_cells": [*cells, list(cell)]})
+                return
+            for k in PENDING:
+                st.session_state.pop(k, None)
+
+        if st.session_state.get("sv_to_pending_ver") != PV:  # refused cells of another p: gone with it
+            for k in PENDING:
+                st.session_state.pop(k, None)
+        held = "sv_to_pending_ver" in st.session_state
+        new_p = st.session_state["sv_to_pending_p"] if held else p_rows
         row_labels = [tr("node {i}: after {t}", "节点 {i}：{t} 之后", i=i, t=labels[i]) for i in range(n)]
-        df = pd.DataFrame(p_rows, columns=vocab, index=row_labels)
-        edited = st.data_editor(df, key=f"w_to_p::{PV}", width="stretch", height=min(440, 44 + 36 * (n + 1)),
-                                column_config={c: st.column_config.NumberColumn(c, step=0.01, format="%.3f") for c in vocab})
-        new_p = [[float(v) for v in row] for row in edited.to_numpy().tolist()]
-        if new_p != p_rows:
-            st.session_state["sv_to_pending_p"] = new_p
-            if _update(target_probs=new_p):
-                st.session_state.pop("sv_to_pending_p", None)
-                ui.rerun_view()
+        prob_tables.show([prob_tables.table(
+            "p", tr("**p = target_probs** `[bs, n, V]`: row i is the Target distribution after node i",
+                    "**p = target_probs** `[bs, n, V]`：第 i 行是节点 i 之后的 Target 分布"),
+            vocab, row_labels, new_p, [(r, c) for _, r, c in (st.session_state.get("sv_to_pending_cells", []) if held else [])])],
+            key="w_to_pq", ver=PV, on_edit=_on_cell)
+        if held and _update(target_probs=new_p):  # refused: st.error naming the field, the typed cells kept
+            for k in PENDING:
+                st.session_state.pop(k, None)
+            ui.rerun_view()
         st.button(tr("Normalise rows (divide each row by its sum)", "归一化（每行除以其和）"), key="w_to_norm", on_click=_normalise)
 
     end_box = st.container()  # section 2 (the end state), drawn by coin_view

@@ -75,6 +75,7 @@ def test_wheel_carries_the_app_the_presets_and_the_console_command(wheel):
             "specviz/_app/scenarios/examples/audit_example.json",
             # the step player's page and the Graphviz it loads in the browser when the server has no dot
             "specviz/_app/static/player.js", "specviz/_app/static/player.css", "specviz/_app/static/player_streamlit.js",
+            "specviz/_app/static/prob_tables.js",  # the chain and target-only pages' editable p/q tables
             "specviz/_app/static/graphviz.umd.js", "specviz/_app/static/graphviz.umd.js.LICENSE.txt"}
     want |= {f"specviz/_app/pages/{p.name}" for p in (ROOT / "pages").glob("*.py")}
     want |= {f"specviz/_app/scenarios/{p.name}" for p in (ROOT / "scenarios").glob("*.json")}

@@ -150,6 +150,8 @@ def shown(at: AppTest) -> list:
     out += [("code", c.value) for c in at.main.code]
     out += [("table", t.value.to_json()) for t in at.main.get("table")]  # the values (a Styler's id is random)
     out += [("dataframe", str(d.proto.data)) for d in at.main.get("arrow_data_frame")]
+    out += [("prob_tables", e.proto.json or e.proto.mixed.json)  # the chain / target-only p and q tables (one element)
+            for e in at.main.get("bidi_component") if e.proto.component_name == "specviz.prob_tables"]
     out += [("metric", m.label, m.value) for m in at.main.get("metric")]
     for data in players(at):  # the step player: its start step and what that frame shows
         out.append(("player", data["start"], data["frames"][data["start"]]))

@@ -124,3 +124,29 @@ def test_data_to_send_is_flagged_directly_on_the_loop_thread(loop):
             break
         threading.Event().wait(0.02)
     assert Objs.need_send_data.is_set() and len(wakes) == 2
+
+
+def test_a_running_server_gets_the_patched_data_to_send_callback(monkeypatch):
+    """Runtime.__init__ hands its session manager a bound ``_enqueued_some_message`` before app.py's first
+    run installs the patch: install() must rebind the manager's copy and its sessions' (it did not: on a
+    real server every element drawn still cost a self-pipe write from the loop's own thread)."""
+    import types
+
+    from streamlit.runtime import runtime
+
+    wakeups.install()
+    patched = runtime.Runtime._enqueued_some_message
+    rt = object.__new__(runtime.Runtime)
+
+    def original(self):  # Streamlit's own method, as bound when the server started
+        raise AssertionError("not reached")
+
+    stale = types.MethodType(original, rt)
+    session = types.SimpleNamespace(_message_enqueued_callback=stale)
+    rt._session_mgr = types.SimpleNamespace(_message_enqueued_callback=stale,
+                                            _active_session_info_by_id={"s1": types.SimpleNamespace(session=session)})
+    monkeypatch.setattr(runtime.Runtime, "_instance", rt)
+    assert wakeups.install()
+    for holder in (rt._session_mgr, session):
+        assert holder._message_enqueued_callback.__func__ is patched
+        assert holder._message_enqueued_callback.__self__ is rt

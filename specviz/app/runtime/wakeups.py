@@ -84,7 +84,34 @@ class _Drain:
 
 def install() -> bool:
     """Patch Streamlit once per process; False (and a log line) if its shape is not the known one."""
-    return install_once("wake-up batching", "_specviz_wakeups", _shape, _patch, _log)
+    ok = install_once("wake-up batching", "_specviz_wakeups", _shape, _patch, _log)
+    if ok:
+        _rebind_running_runtime()
+    return ok
+
+
+def _rebind_running_runtime() -> None:
+    """Hand the running Runtime's session manager (and its sessions) the patched "data to send" callback.
+
+    ``Runtime.__init__`` gives its session manager the *bound* method ``self._enqueued_some_message``,
+    and the manager gives that object to every session it creates: it was bound when the server
+    started, before app.py's first run installs this patch, so patching the class alone never reached
+    a real server (py-spy, chain page: one ``_write_to_self`` per element drawn, ~1/5 of the event
+    loop's samples; benchmarks/README.md, "chain5"). Cheap and idempotent: app.py calls ``install()``
+    on every run."""
+    from streamlit.runtime import runtime
+
+    rt = runtime.Runtime._instance  # None outside a server (AppTest, the CLI)
+    mgr = getattr(rt, "_session_mgr", None)
+    current = getattr(mgr, "_message_enqueued_callback", None)
+    if current is None or getattr(current, "__func__", None) is runtime.Runtime._enqueued_some_message:
+        return
+    patched = rt._enqueued_some_message
+    mgr._message_enqueued_callback = patched
+    for info in list(getattr(mgr, "_active_session_info_by_id", {}).values()):  # sessions made before the patch
+        session = getattr(info, "session", None)
+        if getattr(session, "_message_enqueued_callback", None) is not None:
+            session._message_enqueued_callback = patched
 
 
 def _shape() -> tuple:

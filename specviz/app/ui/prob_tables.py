@@ -1,0 +1,126 @@
+"""Editable probability tables (the chain page's p and q, target-only's p) as one Streamlit Custom Components v2
+element (``static/prob_tables.js``), instead of a heading and an ``st.data_editor`` per table.
+
+Why: each data editor cost ~2-5 ms of server CPU a draw (a pandas frame, its Arrow bytes, column config, a
+signature hash) and the pair with their headings and columns were 7 of the ~80 messages of every chain edit
+that redraws the inputs (issue 31, benchmarks/README.md "chain5"). Here the numbers go in as JSON and one
+event comes out.
+
+What goes back and forth:
+- in (``data``): ``{ver, digits, tables: [{name, head, columns, rows, values, typed}]}``: ``head`` the table's
+  heading as (kind, text) parts (``b`` bold, ``c`` code, ``t`` text: ``heading_parts``), ``rows`` the row
+  labels, ``values`` one list of numbers (None: empty) a row, ``typed`` the [row, col] cells that hold text
+  the page refused (kept on screen to be fixed); ``ver`` names the numbers the tables were drawn from.
+- out (state ``edit``): ``{ver, table, row, col, text, n}`` when the viewer commits a cell (Enter, an arrow
+  key, Tab or leaving the cell; ``n`` counts this tab's edits, so the same text typed again is a change);
+  the page applies it with ``apply_edit`` in the callback, before its run. A state value, not a trigger: the
+  callback reads it from ``st.session_state[key]``, which presents trigger values only beside a state.
+
+The module runs in the app's page (no iframe): trusted code; ``data`` is untrusted (labels are set with
+textContent). Keyboard: click or Tab into a cell, type, Enter (down), Shift+Enter (up), arrows up/down,
+Escape (undo the typing).
+
+    prob_tables.show([table("p", "**p** `[N, V]`", vocab, labels, rows)], key="w_chain_pq", ver=3, on_edit=cb)
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+import threading
+
+_COMPONENT = None
+_LOCK = threading.Lock()
+NAME = "specviz.prob_tables"
+
+
+def component():
+    """The component, registered once per process: a loader of ``static/prob_tables.js`` from the app's own
+    server (fetched once a tab; a rerun carries only the numbers)."""
+    global _COMPONENT
+    with _LOCK:
+        if _COMPONENT is None:
+            import streamlit as st
+
+            root = (st.get_option("server.baseUrlPath") or "").strip("/")
+            url = json.dumps(("/" + root if root else "") + "/app/static/prob_tables.js")
+            # (several lines: Streamlit reads a one-line string with a "/" as a file path, not inline code)
+            loader = (f"export default async function (c) {{\n  const m = await import(new URL({url}, window.location.origin).href);\n"
+                      "  return m.default(c);\n}\n")
+            _COMPONENT = st.components.v2.component(NAME, js=loader)
+    return _COMPONENT
+
+
+def heading_parts(text: str) -> list[list[str]]:
+    """A heading written in the markdown subset the pages use (``**bold**``, ```code```, plain text) as
+    (kind, text) parts, drawn by the component with textContent:
+
+    >>> heading_parts("**p = target_probs** `[bs, N, V]` (after each row)")
+    [['b', 'p = target_probs'], ['t', ' '], ['c', '[bs, N, V]'], ['t', ' (after each row)']]
+    """
+    out = []
+    for piece in re.split(r"(\*\*[^*]+\*\*|`[^`]+`)", text):
+        if not piece:
+            continue
+        if piece.startswith("**") and piece.endswith("**") and len(piece) > 4:
+            out.append(["b", piece[2:-2]])
+        elif piece.startswith("`") and piece.endswith("`") and len(piece) > 2:
+            out.append(["c", piece[1:-1]])
+        else:
+            out.append(["t", piece])
+    return out
+
+
+def _number(x) -> float | None:
+    x = float(x)
+    return None if math.isnan(x) else x  # JSON has no NaN: an empty cell
+
+
+def table(name: str, head: str, columns: list, row_labels: list, values, typed=()) -> dict:
+    """One table's data: ``values`` [rows][len(columns)] numbers (NaN: an empty cell)."""
+    return {"name": name, "head": heading_parts(head), "columns": [str(c) for c in columns],
+            "rows": [str(r) for r in row_labels], "values": [[_number(v) for v in row] for row in values],
+            "typed": [list(rc) for rc in typed]}
+
+
+def show(tables: list[dict], key: str, ver: int, on_edit, digits: int = 3) -> None:
+    """Draw the tables as one element keyed ``key``; ``on_edit`` (no arguments) runs when a cell is committed,
+    before the run (read the event with ``edit_event(key)``)."""
+    component()(key=key, data={"ver": int(ver), "digits": int(digits), "tables": tables}, on_edit_change=on_edit)
+
+
+def edit_event(key: str) -> dict | None:
+    """The cell edit that triggered this run (``{ver, table, row, col, text}``), None when there is none or it
+    is malformed (the event comes from the browser: never trusted)."""
+    import streamlit as st
+
+    ev = (st.session_state.get(key) or {}).get("edit")
+    if not isinstance(ev, dict):
+        return None
+    try:
+        out = {"ver": int(ev["ver"]), "table": str(ev["table"]), "row": int(ev["row"]), "col": int(ev["col"]),
+               "text": str(ev["text"])[:64]}
+    except (KeyError, TypeError, ValueError):
+        return None
+    return out
+
+
+def apply_edit(tables: dict, ev: dict) -> tuple[dict, tuple]:
+    """``tables`` (name -> rows of numbers) with the cell of ``ev`` set to its text read as a number (text that
+    is no number, or an empty cell, reads NaN: the scenario's check then refuses it, naming the field);
+    returns (the new tables, the (table, row, col) edited, or None when the cell is not in ``tables``).
+
+    >>> apply_edit({"p": [[0.5, 0.5]]}, {"table": "p", "row": 0, "col": 1, "text": "0.25"})
+    ({'p': [[0.5, 0.25]]}, ('p', 0, 1))
+    """
+    out = {name: [list(map(float, r)) for r in rows] for name, rows in tables.items()}
+    rows = out.get(ev["table"])
+    r, c = ev["row"], ev["col"]
+    if rows is None or not (0 <= r < len(rows)) or not (0 <= c < len(rows[r])):
+        return out, None
+    try:
+        value = float(ev["text"].replace(",", ".")) if ev["text"].strip() else float("nan")
+    except ValueError:
+        value = float("nan")
+    rows[r][c] = value
+    return out, (ev["table"], r, c)
