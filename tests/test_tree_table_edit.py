@@ -51,13 +51,13 @@ def test_a_valid_tree_table_edit_is_one_fragment_run(app_server):
         async with websockets.connect(app_server.replace("http://", "ws://") + "/_stcore/stream", max_size=None,
                                       subprotocols=["streamlit"]) as ws:
             query, tabs, frag = await _tabs(ws)
-            first = await _rerun(ws, query, frag, {tabs: TABLE_TAB}, page="tree_builder")  # the browser's tab click
+            first = await _rerun(ws, query, frag, {tabs: ("string_value", TABLE_TAB)}, page="tree_builder")  # the browser's tab click
             table, frag = first["editors"][0]  # the table editor (the retrieve table comes later)
             relabel = {"edited_rows": {"2": {"token": "C"}}, "added_rows": [], "deleted_rows": []}  # node 2: B -> C
-            valid = await _rerun(ws, first["query"], frag, {tabs: TABLE_TAB, table: json.dumps(relabel)}, page="tree_builder")
+            valid = await _rerun(ws, first["query"], frag, {tabs: ("string_value", TABLE_TAB), table: ("string_value", json.dumps(relabel))}, page="tree_builder")
             table2 = valid["editors"][0][0]
             bad = {"edited_rows": {"1": {"parent": 3}}, "added_rows": [], "deleted_rows": []}  # A under its own child
-            refused = await _rerun(ws, valid["query"], frag, {tabs: TABLE_TAB, table2: json.dumps(bad)}, page="tree_builder")
+            refused = await _rerun(ws, valid["query"], frag, {tabs: ("string_value", TABLE_TAB), table2: ("string_value", json.dumps(bad))}, page="tree_builder")
             return first, valid, refused
 
     with ThreadPoolExecutor(1) as ex:
