@@ -296,10 +296,10 @@ def scenario_view():
         prob_tables.show([
             prob_tables.table("p", tr("**p = target_probs** `[bs, N, V]` (Target distribution after each row)",
                                       "**p = target_probs** `[bs, N, V]`（每行之后的 Target 分布）"),
-                              vocab, p_labels, new_p, [(r, c) for t, r, c in typed if t == "p"]),
+                              vocab, p_labels, new_p, [(r, c, *text) for t, r, c, *text in typed if t == "p"]),
             prob_tables.table("q", tr("**q = draft_probs** `[bs, N−1, V]` (the distribution the Draft sampled slot s from)",
                                       "**q = draft_probs** `[bs, N−1, V]`（Draft 提出位置 s 时所用的分布）"),
-                              vocab, q_labels, new_q, [(r, c) for t, r, c in typed if t == "q"]),
+                              vocab, q_labels, new_q, [(r, c, *text) for t, r, c, *text in typed if t == "q"]),
         ], key="w_chain_pq", ver=PQ, on_edit=_on_cell)
 
         def _normalise():
@@ -309,7 +309,10 @@ def scenario_view():
                 st.session_state.pop(k, None)
             _store(lambda cur: edits.normalised(cur, p, q))
 
-        if held and _update_request(target_probs=new_p, draft_probs=new_q):  # refused: st.error naming the field
+        not_number = prob_tables.not_a_number(typed, {"p": "requests[0].target_probs", "q": "requests[0].draft_probs"})
+        if not_number is not None:  # "abc" in a cell: say so (the check below would only see NaN), the text kept
+            ui.show_error(not_number)
+        elif held and _update_request(target_probs=new_p, draft_probs=new_q):  # refused: st.error naming the field
             for k in PENDING:
                 st.session_state.pop(k, None)
             ui.rerun_view()

@@ -254,13 +254,17 @@ def scenario_view():
                 st.session_state.pop(k, None)
         held = "sv_to_pending_ver" in st.session_state
         new_p = st.session_state["sv_to_pending_p"] if held else p_rows
+        typed = st.session_state.get("sv_to_pending_cells", []) if held else []
         row_labels = [tr("node {i}: after {t}", "节点 {i}：{t} 之后", i=i, t=labels[i]) for i in range(n)]
         prob_tables.show([prob_tables.table(
             "p", tr("**p = target_probs** `[bs, n, V]`: row i is the Target distribution after node i",
                     "**p = target_probs** `[bs, n, V]`：第 i 行是节点 i 之后的 Target 分布"),
-            vocab, row_labels, new_p, [(r, c) for _, r, c in (st.session_state.get("sv_to_pending_cells", []) if held else [])])],
+            vocab, row_labels, new_p, [(r, c, *text) for _, r, c, *text in typed])],
             key="w_to_pq", ver=PV, on_edit=_on_cell)
-        if held and _update(target_probs=new_p):  # refused: st.error naming the field, the typed cells kept
+        not_number = prob_tables.not_a_number(typed, {"p": "requests[0].target_probs"})
+        if not_number is not None:  # "abc" in a cell: say so (the check below would only see NaN), the text kept
+            ui.show_error(not_number)
+        elif held and _update(target_probs=new_p):  # refused: st.error naming the field, the typed cells kept
             for k in PENDING:
                 st.session_state.pop(k, None)
             ui.rerun_view()

@@ -99,13 +99,14 @@ function build(root, data, m) {
 
 function fill(m, data) {
   for (const t of data.tables) {
-    const typed = new Set((t.typed || []).map(([r, c]) => `${r},${c}`));
+    const typed = new Map((t.typed || []).map(([r, c, text]) => [`${r},${c}`, text || ""]));
     t.values.forEach((row, r) => row.forEach((v, c) => {
       const inp = m.grid[t.name][r][c];
       const focused = inp.getRootNode().activeElement === inp;
       if (focused && inp.value !== inp.dataset.raw) return;  // being typed into: keep the viewer's text
-      inp.dataset.raw = v === null ? "" : String(v);
-      inp.dataset.shown = shown(v, data.digits);
+      const text = typed.get(`${r},${c}`);
+      inp.dataset.raw = v === null ? (text || "") : String(v);  // a refused text that is no number stays as typed
+      inp.dataset.shown = v === null && text ? text : shown(v, data.digits);
       inp.classList.toggle("typed", typed.has(`${r},${c}`));
       inp.value = focused ? inp.dataset.raw : inp.dataset.shown;
       if (focused) inp.select();

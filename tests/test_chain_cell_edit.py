@@ -90,7 +90,7 @@ def test_a_valid_p_cell_edit_is_one_fragment_run(app_server):
     # the first cell alone leaves row 0 unnormalised: refused (the field named), the typed cell kept on screen
     assert half["early"] == 0 and any("target_probs" in e for e in half["errors"]), half["errors"]
     shown = half["tables"][0]["data"]["tables"][0]
-    assert shown["values"][0] == pytest.approx([0.2, 0.4, 0.3, 0.0]) and shown["typed"] == [[0, 0]]
+    assert shown["values"][0] == pytest.approx([0.2, 0.4, 0.3, 0.0]) and shown["typed"] == [[0, 0, "0.2"]]
     assert _p(half["query"])[0] == pytest.approx([0.3, 0.4, 0.3, 0.0])  # nothing applied
     assert not valid["errors"], valid["errors"]
     assert _p(valid["query"])[0] == pytest.approx([0.2, 0.5, 0.3, 0.0])

@@ -22,10 +22,10 @@ def test_heading_parts_keep_the_words_and_mark_bold_and_code():
 def test_an_edit_sets_one_cell_and_text_that_is_no_number_reads_nan():
     tables = {"p": [[0.5, 0.5]], "q": [[1.0, 0.0]]}
     new, cell = prob_tables.apply_edit(tables, {"table": "q", "row": 0, "col": 1, "text": "0,25"})
-    assert cell == ("q", 0, 1) and new == {"p": [[0.5, 0.5]], "q": [[1.0, 0.25]]}
+    assert cell == ("q", 0, 1, "0,25") and new == {"p": [[0.5, 0.5]], "q": [[1.0, 0.25]]}
     assert tables["q"] == [[1.0, 0.0]]  # the caller's rows are not changed
     new, cell = prob_tables.apply_edit(tables, {"table": "p", "row": 0, "col": 0, "text": "<b>x</b>"})
-    assert cell == ("p", 0, 0) and math.isnan(new["p"][0][0])
+    assert cell == ("p", 0, 0, "<b>x</b>") and math.isnan(new["p"][0][0])
     for bad in ({"table": "p", "row": 3, "col": 0, "text": "1"}, {"table": "r", "row": 0, "col": 0, "text": "1"},
                 {"table": "p", "row": 0, "col": -1, "text": "1"}):
         assert prob_tables.apply_edit(tables, bad)[1] is None
@@ -87,7 +87,52 @@ def test_a_target_only_p_cell_edit_is_stored_and_a_refused_one_kept(app_server):
     assert not first["errors"] and not first["editors"]
     assert bad["early"] == 0 and any("target_probs" in e for e in bad["errors"]), bad["errors"]
     shown = bad["tables"][0]["data"]["tables"][0]
-    assert shown["values"][0][0] == pytest.approx(row[0] + 0.5) and shown["typed"] == [[0, 0]]
+    assert shown["values"][0][0] == pytest.approx(row[0] + 0.5) and shown["typed"] == [[0, 0, str(row[0] + 0.5)]]
     assert p_of(bad["query"])[0] == pytest.approx(row)  # nothing applied
     assert not good["errors"] and good["tables"][0]["data"]["tables"][0]["typed"] == []
     assert good["tables"][0]["data"]["tables"][0]["values"][0] == pytest.approx(row)
+
+
+def test_text_that_is_no_number_is_named_and_its_last_typing_counts():
+    fields = {"p": "requests[0].target_probs", "q": "requests[0].draft_probs"}
+    err = prob_tables.not_a_number([("p", 0, 1, "0.2"), ("q", 0, 2, "abc")], fields)
+    assert err.field == "requests[0].draft_probs[0][2]" and "'abc' is not a number" in err.detail
+    # st.error reads markdown: the typed text is quoted with its punctuation escaped, never emphasis or a link
+    assert "'\\*x\\*' is not a number" in prob_tables.not_a_number([("p", 0, 0, "*x*")], fields).detail
+    assert "\\[a\\]\\(" in prob_tables.not_a_number([("p", 0, 0, "[a](javascript:x)")], fields).detail
+    assert prob_tables.not_a_number([("p", 1, 0, "abc"), ("p", 1, 0, "0,5")], fields) is None  # fixed since
+    assert prob_tables.not_a_number([("p", 1, 0, "0.5"), ("p", 1, 0, "")], fields) is None  # empty: the sum check's
+    assert prob_tables.not_a_number([("p", 0, 0)], fields) is None  # (row, col) without text: nothing to say
+    assert prob_tables.table("p", "p", ["A"], ["r"], [[float("nan")]], [(0, 0, "abc"), (0, 0)])["typed"] == [
+        [0, 0, "abc"], [0, 0, ""]]
+
+
+def test_a_chain_cell_typed_as_no_number_is_named_and_shown_as_typed(app_server):
+    """"abc" in a p cell: st.error names that cell's field and says it is no number (not "contains NaN"), the text
+    stays in the cell, nothing is applied; typing a number there goes on as any refused cell does."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    import websockets
+
+    from tests.test_chain_cell_edit import _cell_edit, _rerun
+
+    async def go():
+        async with websockets.connect(app_server.replace("http://", "ws://") + "/_stcore/stream", max_size=None,
+                                      subprotocols=["streamlit"]) as ws:
+            first = await _rerun(ws, "")
+            (t,) = first["tables"]
+            bad = await _rerun(ws, first["query"], t["fragment"], _cell_edit(t, "p", 0, 0, "abc"))
+            t2 = bad["tables"][0]
+            fixed = await _rerun(ws, bad["query"], t2["fragment"], _cell_edit(t2, "p", 0, 0, "0.3"))
+            return first, bad, fixed
+
+    with ThreadPoolExecutor(1) as ex:
+        first, bad, fixed = ex.submit(asyncio.run, go()).result(180)
+    assert not first["errors"]
+    assert len(bad["errors"]) == 1 and "requests[0].target_probs[0][0]" in bad["errors"][0], bad["errors"]
+    assert "'abc' is not a number" in bad["errors"][0] and "NaN" not in bad["errors"][0]
+    shown = bad["tables"][0]["data"]["tables"][0]
+    assert shown["typed"] == [[0, 0, "abc"]] and shown["values"][0][0] is None
+    assert not fixed["errors"], fixed["errors"]  # 0.3 was the cell's value: the row sums to 1 again
+    assert fixed["tables"][0]["data"]["tables"][0]["typed"] == []

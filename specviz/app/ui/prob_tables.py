@@ -77,10 +77,36 @@ def _number(x) -> float | None:
 
 
 def table(name: str, head: str, columns: list, row_labels: list, values, typed=()) -> dict:
-    """One table's data: ``values`` [rows][len(columns)] numbers (NaN: an empty cell)."""
+    """One table's data: ``values`` [rows][len(columns)] numbers (NaN: an empty cell); ``typed`` the refused cells
+    as (row, col) or (row, col, text): a cell whose text is no number shows that text, to be fixed."""
     return {"name": name, "head": heading_parts(head), "columns": [str(c) for c in columns],
             "rows": [str(r) for r in row_labels], "values": [[_number(v) for v in row] for row in values],
-            "typed": [list(rc) for rc in typed]}
+            "typed": [[int(rc[0]), int(rc[1]), str(rc[2]) if len(rc) > 2 else ""] for rc in typed]}
+
+
+def _read(text: str) -> float:
+    """A cell's text as a number (a decimal comma read as a point); NaN for an empty cell; ValueError else."""
+    return float(text.replace(",", ".")) if text.strip() else float("nan")
+
+
+def not_a_number(cells, fields: dict):
+    """The SpecvizError for the first refused cell whose text is no number (``cells``: (table, row, col, text);
+    ``fields``: table name -> the scenario field it edits), else None. Said before the scenario's own check,
+    which would only see NaN ("contains NaN or inf") where the viewer typed, e.g., "abc" or "0.3.1"."""
+    from specviz.base.errors import SpecvizError
+
+    latest = {tuple(cell[:3]): cell[3] for cell in cells if len(cell) >= 4}  # a cell typed again: its last text
+    for (t, r, c), text in latest.items():
+        if t not in fields:
+            continue
+        try:
+            _read(text)
+        except ValueError:
+            # the viewer's text, quoted inert: st.error reads markdown, so its punctuation is escaped (``<``, ``>``,
+            # ``&`` are left to the error box's own escaping) and "*x*" shows as typed, not as emphasis
+            quoted = re.sub(r"([\\`*_{}\[\]()#+\-.!|~\"'$:])", r"\\\1", text)
+            return SpecvizError(f"{fields[t]}[{r}][{c}]", f"'{quoted}' is not a number (type a probability such as 0.25)")
+    return None
 
 
 def show(tables: list[dict], key: str, ver: int, on_edit, digits: int = 3) -> None:
@@ -108,10 +134,10 @@ def edit_event(key: str) -> dict | None:
 def apply_edit(tables: dict, ev: dict) -> tuple[dict, tuple]:
     """``tables`` (name -> rows of numbers) with the cell of ``ev`` set to its text read as a number (text that
     is no number, or an empty cell, reads NaN: the scenario's check then refuses it, naming the field);
-    returns (the new tables, the (table, row, col) edited, or None when the cell is not in ``tables``).
+    returns (the new tables, the (table, row, col, text) edited, or None when the cell is not in ``tables``).
 
     >>> apply_edit({"p": [[0.5, 0.5]]}, {"table": "p", "row": 0, "col": 1, "text": "0.25"})
-    ({'p': [[0.5, 0.25]]}, ('p', 0, 1))
+    ({'p': [[0.5, 0.25]]}, ('p', 0, 1, '0.25'))
     """
     out = {name: [list(map(float, r)) for r in rows] for name, rows in tables.items()}
     rows = out.get(ev["table"])
@@ -119,8 +145,8 @@ def apply_edit(tables: dict, ev: dict) -> tuple[dict, tuple]:
     if rows is None or not (0 <= r < len(rows)) or not (0 <= c < len(rows[r])):
         return out, None
     try:
-        value = float(ev["text"].replace(",", ".")) if ev["text"].strip() else float("nan")
+        value = _read(ev["text"])
     except ValueError:
         value = float("nan")
     rows[r][c] = value
-    return out, (ev["table"], r, c)
+    return out, (ev["table"], r, c, ev["text"])
