@@ -7,17 +7,13 @@ The p and q tables are one Components v2 element (``specviz.app.ui.prob_tables``
 value ``edit`` ({ver, table, row, col, text, n}), sent as the component's widget value."""
 from __future__ import annotations
 
-import asyncio
 import json
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-websockets = pytest.importorskip("websockets")
-from streamlit.proto.BackMsg_pb2 import BackMsg  # noqa: E402
-from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
-
+pytest.importorskip("websockets")
 from specviz.rooms.share import QUERY_KEY, decode_state  # noqa: E402
+from tests.support.st_protocol import run_in_thread, tab  # noqa: E402
 
 
 _EDITS = iter(range(1, 10**6))
@@ -30,37 +26,14 @@ def _cell_edit(sent: dict, table: str, row: int, col: int, text: str) -> dict:
     return {sent["id"]: ("json_value", json.dumps({"edit": edit}))}
 
 
-async def _rerun(ws, query: str, fragment: str = "", states: dict | None = None, page: str = "chain_sampling") -> dict:
-    bm = BackMsg()
-    bm.rerun_script.page_name = page
-    bm.rerun_script.query_string = query
-    bm.rerun_script.fragment_id = fragment
-    for wid, (field, value) in (states or {}).items():
-        w = bm.rerun_script.widget_states.widgets.add()
-        w.id = wid
-        setattr(w, field, value)
-    await ws.send(bm.SerializeToString())
-    out = {"editors": [], "tables": [], "errors": [], "early": 0, "query": query}
-    while True:
-        fm = ForwardMsg()
-        fm.ParseFromString(await asyncio.wait_for(ws.recv(), 60))
-        kind = fm.WhichOneof("type")
-        if kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
-            el = fm.delta.new_element
-            if el.WhichOneof("type") == "dataframe" and el.dataframe.id:
-                out["editors"].append((el.dataframe.id, fm.delta.fragment_id))
-            if el.WhichOneof("type") == "bidi_component" and el.bidi_component.component_name == "specviz.prob_tables":
-                out["tables"].append({"id": el.bidi_component.id, "fragment": fm.delta.fragment_id,
-                                      "data": json.loads(el.bidi_component.json or el.bidi_component.mixed.json)})
-            if el.WhichOneof("type") == "alert" and el.alert.format == el.alert.ERROR:
-                out["errors"].append(el.alert.body)
-        elif kind == "page_info_changed":
-            out["query"] = fm.page_info_changed.query_string
-        elif kind == "script_finished":
-            if fm.script_finished == fm.FINISHED_EARLY_FOR_RERUN:
-                out["early"] += 1
-            else:
-                return out
+async def _rerun(t, query: str, fragment: str = "", states: dict | None = None, page: str = "chain_sampling") -> dict:
+    """One rerun of tab ``t``; what the chain-page tests read: data editors and prob tables (with their
+    fragments), error alerts, runs cut short, the query string after it."""
+    a = await t.rerun(page, query, fragment, states or {})
+    return {"editors": [(d.id, frag) for d, frag in a.elements("dataframe") if d.id],
+            "tables": [{"id": c.id, "fragment": frag, "data": json.loads(c.json or c.mixed.json)}
+                       for c, frag in a.elements("bidi_component") if c.component_name == "specviz.prob_tables"],
+            "errors": a.errors, "early": a.early, "query": a.query}
 
 
 def _p(query: str) -> list:
@@ -70,21 +43,19 @@ def _p(query: str) -> list:
 
 def test_a_valid_p_cell_edit_is_one_fragment_run(app_server):
     async def go():
-        async with websockets.connect(app_server.replace("http://", "ws://") + "/_stcore/stream", max_size=None,
-                                      subprotocols=["streamlit"]) as ws:
-            first = await _rerun(ws, "")
+        async with tab(app_server) as t:
+            first = await _rerun(t, "")
             (pq,) = first["tables"]  # p and q: one element
             frag = pq["fragment"]
-            half = await _rerun(ws, first["query"], frag, _cell_edit(pq, "p", 0, 0, "0.2"))  # row 0 sums to 0.9: refused
+            half = await _rerun(t, first["query"], frag, _cell_edit(pq, "p", 0, 0, "0.2"))  # row 0 sums to 0.9: refused
             pq = half["tables"][0]
-            valid = await _rerun(ws, half["query"], frag, _cell_edit(pq, "p", 0, 1, "0.5"))  # with the kept 0.2: sums to 1
+            valid = await _rerun(t, half["query"], frag, _cell_edit(pq, "p", 0, 1, "0.5"))  # with the kept 0.2: sums to 1
             pq2 = valid["tables"][0]
-            bad = await _rerun(ws, valid["query"], frag, _cell_edit(pq2, "p", 0, 0, "0.9"))  # row 0 sums to 1.6
+            bad = await _rerun(t, valid["query"], frag, _cell_edit(pq2, "p", 0, 0, "0.9"))  # row 0 sums to 1.6
             refused = bad
             return first, valid, refused, half
 
-    with ThreadPoolExecutor(1) as ex:
-        first, valid, refused, half = ex.submit(asyncio.run, go()).result(180)
+    first, valid, refused, half = run_in_thread(go(), 180)
     assert not first["editors"], "the p/q tables are one component, not data editors"
     assert not first["errors"] and _p(first["query"])[0] == pytest.approx([0.3, 0.4, 0.3, 0.0])
     # the first cell alone leaves row 0 unnormalised: refused (the field named), the typed cell kept on screen

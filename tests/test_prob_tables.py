@@ -55,12 +55,9 @@ def test_the_chain_page_sends_its_tables_as_one_element_with_todays_labels():
 def test_a_target_only_p_cell_edit_is_stored_and_a_refused_one_kept(app_server):
     """Target-only's p table is the same element: a valid cell edit is applied in one fragment run, a refused one
     (a row left unnormalised) names target_probs and keeps the typed cell on screen, nothing applied."""
-    import asyncio
-    from concurrent.futures import ThreadPoolExecutor
-
     import pytest
-    import websockets
 
+    from tests.support.st_protocol import run_in_thread, tab
     from tests.test_chain_cell_edit import _cell_edit, _rerun
 
     def p_of(query):
@@ -71,19 +68,17 @@ def test_a_target_only_p_cell_edit_is_stored_and_a_refused_one_kept(app_server):
         return [list(r) for r in (sc.requests[0].target_probs if sc.requests[0].target_probs is not None else sc.target_probs(0))]
 
     async def go():
-        async with websockets.connect(app_server.replace("http://", "ws://") + "/_stcore/stream", max_size=None,
-                                      subprotocols=["streamlit"]) as ws:
-            first = await _rerun(ws, "", page="target_only")
+        async with tab(app_server) as tb:
+            first = await _rerun(tb, "", page="target_only")
             (t,) = first["tables"]
             row = t["data"]["tables"][0]["values"][0]
-            bad = await _rerun(ws, first["query"], t["fragment"], _cell_edit(t, "p", 0, 0, str(row[0] + 0.5)), page="target_only")
+            bad = await _rerun(tb, first["query"], t["fragment"], _cell_edit(t, "p", 0, 0, str(row[0] + 0.5)), page="target_only")
             t2 = bad["tables"][0]
             # move mass within row 0 (still sums to 1): the refused cell is replaced, the row valid again
-            good = await _rerun(ws, bad["query"], t2["fragment"], _cell_edit(t2, "p", 0, 0, str(row[0])), page="target_only")
+            good = await _rerun(tb, bad["query"], t2["fragment"], _cell_edit(t2, "p", 0, 0, str(row[0])), page="target_only")
             return first, bad, good, row
 
-    with ThreadPoolExecutor(1) as ex:
-        first, bad, good, row = ex.submit(asyncio.run, go()).result(180)
+    first, bad, good, row = run_in_thread(go(), 180)
     assert not first["errors"] and not first["editors"]
     assert bad["early"] == 0 and any("target_probs" in e for e in bad["errors"]), bad["errors"]
     shown = bad["tables"][0]["data"]["tables"][0]

@@ -3,38 +3,23 @@ the widget and a change followed by a fragment rerun: two runs). A refused edit 
 the typed cells kept. Spoken over Streamlit's websocket protocol, as a browser does."""
 from __future__ import annotations
 
-import asyncio
 import json
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 pytest.importorskip("websockets")
-from streamlit.proto.BackMsg_pb2 import BackMsg  # noqa: E402
-from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
-
-from tests.test_chain_cell_edit import _rerun  # noqa: E402
 from specviz.rooms.share import QUERY_KEY, decode_state  # noqa: E402
+from tests.support.st_protocol import run_in_thread, tab  # noqa: E402
+from tests.test_chain_cell_edit import _rerun  # noqa: E402
 
 TABLE_TAB = ":material/table_edit: Table"  # the tab's label: the table editor is drawn only while it is open
 
 
-async def _tabs(ws) -> tuple:
+async def _tabs(t) -> tuple:
     """A first run of the tree builder: (its query string, the id of its tabs widget, their fragment)."""
-    bm = BackMsg()
-    bm.rerun_script.page_name = "tree_builder"
-    await ws.send(bm.SerializeToString())
-    query, tabs = "", None
-    while True:
-        fm = ForwardMsg()
-        fm.ParseFromString(await asyncio.wait_for(ws.recv(), 60))
-        kind = fm.WhichOneof("type")
-        if kind == "delta" and fm.delta.WhichOneof("type") == "add_block" and fm.delta.add_block.WhichOneof("type") == "tab_container":
-            tabs = tabs or (fm.delta.add_block.tab_container.id, fm.delta.fragment_id)
-        elif kind == "page_info_changed":
-            query = fm.page_info_changed.query_string
-        elif kind == "script_finished" and fm.script_finished != fm.FINISHED_EARLY_FOR_RERUN:
-            return query, *tabs
+    a = await t.rerun("tree_builder")
+    (tabs, frag), *_ = a.blocks("tab_container")
+    return a.query, tabs.id, frag
 
 
 def _tree(query: str) -> tuple:
@@ -45,23 +30,19 @@ def _tree(query: str) -> tuple:
 
 
 def test_a_valid_tree_table_edit_is_one_fragment_run(app_server):
-    import websockets
-
     async def go():
-        async with websockets.connect(app_server.replace("http://", "ws://") + "/_stcore/stream", max_size=None,
-                                      subprotocols=["streamlit"]) as ws:
-            query, tabs, frag = await _tabs(ws)
-            first = await _rerun(ws, query, frag, {tabs: ("string_value", TABLE_TAB)}, page="tree_builder")  # the browser's tab click
+        async with tab(app_server) as t:
+            query, tabs, frag = await _tabs(t)
+            first = await _rerun(t, query, frag, {tabs: ("string_value", TABLE_TAB)}, page="tree_builder")  # the browser's tab click
             table, frag = first["editors"][0]  # the table editor (the retrieve table comes later)
             relabel = {"edited_rows": {"2": {"token": "C"}}, "added_rows": [], "deleted_rows": []}  # node 2: B -> C
-            valid = await _rerun(ws, first["query"], frag, {tabs: ("string_value", TABLE_TAB), table: ("string_value", json.dumps(relabel))}, page="tree_builder")
+            valid = await _rerun(t, first["query"], frag, {tabs: ("string_value", TABLE_TAB), table: ("string_value", json.dumps(relabel))}, page="tree_builder")
             table2 = valid["editors"][0][0]
             bad = {"edited_rows": {"1": {"parent": 3}}, "added_rows": [], "deleted_rows": []}  # A under its own child
-            refused = await _rerun(ws, valid["query"], frag, {tabs: ("string_value", TABLE_TAB), table2: ("string_value", json.dumps(bad))}, page="tree_builder")
+            refused = await _rerun(t, valid["query"], frag, {tabs: ("string_value", TABLE_TAB), table2: ("string_value", json.dumps(bad))}, page="tree_builder")
             return first, valid, refused
 
-    with ThreadPoolExecutor(1) as ex:
-        first, valid, refused = ex.submit(asyncio.run, go()).result(180)
+    first, valid, refused = run_in_thread(go(), 180)
     assert len(first["editors"]) == 2, "the table editor is not drawn in its open tab"
     assert not first["errors"] and _tree(first["query"]) == ([-1, 0, 0, 1, 1], ["R", "A", "B", "C", "D"])
     assert not valid["errors"], valid["errors"]
