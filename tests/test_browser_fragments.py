@@ -16,28 +16,23 @@ import pytest
 
 from specviz.rooms.share import QUERY_KEY, decode_state
 from tests.conftest import wait_for_app
+from tests.support.st_protocol import back_msg, forward_msg
 from tests.test_browser_clicks import _pick, _scenario, _settled, _wait_scenario
 
 
 def _watch(page) -> dict:
     """Record the rerun requests the browser sends and the kinds of messages it receives."""
-    from streamlit.proto.BackMsg_pb2 import BackMsg
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-
     seen = {"reruns": [], "received": []}
 
     def sent(payload):
         if isinstance(payload, (bytes, bytearray)):
-            bm = BackMsg()
-            bm.ParseFromString(bytes(payload))
+            bm = back_msg(payload)
             if bm.WhichOneof("type") == "rerun_script":
                 seen["reruns"].append(bm.rerun_script.fragment_id)
 
     def received(payload):
         if isinstance(payload, (bytes, bytearray)):
-            fm = ForwardMsg()
-            fm.ParseFromString(bytes(payload))
-            seen["received"].append(fm.WhichOneof("type"))
+            seen["received"].append(forward_msg(payload).WhichOneof("type"))
 
     page.on("websocket", lambda ws: (ws.on("framesent", sent), ws.on("framereceived", received)))
     return seen

@@ -95,48 +95,23 @@ def test_rows_of_widgets_are_one_horizontal_block_not_columns(page, keys):
 def test_target_only_fixed_section_is_not_sent_again_by_an_edit(app_server):
     """Section 4 (fixed words) is drawn by the page, not by the scenario's fragment: a threshold edit's
     fragment run does not send it again, and it stays on the page (a full run draws it)."""
-    import asyncio
-    from concurrent.futures import ThreadPoolExecutor
+    pytest.importorskip("websockets")
+    from tests.support.st_protocol import run_in_thread, tab
 
-    websockets = pytest.importorskip("websockets")
-    from streamlit.proto.BackMsg_pb2 import BackMsg
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-
-    async def rerun(ws, fragment="", slider=None, value=None):
-        bm = BackMsg()
-        bm.rerun_script.page_name = "target_only"
-        bm.rerun_script.fragment_id = fragment
-        if slider is not None:
-            w = bm.rerun_script.widget_states.widgets.add()
-            w.id = slider
-            w.double_array_value.data.append(value)
-        await ws.send(bm.SerializeToString())
-        out = {"headings": [], "sliders": {}, "errors": 0}
-        while True:
-            fm = ForwardMsg()
-            fm.ParseFromString(await asyncio.wait_for(ws.recv(), 60))
-            kind = fm.WhichOneof("type")
-            if kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
-                el = fm.delta.new_element
-                if el.WhichOneof("type") == "heading":
-                    out["headings"].append(el.heading.body)
-                elif el.WhichOneof("type") == "slider":
-                    out["sliders"][el.slider.label] = (el.slider.id, fm.delta.fragment_id, list(el.slider.value))
-                elif el.WhichOneof("type") == "exception" or (el.WhichOneof("type") == "alert" and el.alert.format == el.alert.ERROR):
-                    out["errors"] += 1
-            elif kind == "script_finished" and fm.script_finished != fm.FINISHED_EARLY_FOR_RERUN:
-                return out
+    def drawn(a) -> dict:
+        """The headings, the sliders (label -> id, fragment, value) and how many errors one answer drew."""
+        return {"headings": [h.body for h, _ in a.elements("heading")],
+                "sliders": {s.label: (s.id, frag, list(s.value)) for s, frag in a.elements("slider")},
+                "errors": len(a.exceptions) + len(a.errors)}
 
     async def go():
-        async with websockets.connect(app_server.replace("http://", "ws://") + "/_stcore/stream", max_size=None,
-                                      subprotocols=["streamlit"]) as ws:
-            first = await rerun(ws)
+        async with tab(app_server) as t:
+            first = drawn(await t.rerun("target_only"))
             sid, frag, _ = first["sliders"]["threshold_acc"]
-            edit = await rerun(ws, frag, sid, 0.7)
+            edit = drawn(await t.rerun("target_only", fragment=frag, widgets={sid: ("double_array_value", [0.7])}))
             return first, edit, frag
 
-    with ThreadPoolExecutor(1) as ex:
-        first, edit, frag = ex.submit(asyncio.run, go()).result(180)
+    first, edit, frag = run_in_thread(go(), 180)
     fixed = "4. Why this is not classic p/q rejection"
     assert fixed in first["headings"] and not first["errors"]
     assert not edit["errors"] and edit["sliders"]["threshold_acc"][1] == frag  # the edit was drawn by its fragment
