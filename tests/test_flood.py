@@ -12,37 +12,26 @@ on the greedy page): benchmarks/bench_flood.py.
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from pathlib import Path
 
-from benchmarks.bench_flood import _rerun_msg, proc_status, start_server
+from benchmarks.bench_flood import proc_status, start_server
+from tests.support.st_protocol import Tab, connect, rerun_message, run_in_thread
 
 ROOT = Path(__file__).resolve().parents[1]
 N, PAD = 200, 1 << 20
 
 
-async def _run_until_finished(ws, widgets=()) -> list:
+async def _run_until_finished(t: Tab, widgets=()) -> list:
     """Send one rerun; the new elements of its answer, until the run has finished (not cut short)."""
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-
-    await ws.send(_rerun_msg(list(widgets), page=""))
-    elements = []
-    while True:
-        fm = ForwardMsg()
-        fm.ParseFromString(await asyncio.wait_for(ws.recv(), timeout=60))
-        if fm.WhichOneof("type") == "delta" and fm.delta.WhichOneof("type") == "new_element":
-            elements.append(fm.delta.new_element)
-        elif fm.WhichOneof("type") == "script_finished" and fm.script_finished != fm.FINISHED_EARLY_FOR_RERUN:
-            return elements
+    return [el for el, _ in (await t.rerun(widgets=widgets)).elements()]
 
 
 async def _scenario(url: str, pid: int) -> dict:
     import websockets
 
-    uri = url.replace("http://", "ws://") + "/_stcore/stream"
-    kw = dict(subprotocols=["streamlit"], max_size=None)
-    async with websockets.connect(uri, **kw) as a, websockets.connect(uri, **kw) as b:
+    async with connect(url) as ws_a, connect(url) as ws_b:
+        a, b = Tab(ws_a), Tab(ws_b)
         (button,) = [e.button.id for e in await _run_until_finished(a) if e.WhichOneof("type") == "button"]
         (step,) = [e.number_input.id for e in await _run_until_finished(b) if e.WhichOneof("type") == "number_input"]
         await asyncio.sleep(1.0)
@@ -51,15 +40,15 @@ async def _scenario(url: str, pid: int) -> dict:
         async def drain():  # A reads its answers (a client that never reads is another test's)
             try:
                 while True:
-                    await a.recv()
+                    await a.ws.recv()
             except (websockets.ConnectionClosed, asyncio.CancelledError):
                 pass
 
         reader = asyncio.create_task(drain())
         pad = "x" * PAD
         for k in range(N):
-            await a.send(_rerun_msg([(button, "trigger_value", True), (f"$$ID-never-drawn-{k}", "string_value", pad)],
-                                    page=""))
+            await a.ws.send(rerun_message(widgets=[(button, "trigger_value", True),
+                                                   (f"$$ID-never-drawn-{k}", "string_value", pad)]))
         await asyncio.sleep(2.0)
         held = proc_status(pid)
         t0 = time.monotonic()
@@ -75,11 +64,7 @@ def test_a_flooding_tab_is_bounded_and_only_it_is_refused(tmp_path):
     log = tmp_path / "server.log"
     proc, url = start_server(ROOT, log, script="tests/apps/slow_callback_app.py")
     try:
-        box: dict = {}  # in a thread: a Playwright test earlier in this process may hold this thread's event loop
-        th = threading.Thread(target=lambda: box.update(out=asyncio.run(_scenario(url, proc.pid))))
-        th.start()
-        th.join(timeout=240)
-        out = box["out"]
+        out = run_in_thread(_scenario(url, proc.pid), 240)
     finally:
         proc.terminate()
         proc.wait(timeout=20)

@@ -208,18 +208,16 @@ def test_a_chain_edit_is_one_fragment_run_not_a_second_whole_app_run(app_server)
     """Issue 31: "+ slot", a slot's token and the p/q text called st.rerun() inside the editing fragment, so
     every such edit ran the fragment and then the whole app again. Now the second run is the fragment alone:
     the answer to "+ slot" redraws nothing outside the fragment (no element without a fragment id)."""
-    import asyncio
     import random
     import sys
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    import websockets
+    from tests.support.st_protocol import connect, run_in_thread
     from bench_real_class import Student
 
     async def go():
         s = Student(app_server, 1, "chain_sampling", False, 0.0, random.Random(1))
-        async with websockets.connect(app_server.replace("http://", "ws://") + "/_stcore/stream", max_size=None,
-                                      subprotocols=["streamlit"]) as ws:
+        async with connect(app_server) as ws:
             s.ws = ws
             await s.rerun()
             before = len(s.view.labels("selectbox", "slot "))
@@ -227,10 +225,7 @@ def test_a_chain_edit_is_one_fragment_run_not_a_second_whole_app_run(app_server)
             assert frag, "the chain editor is drawn in a fragment"
             view = await s.rerun(frag, (btn.id, "trigger_value", True))
             return before, view, s
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(1) as ex:  # its own event loop (a browser test may hold this thread's loop)
-        before, view, s = ex.submit(asyncio.run, go()).result(120)
+    before, view, s = run_in_thread(go(), 120)
     assert view.finished and not view.errors, view.errors
     assert len(view.labels("selectbox", "slot ")) == before + 1  # the edit happened
     assert len(view.scenario["requests"][0]["chain"]) == before + 2
@@ -244,12 +239,11 @@ def test_a_coin_edit_reruns_only_what_the_coins_change(app_server, page, coin, t
     coins and everything drawn from them are an inner fragment now: a coin's answer redraws the outcome and
     the link, not the tables. An edit of the outer part ("+ slot", a threshold) still redraws everything,
     and a coin edit after it still works (the inner fragment keeps its place and its sidebar boxes)."""
-    import asyncio
     import random
     import sys
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    import websockets
+    from tests.support.st_protocol import connect, run_in_thread
     from bench_real_class import Student, _req
 
     async def coin_edit(s, value):
@@ -259,8 +253,7 @@ def test_a_coin_edit_reruns_only_what_the_coins_change(app_server, page, coin, t
 
     async def go():
         s = Student(app_server, 2, page, False, 0.0, random.Random(2))
-        async with websockets.connect(app_server.replace("http://", "ws://") + "/_stcore/stream", max_size=None,
-                                      subprotocols=["streamlit"]) as ws:
+        async with connect(app_server) as ws:
             s.ws = ws
             await s.rerun()
             answers = [await coin_edit(s, 0.37)]
@@ -273,10 +266,7 @@ def test_a_coin_edit_reruns_only_what_the_coins_change(app_server, page, coin, t
                 outer = await s.rerun(frag)
             answers.append(await coin_edit(s, 0.63))
             return answers, outer
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(1) as ex:
-        answers, outer = ex.submit(asyncio.run, go()).result(120)
+    answers, outer = run_in_thread(go(), 120)
     assert outer.finished and not outer.errors, outer.errors
     assert any(table_text in x for x in outer.strings)  # an outer edit redraws the tables
     for view, value in zip(answers, (0.37, 0.63)):

@@ -34,6 +34,7 @@ import pytest
 
 from specviz.app.haproxy import COOKIE, WORKER_HEADER, find_haproxy, haproxy_config
 from tests.conftest import _free_port, wait_for_app
+from tests.support.st_protocol import tab
 
 ROOT = Path(__file__).resolve().parents[1]
 NCD_RE = re.compile(r"num_correct_drafts = (\d+)`")
@@ -78,57 +79,33 @@ def test_config_has_affinity_websockets_and_health_checks():
 # A websocket student speaking Streamlit's protocol (as benchmarks/bench_class.py does)
 # ----------------------------------------------------------------------------------------------
 
-async def _rerun(ws, cache: dict, widgets: dict) -> dict:
-    from streamlit.proto.BackMsg_pb2 import BackMsg
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-
-    bm = BackMsg()
-    bm.rerun_script.query_string = ""
-    bm.rerun_script.page_name = "greedy"
-    for wid, value in widgets.items():
-        w = bm.rerun_script.widget_states.widgets.add()
-        w.id, w.string_value = wid, value
-    await ws.send(bm.SerializeToString())
+async def _rerun(t, widgets: dict) -> dict:
+    """One rerun of the greedy page in tab ``t``: the last error, the Target(A) box's id, num_correct_drafts shown."""
     seen = {"ncd": None, "target_a": None, "error": None}
-    while True:
-        fm = ForwardMsg()
-        fm.ParseFromString(await asyncio.wait_for(ws.recv(), timeout=60))
-        if fm.WhichOneof("type") == "ref_hash":
-            fm = cache.get(fm.ref_hash, fm)
-        elif fm.hash:
-            cache[fm.hash] = fm
-        kind = fm.WhichOneof("type")
-        if kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
-            el = fm.delta.new_element
-            which = el.WhichOneof("type")
-            if which == "exception" or (which == "alert" and el.alert.format == el.alert.ERROR):
-                seen["error"] = str(el)[:300]
-            if which == "selectbox" and el.selectbox.label.startswith("Target(A)"):
-                seen["target_a"] = el.selectbox.id
-            if which == "markdown":
-                m = NCD_RE.search(el.markdown.body)
-                if m:
-                    seen["ncd"] = int(m.group(1))
-        elif kind == "script_finished" and fm.script_finished != fm.FINISHED_EARLY_FOR_RERUN:
-            return seen
+    for el, _ in (await t.rerun("greedy", widgets=widgets)).elements():
+        which = el.WhichOneof("type")
+        if which == "exception" or (which == "alert" and el.alert.format == el.alert.ERROR):
+            seen["error"] = str(el)[:300]
+        if which == "selectbox" and el.selectbox.label.startswith("Target(A)"):
+            seen["target_a"] = el.selectbox.id
+        if which == "markdown":
+            m = NCD_RE.search(el.markdown.body)
+            if m:
+                seen["ncd"] = int(m.group(1))
+    return seen
 
 
 async def _sticky_session(base: str, cookie: str, connections: int, reruns: int) -> list[tuple[str, int, int]]:
     """(worker, expected, shown) per rerun: ``connections`` websockets, each ``reruns`` edits of Target(A)."""
-    import websockets
-
     out = []
-    uri = base.replace("http://", "ws://") + "/_stcore/stream"
     for c in range(connections):
-        async with websockets.connect(uri, subprotocols=["streamlit"], max_size=None,
-                                      additional_headers={"Cookie": f"{COOKIE}={cookie}"}) as ws:
-            worker = ws.response.headers.get(WORKER_HEADER)
-            cache: dict = {}
-            first = await _rerun(ws, cache, {})
+        async with tab(base, headers={"Cookie": f"{COOKIE}={cookie}"}) as t:
+            worker = t.ws.response.headers.get(WORKER_HEADER)
+            first = await _rerun(t, {})
             assert first["error"] is None and first["target_a"], first
             for k in range(reruns):
                 value = "BC"[(c + k) % 2]
-                seen = await _rerun(ws, cache, {first["target_a"]: value})
+                seen = await _rerun(t, {first["target_a"]: value})
                 assert seen["error"] is None, seen["error"]
                 out.append((worker, EXPECT[value], seen["ncd"]))
     return out

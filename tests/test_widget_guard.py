@@ -8,14 +8,13 @@ the crafted value (int(nan), "abc" < 0, 1.5[:8]) and every later rerun of that t
 """
 from __future__ import annotations
 
-import asyncio
 import math
-import threading
 from pathlib import Path
 
 import pytest
 
-from benchmarks.bench_flood import _rerun_msg, start_server
+from benchmarks.bench_flood import start_server
+from tests.support.st_protocol import run_in_thread, tab
 
 ROOT = Path(__file__).resolve().parents[1]
 FIRST = "values: n=3 x=0.5 label='abc' note='hi' changes=0"
@@ -33,26 +32,18 @@ CASES = [
 ]
 
 
-async def _run(ws, widgets=()) -> list[tuple[str, str]]:
+async def _run(t, widgets=()) -> list[tuple[str, str]]:
     """Send one rerun; (kind, text) of the markdown and exception elements of its answer, until it finished."""
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-
-    await ws.send(_rerun_msg(list(widgets), page=""))
     out = []
-    while True:
-        fm = ForwardMsg()
-        fm.ParseFromString(await asyncio.wait_for(ws.recv(), timeout=60))
-        if fm.WhichOneof("type") == "delta" and fm.delta.WhichOneof("type") == "new_element":
-            el = fm.delta.new_element
-            if el.WhichOneof("type") == "markdown":
-                out.append(("markdown", el.markdown.body))
-            elif el.WhichOneof("type") == "exception":
-                out.append(("exception", f"{el.exception.type}: {el.exception.message}"))
-            elif el.WhichOneof("type") in ("number_input", "text_input", "text_area"):
-                w = getattr(el, el.WhichOneof("type"))
-                out.append(("id:" + w.label, w.id))
-        elif fm.WhichOneof("type") == "script_finished" and fm.script_finished != fm.FINISHED_EARLY_FOR_RERUN:
-            return out
+    for el, _ in (await t.rerun(widgets=widgets)).elements():
+        if el.WhichOneof("type") == "markdown":
+            out.append(("markdown", el.markdown.body))
+        elif el.WhichOneof("type") == "exception":
+            out.append(("exception", f"{el.exception.type}: {el.exception.message}"))
+        elif el.WhichOneof("type") in ("number_input", "text_input", "text_area"):
+            w = getattr(el, el.WhichOneof("type"))
+            out.append(("id:" + w.label, w.id))
+    return out
 
 
 def _shown(answer) -> list[tuple[str, str]]:
@@ -60,22 +51,18 @@ def _shown(answer) -> list[tuple[str, str]]:
 
 
 async def _scenario(url: str) -> dict:
-    import websockets
-
-    uri = url.replace("http://", "ws://") + "/_stcore/stream"
-    kw = dict(subprotocols=["streamlit"], max_size=None)
     seen: dict = {}
-    async with websockets.connect(uri, **kw) as ws:
+    async with tab(url) as ws:
         ids = {k[3:]: v for k, v in await _run(ws) if k.startswith("id:")}
     for i, (label, field, value, _) in enumerate(CASES):
-        async with websockets.connect(uri, **kw) as ws:
+        async with tab(url) as ws:
             await _run(ws)
             crafted = _shown(await _run(ws, [(ids[label], field, value)]))
             again = _shown(await _run(ws))
             edit = _shown(await _run(ws, [(ids["n"], "int_value", 7)]))
         seen[i] = (crafted, again, edit)
     # The crafted value in a tab's very first request, before the page has drawn the widget.
-    async with websockets.connect(uri, **kw) as ws:
+    async with tab(url) as ws:
         first = _shown(await _run(ws, [(ids["n"], "double_value", math.nan), (ids["label"], "double_value", 2.0)]))
         edit = _shown(await _run(ws, [(ids["n"], "int_value", 9)]))
     seen["first"] = (first, edit)
@@ -87,14 +74,11 @@ def crafted_answers(tmp_path_factory):
     log = tmp_path_factory.mktemp("widget_guard") / "server.log"
     proc, url = start_server(ROOT, log, script="tests/apps/crafted_widgets_app.py")
     try:
-        box: dict = {}  # in a thread: a Playwright test earlier in this process may hold this thread's event loop
-        th = threading.Thread(target=lambda: box.update(out=asyncio.run(_scenario(url))))
-        th.start()
-        th.join(timeout=240)
+        out = run_in_thread(_scenario(url), 240)
     finally:
         proc.terminate()
         proc.wait(timeout=20)
-    return box["out"], log.read_text(errors="replace")
+    return out, log.read_text(errors="replace")
 
 
 @pytest.mark.parametrize("case", range(len(CASES)), ids=[f"{c[0]}-{c[1]}-{str(c[2])[:5]}" for c in CASES])
