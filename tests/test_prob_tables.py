@@ -105,25 +105,19 @@ def test_text_that_is_no_number_is_named_and_its_last_typing_counts():
 def test_a_chain_cell_typed_as_no_number_is_named_and_shown_as_typed(app_server):
     """"abc" in a p cell: st.error names that cell's field and says it is no number (not "contains NaN"), the text
     stays in the cell, nothing is applied; typing a number there goes on as any refused cell does."""
-    import asyncio
-    from concurrent.futures import ThreadPoolExecutor
-
-    import websockets
-
+    from tests.support.st_protocol import run_in_thread, tab
     from tests.test_chain_cell_edit import _cell_edit, _rerun
 
     async def go():
-        async with websockets.connect(app_server.replace("http://", "ws://") + "/_stcore/stream", max_size=None,
-                                      subprotocols=["streamlit"]) as ws:
-            first = await _rerun(ws, "")
+        async with tab(app_server) as tb:
+            first = await _rerun(tb, "")
             (t,) = first["tables"]
-            bad = await _rerun(ws, first["query"], t["fragment"], _cell_edit(t, "p", 0, 0, "abc"))
+            bad = await _rerun(tb, first["query"], t["fragment"], _cell_edit(t, "p", 0, 0, "abc"))
             t2 = bad["tables"][0]
-            fixed = await _rerun(ws, bad["query"], t2["fragment"], _cell_edit(t2, "p", 0, 0, "0.3"))
+            fixed = await _rerun(tb, bad["query"], t2["fragment"], _cell_edit(t2, "p", 0, 0, "0.3"))
             return first, bad, fixed
 
-    with ThreadPoolExecutor(1) as ex:
-        first, bad, fixed = ex.submit(asyncio.run, go()).result(180)
+    first, bad, fixed = run_in_thread(go(), 180)
     assert not first["errors"]
     assert len(bad["errors"]) == 1 and "requests[0].target_probs[0][0]" in bad["errors"][0], bad["errors"]
     assert "'abc' is not a number" in bad["errors"][0] and "NaN" not in bad["errors"][0]
