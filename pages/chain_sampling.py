@@ -329,18 +329,27 @@ def scenario_view():
                          "test u·q < p alone, so a proposal with q = 0 and p > 0 is accepted.",
                          "0.5.23 仅在 0 < q ≤ 1 且 u·q < p 时接受，并在 residual 中把 [0, 1] 之外的 q 置 0；更早版本只检验 u·q < p，"
                          "因此 q = 0 且 p > 0 的候选会被接受。"))
-        with st.expander(tr("Edit p and q as text (paste rows: one row per line)", "以文本编辑 p 与 q（每行一个分布）")):
-            with st.container(horizontal=True):
-                st.text_area("target_probs (p)", dist.rows_to_text(p_rows), key=f"w_chain_ptext::{PQ}", height=130)
-                st.text_area("draft_probs (q)", dist.rows_to_text(req.draft_probs), key=f"w_chain_qtext::{PQ}", height=130)
-            st.button(tr("Apply the text", "应用文本"), key="w_chain_apply", on_click=_apply_text, args=(PQ,))
-            if TEXT_ERR in st.session_state:  # this click's answer, next to the button (never in another column)
-                ui.show_deferred_error(TEXT_ERR)
-                st.caption(tr("Nothing was applied: p and q are unchanged, and your text is kept above to fix.",
-                              "未应用任何修改：p 与 q 保持不变，你输入的文本仍保留在上方，可修改后再试。"))
-            elif st.session_state.pop(TEXT_OK, False):
-                st.success(tr("Applied: p and q now come from the text.", "已应用：p 与 q 现在来自上面的文本。"),
-                           icon=":material/check:")
+        # Its two text boxes and button are drawn only while the box is open (a keyed expander that reruns on
+        # toggle): closed, they were 5 of a chain edit's ~75 messages. Closing it drops the typed text and any
+        # answer to an earlier click; reopened, the boxes hold the current p and q.
+        text_box, text_open = ui.lazy_expander(tr("Edit p and q as text (paste rows: one row per line)", "以文本编辑 p 与 q（每行一个分布）"),
+                                               "w_chain_text_open")
+        if not text_open:
+            st.session_state.pop(TEXT_ERR, None)
+            st.session_state.pop(TEXT_OK, None)
+        else:
+            with text_box:
+                with st.container(horizontal=True):
+                    st.text_area("target_probs (p)", dist.rows_to_text(p_rows), key=f"w_chain_ptext::{PQ}", height=130)
+                    st.text_area("draft_probs (q)", dist.rows_to_text(req.draft_probs), key=f"w_chain_qtext::{PQ}", height=130)
+                st.button(tr("Apply the text", "应用文本"), key="w_chain_apply", on_click=_apply_text, args=(PQ,))
+                if TEXT_ERR in st.session_state:  # this click's answer, next to the button (never in another column)
+                    ui.show_deferred_error(TEXT_ERR)
+                    st.caption(tr("Nothing was applied: p and q are unchanged, and your text is kept above to fix.",
+                                  "未应用任何修改：p 与 q 保持不变，你输入的文本仍保留在上方，可修改后再试。"))
+                elif st.session_state.pop(TEXT_OK, False):
+                    st.success(tr("Applied: p and q now come from the text.", "已应用：p 与 q 现在来自上面的文本。"),
+                               icon=":material/check:")
 
     end_box = st.container()  # section 2 (the end state), drawn by coin_view
     # Called here, at a place that does not move (its identity is its position on the page: called after

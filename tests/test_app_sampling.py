@@ -50,6 +50,14 @@ def _clean(at: AppTest) -> None:
     assert not at.exception, [e.message for e in at.exception]
 
 
+def _open_text_box(at: AppTest) -> AppTest:
+    """Open "Edit p and q as text" as a user's click does (closed, its boxes and button are not drawn)."""
+    at.session_state["w_chain_text_open"] = True
+    at.run()
+    _clean(at)
+    return at
+
+
 def _output(at: AppTest) -> str:
     msgs = [s.value for s in at.success if s.value.startswith(("Output this round", "本轮输出"))]
     assert msgs, [s.value for s in at.success]
@@ -157,6 +165,7 @@ def test_chain_bad_p_row_names_the_field_and_keeps_other_edits():
     at = _run(CHAIN)
     at.slider(key="w_chain_coin0").set_value(0.4).run()
     before = at.session_state["sv_scn::chain"]
+    _open_text_box(at)
     ver = at.session_state["sv_cv::chain_pq"][1]  # the p/q boxes' key suffix (moves on when p or q change)
     at.text_area(key=f"w_chain_ptext::{ver}").set_value("0.3 0.4 0.3 0\n0.2 0.5 0.5 0")
     at.button(key="w_chain_apply").click().run()
@@ -372,6 +381,7 @@ def test_chain_semantics_switch_on_a_zero_q_proposal():
     """q(A) = 0 although the Draft proposed A (impossible for a real draft): 0.5.23 rejects (0 < q fails),
     earlier releases accept (u·0 < p = .3). A warning explains the degenerate input."""
     at = _run(CHAIN)
+    _open_text_box(at)
     ver = at.session_state["sv_cv::chain_pq"][1]  # the p/q boxes' key suffix (moves on when p or q change)
     at.text_area(key=f"w_chain_qtext::{ver}").set_value("0 0.5 0.5 0")
     at.button(key="w_chain_apply").click().run()

@@ -143,6 +143,7 @@ def leftovers(at: AppTest) -> list[tuple[str, str, str]]:
 def test_every_ui_string_has_chinese(page):
     at = AppTest.from_file(str(ROOT / "pages" / f"{page}.py"), default_timeout=120)
     at.session_state["sv_lang"] = "zh"
+    at.session_state["w_chain_text_open"] = True  # the chain's p/q text box: its content is drawn only while open
     at.run()
     assert not at.exception, at.exception
     missing = leftovers(at)

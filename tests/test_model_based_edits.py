@@ -199,6 +199,8 @@ class LivePages(RuleBasedStateMachine):
         if broken:
             rows[1][0] += 0.25
         before = self.at.session_state["sv_scn::chain"]
+        self.at.session_state["w_chain_text_open"] = True  # the text boxes are drawn only while their box is open
+        self._run(self.at)
         ver = self.at.session_state["sv_cv::chain_pq"][1]  # the p/q boxes' key suffix (moves on when p or q change)
         self.at.text_area(key=f"w_chain_ptext::{ver}").set_value("\n".join(" ".join(f"{x:.6f}" for x in r) for r in rows))
         self._run(self.at.button(key="w_chain_apply").click())
