@@ -16,7 +16,8 @@ that page has:
   (select box), "Delete subtree" (button);
 * greedy: Target(A) (select box, a value of its own), a quick-set button;
 * chain: coin u[0] and u_final (sliders, a value of its own), "+ slot" / "- slot" (buttons), a slot's draft
-  token (select box), a new p table typed into "Edit p and q as text" + "Apply the text" (text + button);
+  token (select box), a new p table typed into "Edit p and q as text" + "Apply the text" (text + button; the
+  box opened first and closed after, each a rerun of its own, where the box draws its text only while open);
 * target-only: the coins and threshold_acc (sliders);
 * DSpark: its sliders and select boxes (whatever the page draws, moved to a value of the student's own).
 
@@ -147,6 +148,10 @@ class Student:
                     w = getattr(el, which)
                     view.widgets[(which, w.label)] = (w, fm.delta.fragment_id)
                 view.strings.extend(_strings(el))
+            elif kind == "delta" and fm.delta.WhichOneof("type") == "add_block":
+                blk = fm.delta.add_block
+                if blk.WhichOneof("type") == "expandable" and blk.expandable.id:  # a keyed box: a widget (open or not)
+                    view.widgets[("expander", blk.expandable.label)] = (blk.expandable, fm.delta.fragment_id)
             elif kind == "page_info_changed":
                 view.query = fm.page_info_changed.query_string
                 self.query = view.query
@@ -223,6 +228,12 @@ class Student:
             value = opts[self.rng.randrange(len(opts))]
             yield ("chain: slot token select box", [(sel[0].id, "string_value", value, False)], sel[1],
                    lambda v, value=value: _req(v).get("chain", [None, None])[1] == value)
+        # "Edit p and q as text" draws its text boxes only while open (a keyed box; on an older tree they are
+        # always drawn and the box is no widget): open it, type + Apply, close it again, as a user does.
+        box = lambda: self.view.find("expander", "Edit p and q as text")  # noqa: E731
+        has_text = lambda v: v.find("text_area", "target_probs (p)") is not None  # noqa: E731
+        if box() is not None and not has_text(self.view):
+            yield ("chain: open the p/q text box", [(box()[0].id, "bool_value", True, False)], box()[1], has_text)
         ta, bt = self.view.find("text_area", "target_probs (p)"), self.view.find("button", "Apply the text")
         if ta is not None and bt is not None:
             rows = ta[0].default.splitlines()
@@ -231,8 +242,13 @@ class Student:
             row = [a] + [round((1 - a) / (width - 1), 4)] * (width - 1)
             row[-1] = round(1 - sum(row[:-1]), 4)
             rows[0] = " ".join(f"{x:.6g}" for x in row)
-            yield ("chain: p/q text + Apply", [(ta[0].id, "string_value", "\n".join(rows), False), (bt[0].id, "trigger_value", True, True)],
+            qa = self.view.find("text_area", "draft_probs (q)")  # its value as drawn: a browser sends every box's value
+            q_state = [(qa[0].id, "string_value", qa[0].default, False)] if qa is not None else []
+            yield ("chain: p/q text + Apply", [(ta[0].id, "string_value", "\n".join(rows), False), *q_state, (bt[0].id, "trigger_value", True, True)],
                    bt[1], lambda v, row=row: _close(_req(v).get("target_probs", [None])[0], row))
+        if box() is not None and has_text(self.view):
+            yield ("chain: close the p/q text box", [(box()[0].id, "bool_value", False, False)], box()[1],
+                   lambda v: box() is not None and not has_text(v))
 
     def edits_target_only(self):
         for lab, get in (("u[0]", lambda v: _req(v).get("coins")), ("threshold_acc", lambda v: (v.scenario or {}).get("threshold_acc")),
