@@ -125,7 +125,11 @@ def scenario_view():
             return edits.set_fields(cur, 0, target_probs=rows_p, draft_probs=rows_q)
         before = ui.scenario_version(SLOT)
         _store(build, err_key=TEXT_ERR)
-        st.session_state[TEXT_OK] = ui.scenario_version(SLOT) != before
+        after = ui.scenario_version(SLOT)
+        if after != before:  # the version the note answers: it stays while the page shows that scenario
+            st.session_state[TEXT_OK] = after
+        else:
+            st.session_state.pop(TEXT_OK, None)
 
     # Structural edits are callbacks (on_change / on_click): the click's one fragment run draws the
     # edited scenario; a value read after the widget and a rerun_view() cost a second run (issue 31).
@@ -339,15 +343,20 @@ def scenario_view():
             st.session_state.pop(TEXT_OK, None)
         else:
             with text_box:
+                drawn = {f"w_chain_ptext::{PQ}": dist.rows_to_text(p_rows), f"w_chain_qtext::{PQ}": dist.rows_to_text(req.draft_probs)}
                 with st.container(horizontal=True):
-                    st.text_area("target_probs (p)", dist.rows_to_text(p_rows), key=f"w_chain_ptext::{PQ}", height=130)
-                    st.text_area("draft_probs (q)", dist.rows_to_text(req.draft_probs), key=f"w_chain_qtext::{PQ}", height=130)
+                    for (k, text), label in zip(drawn.items(), ("target_probs (p)", "draft_probs (q)")):
+                        st.text_area(label, text, key=k, height=130)
                 st.button(tr("Apply the text", "应用文本"), key="w_chain_apply", on_click=_apply_text, args=(PQ,))
                 if TEXT_ERR in st.session_state:  # this click's answer, next to the button (never in another column)
                     ui.show_deferred_error(TEXT_ERR)
                     st.caption(tr("Nothing was applied: p and q are unchanged, and your text is kept above to fix.",
                                   "未应用任何修改：p 与 q 保持不变，你输入的文本仍保留在上方，可修改后再试。"))
-                elif st.session_state.pop(TEXT_OK, False):
+                # The note answers the click until something changes: another edit (a new scenario version) or new
+                # typing in the boxes. Not once only: a rerun of the same scenario (the backend badge's, when its
+                # comparison of the new scenario lands) had taken it off the screen within a second or two.
+                elif (st.session_state.get(TEXT_OK) == ui.scenario_version(SLOT)
+                      and all(st.session_state.get(k, text) == text for k, text in drawn.items())):
                     st.success(tr("Applied: p and q now come from the text.", "已应用：p 与 q 现在来自上面的文本。"),
                                icon=":material/check:")
 

@@ -66,7 +66,14 @@ def test_refused_paste_is_answered_under_its_button_and_keeps_other_edits():
     assert any("Applied" in s.value for s in at.success)
     r = _scenario(at).requests[0]
     assert r.target_probs[0] == [0.5, 0.3, 0.2, 0] and r.draft_probs[0] == [0.5, 0.3, 0.2, 0] and r.coins[0] == 0.4
-    at.run()  # the success note is said once
+    at.run()  # a rerun of the same scenario (the backend badge's, when its comparison lands) keeps the answer
+    assert any("Applied" in s.value for s in at.success)
+    p, _ = _areas(at)
+    p.input("0.4 0.4 0.2 0\n0.2 0.5 0.3 0").run()  # new typing, not applied: the note no longer describes the boxes
+    assert not any("Applied" in s.value for s in at.success)
+    p, _ = _areas(at)
+    p.input("0.5 0.3 0.2 0\n0.2 0.5 0.3 0")  # back to what was applied, then another edit: the note is gone with it
+    next(s for s in at.slider if s.label.startswith("u[0]")).set_value(0.7).run()
     assert not any("Applied" in s.value for s in at.success)
 
 
