@@ -18,29 +18,15 @@ import json
 import threading
 from collections import OrderedDict
 
+from specviz.app.ui.static_component import static_component
 from specviz.replay.player import Frame, Row, labels, laid_out, layout_mode  # noqa: F401  (pages use player.Frame, player.Row)
 
-_COMPONENT = None
-_LOCK = threading.Lock()
 
 
 def component():
-    """The player component, registered once per process: a loader of ``static/player_streamlit.js`` from
-    the app's own server (fetched once a tab; a rerun carries only the component's data)."""
-    global _COMPONENT
-    with _LOCK:
-        if _COMPONENT is None:
-            import streamlit as st
-
-            # static/ beside app.py, served by Streamlit (server.enableStaticServing: .streamlit/config.toml and
-            # `specviz app` set it); our server's path, not data
-            root = (st.get_option("server.baseUrlPath") or "").strip("/")
-            url = json.dumps(("/" + root if root else "") + "/app/static/player_streamlit.js")
-            # (several lines: Streamlit reads a one-line string with a "/" as a file path, not inline code)
-            loader = (f"export default async function (c) {{\n  const m = await import(new URL({url}, window.location.origin).href);\n"
-                      "  return m.default(c);\n}\n")
-            _COMPONENT = st.components.v2.component("specviz.player", js=loader)
-    return _COMPONENT
+    """The player component: ``static/player_streamlit.js`` loaded from the app's own server (fetched once a tab;
+    a rerun carries only the component's data)."""
+    return static_component("specviz.player", "player_streamlit.js")
 
 
 def step_links(page: str, slot: str, step_key: str, count: int, extra: dict | None = None) -> list[str] | None:

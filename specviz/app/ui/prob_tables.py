@@ -24,31 +24,18 @@ Escape (undo the typing).
 """
 from __future__ import annotations
 
-import json
 import math
 import re
-import threading
 
-_COMPONENT = None
-_LOCK = threading.Lock()
+from specviz.app.ui.static_component import static_component
+
 NAME = "specviz.prob_tables"
 
 
 def component():
-    """The component, registered once per process: a loader of ``static/prob_tables.js`` from the app's own
-    server (fetched once a tab; a rerun carries only the numbers)."""
-    global _COMPONENT
-    with _LOCK:
-        if _COMPONENT is None:
-            import streamlit as st
-
-            root = (st.get_option("server.baseUrlPath") or "").strip("/")
-            url = json.dumps(("/" + root if root else "") + "/app/static/prob_tables.js")
-            # (several lines: Streamlit reads a one-line string with a "/" as a file path, not inline code)
-            loader = (f"export default async function (c) {{\n  const m = await import(new URL({url}, window.location.origin).href);\n"
-                      "  return m.default(c);\n}\n")
-            _COMPONENT = st.components.v2.component(NAME, js=loader)
-    return _COMPONENT
+    """The component: ``static/prob_tables.js`` loaded from the app's own server (fetched once a tab; a rerun
+    carries only the numbers)."""
+    return static_component(NAME, "prob_tables.js")
 
 
 def heading_parts(text: str) -> list[list[str]]:
