@@ -264,37 +264,20 @@ def scenario_view():
         # and an st.data_editor each (a pandas frame and its Arrow bytes per draw; issue 31). A cell edit is
         # stored by its callback before the run that draws it (one run per edit); a refused one (a row left
         # unnormalised, text that is no number) stays on screen as typed cells and the check below names the field.
-        PENDING = ("sv_chain_pending_p", "sv_chain_pending_q", "sv_chain_pending_cells", "sv_chain_pending_ver")
+        pending = prob_tables.Pending("sv_chain_pending", ("p", "q"))
 
         def _on_cell():
-            ev = prob_tables.edit_event("w_chain_pq")
             cur = ui.scenario(SLOT)
             ver = sampling_page.content_version("chain_pq", _p_rows(cur), cur.requests[0].draft_probs)
-            if ev is None or ev["ver"] != ver:
-                return  # the tables were drawn from other p/q: the run below redraws them
-            held = st.session_state.get("sv_chain_pending_ver") == ver  # earlier refused cells: edited further
-            base = {"p": st.session_state["sv_chain_pending_p"] if held else _p_rows(cur),
-                    "q": st.session_state["sv_chain_pending_q"] if held else cur.requests[0].draft_probs}
-            new, cell = prob_tables.apply_edit(base, ev)
-            if cell is None:
-                return
-            try:
-                ui.set_scenario(SLOT, edits.set_fields(cur, 0, target_probs=new["p"], draft_probs=new["q"]))
-            except (SpecvizError, TypeError, ValueError):  # left to the run: the check below shows the error, cells kept
-                cells = st.session_state.get("sv_chain_pending_cells", []) if held else []
-                st.session_state.update({"sv_chain_pending_p": new["p"], "sv_chain_pending_q": new["q"],
-                                         "sv_chain_pending_ver": ver, "sv_chain_pending_cells": [*cells, list(cell)]})
-                return
-            for k in PENDING:
-                st.session_state.pop(k, None)
+            pending.on_edit("w_chain_pq", ver, {"p": _p_rows(cur), "q": cur.requests[0].draft_probs},
+                            lambda new: ui.set_scenario(SLOT, edits.set_fields(cur, 0, target_probs=new["p"], draft_probs=new["q"])))
 
-        if st.session_state.get("sv_chain_pending_ver") != PQ:  # refused cells of other p/q: gone with them
-            for k in PENDING:
-                st.session_state.pop(k, None)
-        held = "sv_chain_pending_ver" in st.session_state
-        new_p = st.session_state["sv_chain_pending_p"] if held else p_rows
-        new_q = st.session_state["sv_chain_pending_q"] if held else req.draft_probs
-        typed = st.session_state.get("sv_chain_pending_cells", []) if held else []
+        held_tables = pending.tables(PQ)
+        if held_tables is None:  # refused cells of other p/q: gone with them
+            pending.clear()
+        held = held_tables is not None
+        new_p, new_q = (held_tables["p"], held_tables["q"]) if held else (p_rows, req.draft_probs)
+        typed = pending.cells()
         p_labels = [tr("row {i}: after {t}", "第 {i} 行：{t} 之后", i=i, t=req.chain[i]) for i in range(N)]
         q_labels = [tr("slot {i}: proposed {t}", "位置 {i}：提出 {t}", i=i + 1, t=req.chain[i + 1]) for i in range(N - 1)]
         prob_tables.show([
@@ -307,18 +290,14 @@ def scenario_view():
         ], key="w_chain_pq", ver=PQ, on_edit=_on_cell)
 
         def _normalise():
-            p = st.session_state.pop("sv_chain_pending_p", None)
-            q = st.session_state.pop("sv_chain_pending_q", None)
-            for k in PENDING:
-                st.session_state.pop(k, None)
-            _store(lambda cur: edits.normalised(cur, p, q))
+            typed_now = pending.pop()
+            _store(lambda cur: edits.normalised(cur, typed_now["p"], typed_now["q"]))
 
         not_number = prob_tables.not_a_number(typed, {"p": "requests[0].target_probs", "q": "requests[0].draft_probs"})
         if not_number is not None:  # "abc" in a cell: say so (the check below would only see NaN), the text kept
             ui.show_error(not_number)
         elif held and _update_request(target_probs=new_p, draft_probs=new_q):  # refused: st.error naming the field
-            for k in PENDING:
-                st.session_state.pop(k, None)
+            pending.clear()
             ui.rerun_view()
         def _on_semantics():
             cur = ui.scenario(SLOT)

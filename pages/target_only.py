@@ -69,6 +69,7 @@ def scenario_view():
     # The p table is rebuilt from the scenario when p changes, not on every scenario version: a coin edit
     # reruns only coin_view below, so VER moves on without this part.
     PV = sampling_page.content_version("to_p", p_rows)
+    pending = prob_tables.Pending("sv_to_pending", ("p",))  # refused cells of the p table, held until fixed
     labels = [vocab[t] for t in tree.tokens]
     walk_box = st.container()  # the key picture first (filled once the run is known); editing below it
     # The page's explanation under the key picture (a projector has 720 px: the picture comes first).
@@ -115,9 +116,7 @@ def scenario_view():
         _store(build)
 
     def _normalise():
-        src = st.session_state.pop("sv_to_pending_p", None) or p_rows
-        for k in ("sv_to_pending_cells", "sv_to_pending_ver"):
-            st.session_state.pop(k, None)
+        src = pending.pop()["p"] or p_rows
         _store(lambda cur: edits.normalised(cur, src))
 
     def _use_builder_tree():
@@ -225,36 +224,19 @@ def scenario_view():
         # The p table: one element (specviz.app.ui.prob_tables: numbers in, one cell edit out), not a heading and an
         # st.data_editor (a pandas frame and its Arrow bytes on every threshold edit; issue 31). A cell edit is stored
         # by its callback before the run that draws it; a refused one stays on screen as typed cells, the field named.
-        PENDING = ("sv_to_pending_p", "sv_to_pending_cells", "sv_to_pending_ver")
-
         def _on_cell():
-            ev = prob_tables.edit_event("w_to_pq")
             cur = ui.scenario(SLOT)
             r0 = cur.requests[0]
             rows = [list(map(float, r)) for r in (r0.target_probs if r0.target_probs is not None else cur.target_probs(0).tolist())]
-            ver = sampling_page.content_version("to_p", rows)
-            if ev is None or ev["ver"] != ver:
-                return  # the table was drawn from another p: the run below redraws it
-            held = st.session_state.get("sv_to_pending_ver") == ver  # earlier refused cells: edited further
-            new, cell = prob_tables.apply_edit({"p": st.session_state["sv_to_pending_p"] if held else rows}, ev)
-            if cell is None:
-                return
-            try:
-                ui.set_scenario(SLOT, edits.set_fields(cur, 0, target_probs=new["p"]))
-            except (SpecvizError, TypeError, ValueError):  # left to the run: the check below shows the error, cells kept
-                cells = st.session_state.get("sv_to_pending_cells", []) if held else []
-                st.session_state.update({"sv_to_pending_p": new["p"], "sv_to_pending_ver": ver,
-                                         "sv_to_pending_cells": [*cells, list(cell)]})
-                return
-            for k in PENDING:
-                st.session_state.pop(k, None)
+            pending.on_edit("w_to_pq", sampling_page.content_version("to_p", rows), {"p": rows},
+                            lambda new: ui.set_scenario(SLOT, edits.set_fields(cur, 0, target_probs=new["p"])))
 
-        if st.session_state.get("sv_to_pending_ver") != PV:  # refused cells of another p: gone with it
-            for k in PENDING:
-                st.session_state.pop(k, None)
-        held = "sv_to_pending_ver" in st.session_state
-        new_p = st.session_state["sv_to_pending_p"] if held else p_rows
-        typed = st.session_state.get("sv_to_pending_cells", []) if held else []
+        held_tables = pending.tables(PV)
+        if held_tables is None:  # refused cells of another p: gone with it
+            pending.clear()
+        held = held_tables is not None
+        new_p = held_tables["p"] if held else p_rows
+        typed = pending.cells()
         row_labels = [tr("node {i}: after {t}", "节点 {i}：{t} 之后", i=i, t=labels[i]) for i in range(n)]
         prob_tables.show([prob_tables.table(
             "p", tr("**p = target_probs** `[bs, n, V]`: row i is the Target distribution after node i",
@@ -265,8 +247,7 @@ def scenario_view():
         if not_number is not None:  # "abc" in a cell: say so (the check below would only see NaN), the text kept
             ui.show_error(not_number)
         elif held and _update(target_probs=new_p):  # refused: st.error naming the field, the typed cells kept
-            for k in PENDING:
-                st.session_state.pop(k, None)
+            pending.clear()
             ui.rerun_view()
         st.button(tr("Normalise rows (divide each row by its sum)", "归一化（每行除以其和）"), key="w_to_norm", on_click=_normalise)
 

@@ -28,6 +28,7 @@ import math
 import re
 
 from specviz.app.ui.static_component import static_component
+from specviz.base.errors import SpecvizError
 
 NAME = "specviz.prob_tables"
 
@@ -80,8 +81,6 @@ def not_a_number(cells, fields: dict):
     """The SpecvizError for the first refused cell whose text is no number (``cells``: (table, row, col, text);
     ``fields``: table name -> the scenario field it edits), else None. Said before the scenario's own check,
     which would only see NaN ("contains NaN or inf") where the viewer typed, e.g., "abc" or "0.3.1"."""
-    from specviz.base.errors import SpecvizError
-
     latest = {tuple(cell[:3]): cell[3] for cell in cells if len(cell) >= 4}  # a cell typed again: its last text
     for (t, r, c), text in latest.items():
         if t not in fields:
@@ -137,3 +136,64 @@ def apply_edit(tables: dict, ev: dict) -> tuple[dict, tuple]:
         value = float("nan")
     rows[r][c] = value
     return out, (ev["table"], r, c, ev["text"])
+
+
+class Pending:
+    """A page's refused cells, held in session state until fixed: the tables as typed (``<prefix>_<name>`` per
+    table), the typed cells (``<prefix>_cells``: (table, row, col, text)) and the version of the numbers they were
+    typed over (``<prefix>_ver``). Held cells of other numbers (another scenario) are dropped with them."""
+
+    def __init__(self, prefix: str, names: tuple):
+        self.keys = {name: f"{prefix}_{name}" for name in names}
+        self.cells_key, self.ver_key = f"{prefix}_cells", f"{prefix}_ver"
+
+    def tables(self, ver: int) -> dict | None:
+        """The held tables (name -> rows as typed) when they were typed over ``ver``, else None."""
+        import streamlit as st
+
+        if st.session_state.get(self.ver_key) != ver:
+            return None
+        return {name: st.session_state[key] for name, key in self.keys.items()}
+
+    def cells(self) -> list:
+        import streamlit as st
+
+        return st.session_state.get(self.cells_key, []) if self.ver_key in st.session_state else []
+
+    def hold(self, ver: int, tables: dict, cell: tuple) -> None:
+        import streamlit as st
+
+        earlier = self.cells() if st.session_state.get(self.ver_key) == ver else []
+        st.session_state.update({**{self.keys[name]: rows for name, rows in tables.items()},
+                                 self.ver_key: ver, self.cells_key: [*earlier, list(cell)]})
+
+    def clear(self) -> None:
+        import streamlit as st
+
+        for key in (*self.keys.values(), self.cells_key, self.ver_key):
+            st.session_state.pop(key, None)
+
+    def pop(self) -> dict:
+        """The held tables (name -> rows, or None) and nothing held any more (what "Normalise rows" starts from)."""
+        import streamlit as st
+
+        out = {name: st.session_state.get(key) for name, key in self.keys.items()}
+        self.clear()
+        return out
+
+    def on_edit(self, key: str, ver: int, tables: dict, store) -> None:
+        """The tables' on_edit callback body: apply the committed cell to the held tables (or ``tables``, the
+        scenario's, drawn as version ``ver``) and ``store`` them (a callable that raises on a refusal); a refused
+        one is held, to be drawn as typed and named by the page's check."""
+        ev = edit_event(key)
+        if ev is None or ev["ver"] != ver:
+            return  # the tables were drawn from other numbers: the run redraws them
+        new, cell = apply_edit(self.tables(ver) or tables, ev)
+        if cell is None:
+            return
+        try:
+            store(new)
+        except (SpecvizError, TypeError, ValueError):  # left to the run: its check shows the error, the cells kept
+            self.hold(ver, new, cell)
+            return
+        self.clear()
