@@ -170,6 +170,9 @@ def test_link_round_trip(page):
     assert state.scenario == want_scenario
     if step_key:
         assert 0 < state.step == sender.session_state[f"sv_step::{step_key}"], "the sender should sit mid-animation"
+    # Read now: the player's frames live in a bounded per-process cache, and the receiver's run (and a parallel
+    # test's) may evict the sender's entry before it is read.
+    want_shown = shown(sender)
 
     fresh = AppTest.from_file(str(ROOT / "pages" / f"{page}.py"), default_timeout=TIMEOUT)
     fresh.query_params["s"] = token
@@ -179,7 +182,7 @@ def test_link_round_trip(page):
     assert fresh.session_state["sv_lang"] == sender.session_state["sv_lang"]
     if step_key:
         assert fresh.session_state[f"sv_step::{step_key}"] == state.step
-    assert shown(fresh) == shown(sender)
+    assert shown(fresh) == want_shown
     assert _token(fresh) == token  # the receiver's own link is the same link
 
 
@@ -201,16 +204,16 @@ def test_greedy_link_shows_the_senders_accept_index():
     the fresh session shows the same partial accept_index chip row and narration."""
     if not has_dot():
         pytest.skip("the step player draws with Graphviz's dot, which is not installed here (apt-get install graphviz)")
-    sender = _send_greedy()
-    fresh = AppTest.from_file(str(ROOT / "pages" / "greedy.py"), default_timeout=TIMEOUT)
-    fresh.query_params["s"] = _token(sender)
-    _ok(fresh.run())
-
     def view(at):  # the step player's frame at its start step: caption and value rows
         data = players(at)[0]
         return data["start"], data["frames"][data["start"]]
 
-    assert view(fresh) == view(sender)
+    sender = _send_greedy()
+    want = view(sender)  # before the receiver runs: the frames live in a bounded per-process cache
+    fresh = AppTest.from_file(str(ROOT / "pages" / "greedy.py"), default_timeout=TIMEOUT)
+    fresh.query_params["s"] = _token(sender)
+    _ok(fresh.run())
+    assert view(fresh) == want
     assert view(fresh)[0] == 3
 
 
