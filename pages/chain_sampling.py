@@ -291,6 +291,8 @@ def scenario_view():
 
         def _normalise():
             typed_now = pending.pop()
+            if typed_now is None:  # a cell holds no number: kept as typed, named by the run
+                return
             _store(lambda cur: edits.normalised(cur, typed_now["p"], typed_now["q"]))
 
         not_number = prob_tables.not_a_number(typed, {"p": "requests[0].target_probs", "q": "requests[0].draft_probs"})

@@ -116,7 +116,10 @@ def scenario_view():
         _store(build)
 
     def _normalise():
-        src = pending.pop()["p"] or p_rows
+        typed_now = pending.pop()
+        if typed_now is None:  # a cell holds no number: kept as typed, named by the run
+            return
+        src = typed_now["p"] or p_rows
         _store(lambda cur: edits.normalised(cur, src))
 
     def _use_builder_tree():

@@ -125,3 +125,27 @@ def test_a_chain_cell_typed_as_no_number_is_named_and_shown_as_typed(app_server)
     assert shown["typed"] == [[0, 0, "abc"]] and shown["values"][0][0] is None
     assert not fixed["errors"], fixed["errors"]  # 0.3 was the cell's value: the row sums to 1 again
     assert fixed["tables"][0]["data"]["tables"][0]["typed"] == []
+
+
+def test_normalise_rows_keeps_a_cell_that_holds_no_number(app_server):
+    """"abc" in a p cell, then "Normalise rows": the cell is no number, so there is nothing to divide. It stays held
+    as typed and named by st.error, and p is unchanged (it was read as 0 and the row normalised without it)."""
+    from tests.support.st_protocol import run_in_thread, tab
+    from tests.test_chain_cell_edit import _cell_edit, _p, _rerun
+
+    async def go():
+        async with tab(app_server) as tb:
+            first = await _rerun(tb, "")
+            (t,) = first["tables"]
+            bad = await _rerun(tb, first["query"], t["fragment"], _cell_edit(t, "p", 0, 0, "abc"))
+            a = await tb.rerun("chain_sampling", bad["query"])
+            (norm,) = [b for b, _ in a.elements("button") if b.label.startswith("Normalise rows")]
+            a = await tb.rerun("chain_sampling", bad["query"], "", {norm.id: ("trigger_value", True)})
+            after = await _rerun(tb, a.query)
+            return first, after
+
+    first, after = run_in_thread(go(), 180)
+    assert len(after["errors"]) == 1 and "requests[0].target_probs[0][0]" in after["errors"][0], after["errors"]
+    assert "'abc' is not a number" in after["errors"][0]
+    assert after["tables"][0]["data"]["tables"][0]["typed"] == [[0, 0, "abc"]]
+    assert _p(after["query"]) == _p(first["query"])  # nothing normalised

@@ -173,10 +173,14 @@ class Pending:
         for key in (*self.keys.values(), self.cells_key, self.ver_key):
             st.session_state.pop(key, None)
 
-    def pop(self) -> dict:
-        """The held tables (name -> rows, or None) and nothing held any more (what "Normalise rows" starts from)."""
+    def pop(self) -> dict | None:
+        """The held tables (name -> rows, or None) and nothing held any more (what "Normalise rows" starts from);
+        None, and everything still held, when a held cell's text is no number: there is nothing to divide, and
+        reading it as 0 would lose the viewer's typing (the run names that cell)."""
         import streamlit as st
 
+        if not_a_number(self.cells(), {name: name for name in self.keys}) is not None:
+            return None
         out = {name: st.session_state.get(key) for name, key in self.keys.items()}
         self.clear()
         return out
