@@ -184,7 +184,7 @@ def scenario_view():
             # columns is k + 1 blocks sent and drawn on every coin edit (issue 31: elements per edit).
             with st.container(horizontal=True, vertical_alignment="bottom", wrap=False):
                 st.number_input(tr("seed", "种子"), 0, 10**6, 0, key="w_chain_seed")
-                st.button(tr("randomise coins", "随机生成"), key="w_chain_rand", on_click=_randomise, width="stretch", icon=":material/casino:")
+                st.button(tr("randomise coins", "随机生成"), key="w_chain_rand", on_click=_randomise, width="content", icon=":material/casino:")
             st.caption(tr("Try u[0]:", "试试 u[0]："))
             with st.container(horizontal=True):
                 st.button(tr(".4 accept", ".4 接受"), key="w_chain_q1", on_click=_set_coin0(0.4), width="stretch",

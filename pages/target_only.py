@@ -157,7 +157,7 @@ def scenario_view():
             st.slider("u_final", 0.0, MAX_COIN, step=COIN_STEP, key=k, format=COIN_FORMAT, on_change=_cb_set(("req", "coin_final"), k))
             with st.container(horizontal=True, vertical_alignment="bottom", wrap=False):  # one block, not 3 (issue 31)
                 st.number_input(tr("seed", "种子"), 0, 10**6, 0, key="w_to_seed")
-                st.button(tr("randomise coins", "随机生成"), key="w_to_rand", on_click=_randomise, width="stretch", icon=":material/casino:")
+                st.button(tr("randomise coins", "随机生成"), key="w_to_rand", on_click=_randomise, width="content", icon=":material/casino:")
             ui.show_deferred_error("sv_to_err")  # a coin edit's refusal (this fragment may rerun alone)
 
         # ---------------------------------------------------------------------------------------------

@@ -290,11 +290,29 @@ def test_labels_are_whole_at_1280x720(context, app_server, lang, screenshot_dir)
     # The coin column's buttons wrap between words only, in English too ("random ise coins", ".4 accep t"
     # with the sidebar open, before specviz.app.ui.theme kept words whole in column buttons).
     if lang == "zh":
+        # A short Chinese label has no word breaks to keep: it must not wrap at all ("随机" over "生成", beside the
+        # seed box, when the button stretched to the box's leftover width).
+        assert page.evaluate(_WRAPPED, ["随机生成", "+ 位置", "− 位置"]) == []
         page.locator('[data-testid="stSidebar"] label').filter(has_text="English").first.click()
         wait_for_app(page)
     assert page.locator('[data-testid="stSidebar"]').first.bounding_box()["width"] > 200  # the sidebar is open
     assert page.evaluate(_BROKEN_WORDS) == [], lang
     # (the page is closed, and what it left in the context cleared, by the ``context`` fixture)
+
+
+_WRAPPED = """(names) => {
+  // Main-area buttons whose label (one of ``names``) takes more than one line.
+  const wrapped = [];
+  for (const b of document.querySelectorAll('[data-testid="stMain"] [data-testid="stButton"] button')) {
+    const name = names.find(n => b.innerText.includes(n));
+    const p = b.querySelector('p');
+    if (!name || !p || !b.getClientRects().length) continue;
+    const r = document.createRange();
+    r.selectNodeContents(p);
+    if (new Set([...r.getClientRects()].map(x => Math.round(x.top))).size > 1) wrapped.push(name);
+  }
+  return wrapped;
+}"""
 
 
 _BROKEN_WORDS = """() => {
