@@ -104,15 +104,15 @@ def scenario_view():
             return ui.synced_key(f"w_tp::{b}::{i}", tp_labels[i], ver)
 
 
-        q = st.columns(3)
+        q = st.container(horizontal=True)  # one block for the quick picks, not a row of 3 columns (4 blocks; issue 31)
         first_path = edits.branch_text(s, "first", b)
         last_path = edits.branch_text(s, "last", b)
-        q[0].button(ui.tr("Target agrees along {p}", "目标模型沿 {p} 一致", p=md(first_path)), key="w_q_first",
-                    on_click=set_tp("first"), width="stretch")
+        q.button(ui.tr("Target agrees along {p}", "目标模型沿 {p} 一致", p=md(first_path)), key="w_q_first",
+                 on_click=set_tp("first"), width="stretch")
         if last_path != first_path:
-            q[1].button(ui.tr("Target agrees along {p}", "目标模型沿 {p} 一致", p=md(last_path)), key="w_q_last",
-                        on_click=set_tp("last"), width="stretch")
-        q[2].button(ui.tr("Root mismatch", "根处不一致"), key="w_q_root", on_click=set_tp("root"), width="stretch")
+            q.button(ui.tr("Target agrees along {p}", "目标模型沿 {p} 一致", p=md(last_path)), key="w_q_last",
+                     on_click=set_tp("last"), width="stretch")
+        q.button(ui.tr("Root mismatch", "根处不一致"), key="w_q_root", on_click=set_tp("root"), width="stretch")
 
         if n <= 16:
             per_row = 8 if n > 5 else n

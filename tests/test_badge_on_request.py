@@ -40,6 +40,24 @@ def triton_calls(monkeypatch):
     bounded_cache.clear_all()
 
 
+def _row_of(at, key: str) -> list[str]:
+    """The element types in the block that holds widget ``key``, which must be one horizontal container."""
+    from streamlit.proto.Block_pb2 import Block
+
+    def find(node):
+        for child in (node.children.values() if isinstance(node.children, dict) else node.children):
+            if getattr(child, "key", None) == key:
+                return node
+            if getattr(child, "children", None) is not None and (found := find(child)) is not None:
+                return found
+        return None
+
+    block = find(at._tree)
+    assert block.proto.WhichOneof("type") == "flex_container", block.proto
+    assert block.proto.flex_container.direction == Block.FlexContainer.Direction.HORIZONTAL
+    return [child.type for child in block.children.values()]
+
+
 def _successes(at) -> list[str]:
     return [str(x.value) for x in at.success]
 
@@ -52,6 +70,7 @@ def test_greedy_badge_leaves_the_triton_interpreter_to_a_button(triton_calls):
     assert any(x.startswith("The compared backends agree") and "torch" in x and "triton" not in x for x in ok), ok
     assert not any("All backends agree" in x for x in ok), ok  # never claimed for a backend that did not run
     assert any("Not compared yet: triton" in str(c.value) for c in at.caption)
+    assert _row_of(at, "w_badge_all::") == ["caption", "button"]  # one horizontal block, not 2 columns (3 blocks)
     at.button(key="w_badge_all::").click().run()
     assert not at.exception, at.exception
     assert triton_calls, "the button did not compare Triton"

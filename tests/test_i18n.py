@@ -260,3 +260,41 @@ def test_math_minus_is_one_sign_everywhere():
         bad += [f"{path.relative_to(root)}:{n.lineno}: {hyphen.search(n.value).group(0)!r}" for n in ast.walk(tree)
                 if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs and hyphen.search(n.value)]
     assert bad == [], bad
+
+
+def _switching_script():
+    import streamlit as st
+
+    from specviz.app.ui import i18n, state
+
+    def in_callback():  # a callback reads the language before and after it sets it
+        first = i18n.tr("Hello", "你好")
+        state.set_value(i18n.LANG_KEY, "zh")
+        st.session_state["callback_saw"] = (first, i18n.tr("Hello", "你好"))
+
+    before = i18n.tr("Hello", "你好")
+    if st.session_state.get("switch_now"):
+        state.set_value(i18n.LANG_KEY, "en" if i18n.lang() == "zh" else "zh")
+    st.session_state["run_saw"] = (before, i18n.tr("Hello", "你好"), i18n.term("root"))
+    st.button("to zh", key="to_zh", on_click=in_callback)
+    state.widget(st.radio, "Language", i18n.LANG_KEY, "en", options=["en", "zh"])
+
+
+def test_a_language_switch_takes_effect_in_the_run_that_sets_it():
+    """``lang()`` is read once per script run; a switch made by ``set_value`` (share links) or by the
+    language radio is seen by the very next ``tr`` / ``term``, in a callback too."""
+    from specviz.app.ui.state import widget_key
+
+    at = AppTest.from_function(_switching_script).run()
+    assert at.session_state["run_saw"] == ("Hello", "Hello", "root")
+    at.session_state["switch_now"] = True
+    at.run()
+    assert at.session_state["run_saw"] == ("Hello", "你好", "根节点")
+    at.run()  # switches back: the run starts in zh and ends in en
+    assert at.session_state["run_saw"] == ("你好", "Hello", "root")
+    at.session_state["switch_now"] = False
+    at.button(key="to_zh").click().run()
+    assert at.session_state["callback_saw"] == ("Hello", "你好")
+    assert at.session_state["run_saw"] == ("你好", "你好", "根节点")
+    at.radio(key=widget_key("sv_lang", at.session_state)).set_value("en").run()
+    assert at.session_state["run_saw"] == ("Hello", "Hello", "root") and not at.exception

@@ -74,6 +74,7 @@ def _parents(at) -> dict:
                         "w_chain_norm", "w_chain_sem", "w_chain_ptext::1", "w_chain_qtext::1"]),
     ("target_only", ["w_to_seed", "w_to_rand"]),
     ("dspark", ["w_ds_add", "w_ds_del"]),
+    ("greedy", ["w_q_first", "w_q_last", "w_q_root"]),  # the quick picks of Target(A)
 ])
 def test_rows_of_widgets_are_one_horizontal_block_not_columns(page, keys):
     """A row of k st.columns is k + 1 blocks, sent and drawn on every edit that reruns it (the coin box's

@@ -150,3 +150,35 @@ def test_a_running_server_gets_the_patched_data_to_send_callback(monkeypatch):
     for holder in (rt._session_mgr, session):
         assert holder._message_enqueued_callback.__func__ is patched
         assert holder._message_enqueued_callback.__self__ is rt
+
+
+def test_a_lone_callback_runs_after_the_linger_not_later(loop):
+    """The drain waits ``LINGER_S`` for the rest of a burst, and no longer (slack for a loaded machine)."""
+    import time
+
+    drain, ran, done = wakeups._Drain(loop), [], threading.Event()
+    t0 = time.perf_counter()
+    drain.push(lambda: (ran.append(time.perf_counter() - t0), done.set()))
+    assert done.wait(5)
+    assert wakeups.LINGER_S * 0.9 <= ran[0] < wakeups.LINGER_S + 0.1, ran
+
+
+def test_an_idle_loop_takes_a_paced_burst_in_few_wake_ups(loop):
+    """Elements drawn some microseconds apart while the loop is idle: without the linger the loop drained
+    each one as it came and the next scheduled its own drain (~one wake-up per element,
+    benchmarks/wakeup_linger.py); with it, at most one per ``LINGER_S`` of the burst's length."""
+    import time
+
+    assert wakeups.LINGER_S > 0
+    drain, seen, done = wakeups._Drain(loop), [], threading.Event()
+    wakes = _counting(loop)
+    t0 = time.perf_counter()
+    for i in range(200):
+        end = time.perf_counter() + 20e-6
+        while time.perf_counter() < end:
+            pass
+        drain.push(lambda i=i: seen.append(i))
+    elapsed = time.perf_counter() - t0
+    drain.push(done.set)
+    assert done.wait(5) and seen == list(range(200))
+    assert len(wakes) <= 2 + elapsed / wakeups.LINGER_S and len(wakes) < 50, (len(wakes), elapsed)

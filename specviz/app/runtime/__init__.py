@@ -1,9 +1,10 @@
-"""Streamlit's internals, touched here and nowhere else: four runtime patches of private Streamlit
+"""Streamlit's internals, touched here and nowhere else: five runtime patches of private Streamlit
 classes, each a module, each guarded by a shape check (it installs only on the shape it was written
 for, else it stays out and says so), and ``install()`` that app.py and the worker call once.
 
 - ``click_queue``: no button press folded away, no callback preempted by a newer rerun;
 - ``failover``: the first edit after ``specviz serve`` moved a tab to another worker is applied;
+- ``state_lookup``: a widget looks up its own key in session state, not a filtered copy of all of it;
 - ``wakeups``: one event-loop wake-up per burst of a session's messages, not one per element;
 - ``widget_guard``: a crafted widget value of the wrong type (websocket) is ignored instead of breaking the tab.
 
@@ -17,9 +18,10 @@ from __future__ import annotations
 
 import importlib
 
-PATCHES = ("click_queue", "failover", "wakeups", "widget_guard")
+PATCHES = ("click_queue", "failover", "wakeups", "widget_guard", "state_lookup")
 # Streamlit releases whose private classes these patches were written and tested against
-# (tests/test_click_queue.py, test_failover.py, test_wakeups.py, test_widget_guard.py, test_app_runtime.py).
+# (tests/test_click_queue.py, test_failover.py, test_wakeups.py, test_widget_guard.py, test_state_lookup.py,
+# test_app_runtime.py).
 CHECKED_ON = ("1.67.0",)
 
 _RESULTS: dict[str, bool] = {}

@@ -349,12 +349,12 @@ def _offer_the_rest(left: list, what: str) -> None:
     """Say which usable backends the badge did not compare, and a button that compares them too (for
     the rest of the session). The button sits in the page's fragment: pressing it reruns that only."""
     label = tr(", ", "、").join(backend_label(b) for b in left)
-    c = st.columns([3, 1], vertical_alignment="center")
-    c[0].caption(tr("Not compared yet: {b}. On this server it runs its kernels under the Triton interpreter (slow), so it is "
+    row = st.container(horizontal=True, vertical_alignment="center", wrap=False)  # one block, not 2 columns (3; issue 31)
+    row.caption(tr("Not compared yet: {b}. On this server it runs its kernels under the Triton interpreter (slow), so it is "
                     "compared on request.",
                     "尚未比较：{b}。本服务器上它的 kernel 在 Triton 解释器中运行（较慢），因此按需比较。", b=label))
-    c[1].button(tr("Compare it too", "也比较它"), key=f"w_badge_all::{what}", on_click=_compare_all, width="stretch",
-                icon=":material/compare_arrows:")
+    row.button(tr("Compare it too", "也比较它"), key=f"w_badge_all::{what}", on_click=_compare_all, width="content",
+               icon=":material/compare_arrows:")
 
 
 @bounded_cache(share=0.1, copies=False)  # the page and the player only read the frames

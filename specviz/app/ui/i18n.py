@@ -1,8 +1,10 @@
 """The two languages: the article's terms (``term``) and a page's own sentences (``tr``).
 
-The language lives in one session key, ``sv_lang``, that every page reads.
+The language lives in one session key, ``sv_lang`` (``LANG_KEY``), that every page reads.
 """
 from __future__ import annotations
+
+import threading
 
 import streamlit as st
 
@@ -48,9 +50,38 @@ TERMS = {
 }
 
 
+LANG_KEY = "sv_lang"
+_RUN = threading.local()  # (the script run, its language): one per script thread
+
+
+def _this_run():
+    """What marks the script run this thread is in: Streamlit gives its run context a new ``cursors`` dict
+    at the start of every run (``ScriptRunContext.reset``); None outside a script run."""
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    ctx = get_script_run_ctx(suppress_warning=True)
+    return None if ctx is None else getattr(ctx, "cursors", None)
+
+
 def lang() -> str:
-    """The chosen language: ``"en"`` or ``"zh"``."""
-    return st.session_state.get("sv_lang", "en")
+    """The chosen language: ``"en"`` or ``"zh"``.
+
+    Read once per script run: ``tr`` and ``term`` ask for it a few hundred times a rerun, and each session
+    state read is a lock, a key check and a widget-metadata lookup (benchmarks/README.md, "cpu8: server
+    CPU per edit, stop 43"). Whatever writes the language calls ``forget_lang()`` (``state.set_value``
+    and ``state.widget`` do), so a change is seen from the next call on, in the same run."""
+    run = _this_run()
+    memo = getattr(_RUN, "memo", None)
+    if run is not None and memo is not None and memo[0] is run:
+        return memo[1]
+    value = st.session_state.get(LANG_KEY, "en")
+    _RUN.memo = None if run is None else (run, value)  # holds the run's dict: no other run can reuse its id
+    return value
+
+
+def forget_lang() -> None:
+    """Read the language again at the next ``lang()`` (call where it is written)."""
+    _RUN.memo = None
 
 
 def tr(en: str, zh: str | None = None, **fmt) -> str:

@@ -7,6 +7,8 @@ from __future__ import annotations
 from streamlit.errors import StreamlitAPIException
 import streamlit as st
 
+from specviz.app.ui import i18n
+
 # -------------------------------------------------------------------------------------------
 # Persistent values and widgets
 # -------------------------------------------------------------------------------------------
@@ -14,6 +16,7 @@ import streamlit as st
 def persist_key(key: str, default):
     """A non-widget session value (survives page switches); set to ``default`` the first time."""
     if key not in st.session_state:
+        _written(key)
         st.session_state[key] = default
     return st.session_state[key]
 
@@ -35,6 +38,7 @@ def widget(fn, label: str, key: str, default, **kwargs):
     def _copy():
         if wkey != widget_key(key):  # a report about a widget a callback has since replaced (see widget_key)
             return
+        _written(key)
         st.session_state[key] = st.session_state[wkey]
 
     fn(label, key=wkey, on_change=_copy, **kwargs)
@@ -72,6 +76,12 @@ def widget_key(key: str, state=None) -> str:
     return f"w_{key}#{gen}" if gen else "w_" + key
 
 
+def _written(key: str) -> None:
+    """Before a persistent value is written: the language is read once per run (``i18n.lang``), so say so."""
+    if key == i18n.LANG_KEY:
+        i18n.forget_lang()
+
+
 def _in_callback() -> bool:
     """Whether this code runs in a widget callback (Streamlit's thread state; False if that is unknown)."""
     try:
@@ -84,6 +94,7 @@ def _in_callback() -> bool:
 def set_value(key: str, value) -> None:
     """Set a persistent value and the widget showing it (call from a callback or before rendering)."""
     changed = key not in st.session_state or st.session_state[key] != value
+    _written(key)
     st.session_state[key] = value
     wkey = widget_key(key)
     if wkey not in st.session_state:
