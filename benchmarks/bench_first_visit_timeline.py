@@ -45,6 +45,13 @@ WS_JS = """
       });
     }
   };
+  // The first component element on the page, and the first preload link a loader of ours puts in the head
+  // (static_component: the loader has started).
+  new MutationObserver(() => {
+    const T = window.__svT;
+    if (T.component === undefined && document.querySelector('[data-testid^="stBidiComponent"]')) T.component = performance.now();
+    if (T.loader === undefined && document.querySelector('link[data-sv-preload]')) T.loader = performance.now();
+  }).observe(document, {childList: true, subtree: true});
 })();
 """
 
@@ -64,7 +71,7 @@ ENTRIES_JS = """
 }
 """
 
-MARKS = ("html", "dcl", "wsCreate", "wsOpen", "firstMessage", "scriptRunning", "scriptDone", "picture")
+MARKS = ("html", "dcl", "wsCreate", "wsOpen", "firstMessage", "scriptRunning", "scriptDone", "component", "loader", "picture")
 
 
 def short(url: str) -> str:
@@ -91,7 +98,7 @@ def one_visit(pw, page_name: str) -> dict:
     T = got["T"]
     marks = {"html": got["html"], "dcl": got["dcl"], "wsCreate": T.get("wsCreate"), "wsOpen": T.get("wsOpen"),
              "firstMessage": T.get("firstMessage"), "scriptRunning": got["running"], "scriptDone": got["done"],
-             "picture": picture}
+             "component": T.get("component"), "loader": T.get("loader"), "picture": picture}
     return {"marks": marks, "rows": got["rows"], "wall": wall, "log": got["log"]}
 
 
