@@ -19,7 +19,8 @@ first step (greedy), change a target prediction (greedy), add child and delete a
 move a coin slider, type a p cell, switch the semantics (chain), switch the backend numpy <-> torch
 (greedy), page switch (greedy <-> chain),
 language switch, play speed (greedy, 2 steps/s for 6 steps) and the first visit of a page after
-the server reports healthy (one fresh server per page).
+the server reports healthy (one fresh server per page), then a second page opened from a link in a second tab
+of the same browser while that server is warm (second_picture_<page>: the browser holds Streamlit's files by then).
 """
 from __future__ import annotations
 
@@ -449,15 +450,20 @@ def bench_first_visit(repeats, pages=("tree_builder", "chain_sampling", "greedy"
     """Per page, a fresh server: seconds until the key picture shows (the step player's figure, or
     the first figure drawn on the server), until the whole page is drawn (the script done, every
     graph and chart drawn), and until the "(All|The compared) backends agree" badge shows (the backends may still
-    be loading when the page is first drawn: it then says so and redraws itself)."""
+    be loading when the page is first drawn: it then says so and redraws itself).
+
+    Then, with that server warm, a second tab of the same browser opens the next page of ``pages`` (as a link
+    a student follows does): seconds until its key picture shows (second_picture_<that page>)."""
     out = {}
-    for name in pages:
-        times, badge, picture = [], [], []
+    for i, name in enumerate(pages):
+        times, badge, picture, second = [], [], [], []
+        other = pages[(i + 1) % len(pages)]
         for _ in range(max(1, repeats // 3)):
             with start_app_server(Path("/tmp") / f"bench_browser_{os.getpid()}.log") as base:
                 browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-                page = browser.new_page(viewport=VIEWPORT)
-                page.add_init_script(INIT_JS)
+                context = browser.new_context(viewport=VIEWPORT)  # one HTTP cache for both tabs
+                context.add_init_script(INIT_JS)
+                page = context.new_page()
                 t0 = time.monotonic()
                 page.goto(f"{base}/{name}", wait_until="domcontentloaded")
                 page.wait_for_function(PICTURE_JS, timeout=120_000, polling="raf")
@@ -466,10 +472,18 @@ def bench_first_visit(repeats, pages=("tree_builder", "chain_sampling", "greedy"
                 times.append(time.monotonic() - t0)
                 page.wait_for_function(BADGE_JS, timeout=120_000, polling=50)
                 badge.append(time.monotonic() - t0)
+                if other != name:
+                    tab = context.new_page()
+                    t0 = time.monotonic()
+                    tab.goto(f"{base}/{other}", wait_until="domcontentloaded")
+                    tab.wait_for_function(PICTURE_JS, timeout=120_000, polling="raf")
+                    second.append(time.monotonic() - t0)
                 browser.close()
         out[f"first_picture_{name}"] = picture
         out[f"first_visit_{name}"] = times
         out[f"first_badge_{name}"] = badge
+        if second:
+            out[f"second_picture_{other}"] = second
     return out
 
 
@@ -497,6 +511,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=6)
     ap.add_argument("--only", nargs="*", default=None, help=f"subset of {list(BENCHES)} + first_visit")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--pages", nargs="*", default=None,
+                    help="first_visit: these pages only (default: tree_builder chain_sampling greedy target_only dspark)")
     ap.add_argument("--app-dir", type=Path, default=ROOT)
     ap.add_argument("--server", choices=("streamlit", "app"), default="streamlit",
                     help="start each server as a bare `streamlit run app.py` or as `specviz app` (warmed up first)")
@@ -523,7 +539,8 @@ def main() -> None:
                           f"(n={len(results[name])}, lost clicks {len(LOST) - lost0})", flush=True)
                 browser.close()
         if "first_visit" in names:
-            for k, v in bench_first_visit(args.repeats, pw=pw).items():
+            pages = {"pages": tuple(args.pages)} if args.pages else {}
+            for k, v in bench_first_visit(args.repeats, pw=pw, **pages).items():
                 results[k] = v
                 print(f"{k:24s} median {statistics.median(v):6.3f}  max {max(v):6.3f}  (n={len(v)})", flush=True)
     load1 = os.getloadavg()

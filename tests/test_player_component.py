@@ -44,7 +44,8 @@ def test_a_rerun_sends_the_frames_only_when_they_change():
     assert players(at)[0]["frames"] != []
     # The loader is the component's only code: no scenario text, and no v1 component anywhere.
     el = next(e for e in at.get("bidi_component") if e.proto.component_name == "specviz.player")
-    assert "/app/static/player_streamlit.js" in el.proto.js_content and len(el.proto.js_content) < 400
+    assert "/app/static/player_streamlit.js" in el.proto.js_content and len(el.proto.js_content) < 1200
+    assert "/app/static/player.js" in el.proto.js_content and "/app/static/player.css" in el.proto.js_content  # preloaded
 
 
 def test_no_v1_component_api_is_left():

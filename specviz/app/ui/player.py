@@ -25,8 +25,9 @@ from specviz.replay.player import Frame, Row, labels, laid_out, layout_mode  # n
 
 def component():
     """The player component: ``static/player_streamlit.js`` loaded from the app's own server (fetched once a tab;
-    a rerun carries only the component's data)."""
-    return static_component("specviz.player", "player_streamlit.js")
+    a rerun carries only the component's data), with the module it imports and its stylesheet fetched at the
+    same time, not one after another."""
+    return static_component("specviz.player", "player_streamlit.js", also=("player.js", "player.css"))
 
 
 def step_links(page: str, slot: str, step_key: str, count: int, extra: dict | None = None) -> list[str] | None:
