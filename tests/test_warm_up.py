@@ -56,14 +56,9 @@ def test_warm_up_lays_out_every_step_players_default_figures():
 
 
 def test_warm_up_does_the_first_script_runs_one_time_work():
-    """The tab icon is drawn and Streamlit's REPL check (an inspect.stack() on the first element written) is
-    done before the first visit, not during it."""
-    from streamlit import delta_generator
-
+    """The tab icon is drawn before the first visit, not during it."""
     from specviz.app.ui import theme
 
     theme.favicon_url.cache_clear()
-    delta_generator._use_warning_has_been_displayed = False
     worker.warm_up()
     assert theme.favicon_url.cache_info().currsize == 1
-    assert delta_generator._use_warning_has_been_displayed is True

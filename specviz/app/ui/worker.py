@@ -87,21 +87,14 @@ def warm_up(pages_dir=None, wait_s: float = 300.0) -> float:
 
 
 def warm_first_run() -> None:
-    """What the process's first script run pays once, whichever page it is, done before the first visitor comes
-    (measured on a warmed server's first visit to the greedy page, 2 cores at load ~2.3):
-
-    - the tab icon (``theme.favicon_url``, drawn once per process: PIL's import and the drawing), 0.21 s;
-    - Streamlit's check, on the first element any script writes, of whether it runs in a REPL, to warn that a
-      server is needed (``env_util.is_repl``: an ``inspect.stack()`` of the script thread, which reads the source of
-      every frame), 0.026 s. This process is that server, so the check is marked done (a module flag of
-      Streamlit's; nothing happens if a later Streamlit drops it)."""
+    """What the process's first script run pays once, whichever page it is, done before the first visitor comes:
+    the tab icon (``theme.favicon_url``, drawn once per process: PIL's import and the drawing), 0.21 s measured on
+    a warmed server's first visit to the greedy page (2 cores, load ~2.3). (Streamlit's own one-time REPL check on
+    the first element, ~0.026 s, is left to Streamlit: it sits behind a private module flag, and this module does
+    not reach into Streamlit's internals; specviz.app.runtime is where those patches live.)"""
     from specviz.app.ui.theme import favicon_url
 
     favicon_url()
-    from streamlit import delta_generator
-
-    if hasattr(delta_generator, "_use_warning_has_been_displayed"):
-        delta_generator._use_warning_has_been_displayed = True
 
 
 class _DropMessage:
