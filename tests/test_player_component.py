@@ -114,3 +114,19 @@ def test_an_edit_right_after_a_step_is_kept(page, open_page):
         page.get_by_role("button", name=".7 reject", exact=True).first.click()
         wait_for_app(page)
         expect(page.get_by_text("Output this round: B").first).to_be_visible(timeout=20_000)
+
+
+def test_a_payload_asked_for_again_stays_readable_by_its_digest(monkeypatch):
+    """A scenario asked for again and again (a class's default) is a hit by its inputs' key; its digest entry,
+    which tests and benchmarks read the frames by (``data_of``), must stay as fresh, not be evicted behind it."""
+    from specviz.app.ui import player
+
+    monkeypatch.setattr(player, "_PAYLOADS", type(player._PAYLOADS)())
+    monkeypatch.setattr(player, "_PAYLOADS_MAX", 4)
+    monkeypatch.setattr(player, "laid_out", lambda frames, **kw: {"frames": list(frames)})
+    kw = dict(speed=1.0, present=False, links=None, labels={})
+    hot, _ = player._payload(["hot"], "hot", kw)
+    for i in range(6):  # other scenarios come and go; the hot one is asked for between each
+        player._payload([f"other{i}"], f"other{i}", kw)
+        assert player._payload(["hot"], "hot", kw)[0] == hot
+        assert player.data_of({"digest": hot, "start": 0}) is not None, i

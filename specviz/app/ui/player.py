@@ -84,6 +84,10 @@ def _payload(frames, content_key, kwargs: dict) -> tuple[str, str]:
         hit = _PAYLOADS.get(key) if key is not None else None
         if hit is not None:
             _PAYLOADS.move_to_end(key)
+            _PAYLOADS[hit[0]] = hit  # and its digest entry, which data_of reads: kept as fresh as its key's
+            _PAYLOADS.move_to_end(hit[0])
+            while len(_PAYLOADS) > _PAYLOADS_MAX:
+                _PAYLOADS.popitem(last=False)
             return hit
     data = laid_out(frames, **kwargs)
     raw = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
