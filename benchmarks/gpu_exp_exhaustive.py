@@ -19,7 +19,7 @@ import triton
 import triton.language as tl
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from kernels.triton_exp import device_table, exp_rounded  # noqa: E402
+from kernels.triton_exp import EXP_N, PARAMS, device_table, exp_rounded  # noqa: E402
 
 CHUNK = 1 << 28
 BLOCK = 1024
@@ -28,11 +28,12 @@ SMOKE = False  # --smoke (with TRITON_INTERPRET=1): the first and last 2^14 argu
 
 
 @triton.jit
-def _both_kernel(fast_ptr, ref_ptr, table_ptr, start, WEAK: tl.constexpr, BLOCK: tl.constexpr):
+def _both_kernel(fast_ptr, ref_ptr, table_ptr, start, WEAK: tl.constexpr, BLOCK: tl.constexpr, N: tl.constexpr,
+                 ASM: tl.constexpr):
     i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     bits = (start + i).to(tl.int32)  # start + i in [-2^31, 0]: the sign-bit patterns, then +0.0
     x = bits.to(tl.float32, bitcast=True)
-    tl.store(fast_ptr + i, exp_rounded(x, table_ptr, True, WEAK))
+    tl.store(fast_ptr + i, exp_rounded(x, table_ptr, True, WEAK, N, ASM))
     tl.store(ref_ptr + i, exp_rounded(x, table_ptr, False))
 
 
@@ -47,7 +48,8 @@ def _throughput_kernel(out_ptr, table_ptr, FAST: tl.constexpr, BLOCK: tl.constex
     tl.store(out_ptr + pid, tl.sum(acc, axis=0))
 
 
-def check(weak, table, report_first=8):
+def check(weak, tsize=EXP_N, report_first=8):
+    table = device_table(torch.device(DEVICE), tsize)
     fast = torch.empty(CHUNK, dtype=torch.float32, device=DEVICE)
     ref = torch.empty_like(fast)
     mism = nan_both = nan_in = 0
@@ -56,7 +58,7 @@ def check(weak, table, report_first=8):
     starts = range(-(1 << 31), 1, CHUNK) if not SMOKE else (-(1 << 31), 1 - CHUNK)
     for start in starts:
         n = min(CHUNK, 1 - start)  # the last chunk stops at +0.0 (bits 0)
-        _both_kernel[(triton.cdiv(n, BLOCK),)](fast, ref, table, start, weak, BLOCK)
+        _both_kernel[(triton.cdiv(n, BLOCK),)](fast, ref, table, start, weak, BLOCK, tsize, not SMOKE)
         f, r = fast[:n], ref[:n]
         fn, rn = torch.isnan(f), torch.isnan(r)
         bad = (f.view(torch.int32) != r.view(torch.int32)) & ~(fn & rn)
@@ -71,7 +73,7 @@ def check(weak, table, report_first=8):
                 first.append({"x": float(xs[k]), "x_bits": hex((start + k) & 0xFFFFFFFF), "fast": float(f[k]),
                               "libdevice": float(r[k])})
         total += n
-    return {"weak": weak, "arguments": total, "mismatches": mism, "nan_inputs": nan_in,
+    return {"weak": weak, "table": tsize, "arguments": total, "mismatches": mism, "nan_inputs": nan_in,
             "nan_both": nan_both, "first_mismatches": first}
 
 
@@ -118,6 +120,7 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--before", help="DIR of benchmarks/make_before.sh: also compare target_probs bit for bit")
     ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--all-tables", action="store_true", help="also every other table size of kernels/triton_exp.py")
     a = ap.parse_args()
     if a.smoke:
         global CHUNK, DEVICE, SMOKE
@@ -126,10 +129,14 @@ def main():
     res = {"device": torch.cuda.get_device_name() if DEVICE == "cuda" else "cpu", "triton": triton.__version__,
            "torch": torch.__version__}
     t = time.time()
-    res["exhaustive"] = check(False, table)
+    res["exhaustive"] = check(False)
     res["exhaustive_s"] = round(time.time() - t, 1)
     print("exhaustive (degree 5):", json.dumps(res["exhaustive"]), f"{res['exhaustive_s']} s", flush=True)
-    res["weak"] = check(True, table)
+    res["weak"] = check(True)
+    if a.all_tables:
+        res["other_tables"] = [check(False, n) for n in PARAMS if n != EXP_N]
+        for r in res["other_tables"]:
+            print(f"exhaustive, table {r['table']}:", json.dumps(r), flush=True)
     print("weak (degree 3):", json.dumps(res["weak"]), flush=True)
     res["throughput"] = [throughput(table, f) for f in (False, True)] if not SMOKE else []
     for r in res["throughput"]:
@@ -144,7 +151,8 @@ def main():
             json.dump(res, fh, indent=1)
     ok = res["exhaustive"]["mismatches"] == 0 and (res["weak"]["mismatches"] > 0 or SMOKE) \
         and res["exhaustive"]["nan_both"] == res["exhaustive"]["nan_inputs"] \
-        and all(r["same"] for r in res.get("product_vs_before", []))
+        and all(r["same"] for r in res.get("product_vs_before", [])) \
+        and all(r["mismatches"] == 0 for r in res.get("other_tables", []))
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 

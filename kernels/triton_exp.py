@@ -30,38 +30,51 @@ import triton.language as tl
 
 from .triton_common import interpreting
 
-EXP_N = 64  # table entries: 2^(j/64)
-LOG2_N = 6
 X_MIN = -110.0  # arguments are clamped here (exp(-110) rounds to float32 0, as every x below -103.98)
 MAGIC = 6755399441055744.0  # 1.5 * 2^52: adding it rounds to an integer, held in the low word
-INV_STEP = float.fromhex("0x1.71547652b82fep+6")  # 64 / ln 2
-C_HI = float.fromhex("0x1.62e42fefp-7")  # ln 2 / 64, 32 significant bits
-C_LO = float.fromhex("0x1.473de6af278edp-40")  # ln 2 / 64 - C_HI
-# q(r) = Q2 + Q3 r + Q4 r^2 + Q5 r^3 ~ (expm1(r) - r) / r^2 on |r| <= ln2/128 * 1.001
-Q = (float.fromhex("0x1.fffffffffdb15p-2"), float.fromhex("0x1.55555555548adp-3"),
-     float.fromhex("0x1.55557401c6a68p-5"), float.fromhex("0x1.111123d8af205p-7"))
-# A deliberately weaker polynomial (degree 3 in all: max error 2^-37), for showing that the exhaustive check fails
-Q_WEAK = (float.fromhex("0x1.0000223be3a3cp-1"), float.fromhex("0x1.55557216ffa46p-3"), 0.0, 0.0)
+_H = float.fromhex
+# Per table size N (2^(j/N), j < N; N 1: no table): N / ln 2, ln2/N in two parts (C_HI: 33 significant bits, so
+# k * C_HI and x - k * C_HI are exact for |k| < 2^14), and q(r) ~ (expm1(r) - r) / r^2 on |r| <= ln2/(2N) * 1.001
+# (least squares at Chebyshev nodes in 200-bit arithmetic; max relative error of exp(r) with the coefficients as
+# doubles: N 64 2^-59.3, N 8 2^-58.2, N 1 2^-57.1).
+PARAMS = {
+    64: (_H("0x1.71547652b82fep+6"), _H("0x1.62e42fefp-7"), _H("0x1.473de6af278edp-40"),
+         tuple(map(_H, ("0x1.fffffffffdb15p-2", "0x1.55555555548adp-3", "0x1.55557401c6a68p-5",
+                        "0x1.111123d8af205p-7")))),
+    8: (_H("0x1.71547652b82fep+3"), _H("0x1.62e42fefp-4"), _H("0x1.473de6af278edp-37"),
+        tuple(map(_H, ("0x1.0000000000117p-1", "0x1.5555555555600p-3", "0x1.55555547c5848p-5",
+                       "0x1.11111109f681ap-7", "0x1.6c1ccac57f73fp-10", "0x1.a01fbea7b9b65p-13")))),
+    1: (_H("0x1.71547652b82fep+0"), _H("0x1.62e42fefp-1"), _H("0x1.473de6af278edp-34"),
+        tuple(map(_H, ("0x1.000000000000cp-1", "0x1.555555555555cp-3", "0x1.555555554fd81p-5",
+                       "0x1.111111110ea78p-7", "0x1.6c16c18625e9ap-10", "0x1.a01a01b424c66p-13",
+                       "0x1.a01995630151ap-16", "0x1.71ddeea76c371p-19", "0x1.28b14b0427346p-22",
+                       "0x1.af6e4613cf8b4p-26")))),
+}
+# A deliberately weaker polynomial for N 64 (degree 3 in all: max error 2^-37), to show the exhaustive check fails
+Q_WEAK = (_H("0x1.0000223be3a3cp-1"), _H("0x1.55557216ffa46p-3"))
+EXP_N = 64  # the table size the kernels use
 
 
-def _table():
+def _table(n):
     getcontext().prec = 60
     two = Decimal(2)
     hi, lo = [], []
-    for j in range(EXP_N):
-        t = two ** (Decimal(j) / EXP_N)  # correctly rounded to 60 digits
+    for j in range(n):
+        t = two ** (Decimal(j) / n)  # correctly rounded to 60 digits
         h = float(t)
         hi.append(h)
         lo.append(float(t - Decimal(h)))
     return np.array(hi + lo, dtype=np.float64)
 
 
-TABLE = _table()  # [T_HI[0..63], T_LO[0..63]]
+TABLES = {n: _table(n) for n in PARAMS}  # [T_HI[0..n-1], T_LO[0..n-1]]
+TABLE = TABLES[EXP_N]
 _DEVICE_TABLES = {}
 # the constants as the kernel reads them (a Python float in a Triton expression would become a float32 constant)
-_MAGIC, _INV_STEP, _C_HI, _C_LO = (tl.constexpr(c) for c in (MAGIC, INV_STEP, C_HI, C_LO))
-_Q2, _Q3, _Q4, _Q5 = (tl.constexpr(c) for c in Q)
-_W2, _W3 = (tl.constexpr(c) for c in Q_WEAK[:2])
+_K = tl.constexpr({n: (p[0], p[1], p[2]) for n, p in PARAMS.items()})
+_Q = tl.constexpr({n: p[3] for n, p in PARAMS.items()})
+_Q_WEAK = tl.constexpr(Q_WEAK)
+_LOG2 = tl.constexpr({n: n.bit_length() - 1 for n in PARAMS})
 
 
 def use_fast_exp(device) -> bool:
@@ -70,69 +83,90 @@ def use_fast_exp(device) -> bool:
     return device.type == "cuda" and not interpreting()
 
 
-def device_table(device) -> torch.Tensor:
-    """The table as a float64 tensor on ``device`` (made once a device)."""
-    t = _DEVICE_TABLES.get(device)
+def device_table(device, n=EXP_N) -> torch.Tensor:
+    """The table of size n as a float64 tensor on ``device`` (made once a device)."""
+    t = _DEVICE_TABLES.get((device, n))
     if t is None:
-        t = _DEVICE_TABLES[device] = torch.tensor(TABLE, dtype=torch.float64, device=device)
+        t = _DEVICE_TABLES[(device, n)] = torch.tensor(TABLES[n], dtype=torch.float64, device=device)
     return t
 
 
 @triton.jit
-def exp_rounded(x, table_ptr, FAST: tl.constexpr, WEAK: tl.constexpr = False):
+def _load_f64(ptr):
+    """A float64 load through the read-only path (ld.global.nc), elementwise."""
+    return tl.inline_asm_elementwise("ld.global.nc.f64 $0, [$1];", "=d,l", [ptr.to(tl.int64, bitcast=True)],
+                                     dtype=tl.float64, is_pure=True, pack=1)
+
+
+@triton.jit
+def exp_rounded(x, table_ptr, FAST: tl.constexpr, WEAK: tl.constexpr = False, N: tl.constexpr = 64,
+                ASM_LOAD: tl.constexpr = True):
     """float32(exp(float64(x))) for a float32 tensor x <= 0 (or -inf / NaN). FAST False: libdevice's exp
-    (the interpreter's and the reference's computation); FAST: the table method above, same bits."""
+    (the interpreter's and the reference's computation); FAST: the table method above (table_ptr: device_table
+    of size N; unread for N 1), same bits."""
     if FAST:
         xc = tl.maximum(x, -110.0, propagate_nan=tl.PropagateNan.ALL)
         xd = xc.to(tl.float64)
-        magic = tl.full([], _MAGIC, tl.float64)
-        kd = tl.fma(xd, tl.full([], _INV_STEP, tl.float64), magic)
-        k = kd.to(tl.int64, bitcast=True).to(tl.int32)  # the low word: round(x * 64 / ln 2)
+        magic = tl.full([], 6755399441055744.0, tl.float64)
+        kd = tl.fma(xd, tl.full([], _K[N][0], tl.float64), magic)
+        k = kd.to(tl.int64, bitcast=True).to(tl.int32)  # the low word: round(x * N / ln 2)
         kd = kd - magic
-        r = tl.fma(kd, -tl.full([], _C_HI, tl.float64), xd)  # exact
-        r = tl.fma(kd, -tl.full([], _C_LO, tl.float64), r)
+        r = tl.fma(kd, -tl.full([], _K[N][1], tl.float64), xd)  # exact
+        r = tl.fma(kd, -tl.full([], _K[N][2], tl.float64), r)
         if WEAK:
-            q = tl.fma(r, tl.full([], _W3, tl.float64), tl.full([], _W2, tl.float64))
+            q = tl.fma(r, tl.full([], _Q_WEAK[1], tl.float64), tl.full([], _Q_WEAK[0], tl.float64))
         else:
-            q = tl.fma(r, tl.full([], _Q5, tl.float64), tl.full([], _Q4, tl.float64))
-            q = tl.fma(r, q, tl.full([], _Q3, tl.float64))
-            q = tl.fma(r, q, tl.full([], _Q2, tl.float64))
-        em1 = tl.fma(r * r, q, r)
-        j = k & 63
-        t_hi = tl.load(table_ptr + j)
-        t_lo = tl.load(table_ptr + 64 + j)
-        y = t_hi + tl.fma(t_hi, em1, t_lo)
-        y = (y.to(tl.int64, bitcast=True) + ((k >> 6).to(tl.int64) << 52)).to(tl.float64, bitcast=True)
+            q = tl.full([], _Q[N][len(_Q[N]) - 1], tl.float64)
+            for i in tl.static_range(len(_Q[N]) - 2, -1, -1):
+                q = tl.fma(r, q, tl.full([], _Q[N][i], tl.float64))
+        em1 = tl.fma(r * r, q, r)  # exp(r) - 1
+        if N == 1:
+            y = 1.0 + em1
+            m = k
+        else:
+            j = k & (N - 1)
+            if ASM_LOAD:  # not a tl.load: Triton's loop pipeliner would stage these gathers in shared memory
+                t_hi = _load_f64(table_ptr + j)
+                t_lo = _load_f64(table_ptr + N + j)
+            else:
+                t_hi = tl.load(table_ptr + j)
+                t_lo = tl.load(table_ptr + N + j)
+            y = t_hi + tl.fma(t_hi, em1, t_lo)
+            m = k >> _LOG2[N]  # k div N
+        y = (y.to(tl.int64, bitcast=True) + (m.to(tl.int64) << 52)).to(tl.float64, bitcast=True)
         e = y.to(tl.float32)
         return tl.where(xc == xc, e, xc)  # NaN stays NaN (the exponent add above can turn it into a number)
     else:
         return tl.exp(x.to(tl.float64)).to(tl.float32)
 
 
-def exp_rounded_numpy(x, weak=False) -> np.ndarray:
-    """``exp_rounded`` (FAST) in numpy: the same float64 operations (an FMA emulated as an exact product and sum
-    where its rounding matters: np has no fma; see _fma), for float32 x <= 0. Returns float32."""
+def exp_rounded_numpy(x, weak=False, n=EXP_N) -> np.ndarray:
+    """``exp_rounded`` (FAST) in numpy: the same float64 operations (an FMA emulated: np has no fma; see _fma),
+    for float32 x <= 0. Returns float32."""
+    inv_step, c_hi, c_lo, qs = PARAMS[n]
+    if weak:
+        qs = Q_WEAK
     x = np.asarray(x, dtype=np.float32)
     with np.errstate(invalid="ignore", over="ignore"):
         xc = np.where(np.isnan(x), x, np.maximum(x, np.float32(X_MIN)))
         xd = xc.astype(np.float64)
-        kd = _fma(xd, INV_STEP, MAGIC)
+        kd = _fma(xd, inv_step, MAGIC)
         k = (kd.view(np.int64) & 0xFFFFFFFF).astype(np.uint32).view(np.int32).astype(np.int64)
         kd = kd - MAGIC
-        r = _fma(kd, -C_HI, xd)
-        r = _fma(kd, -C_LO, r)
-        q2, q3, q4, q5 = Q_WEAK if weak else Q
-        if weak:
-            q = _fma(r, q3, q2)
-        else:
-            q = _fma(r, q5, q4)
-            q = _fma(r, q, q3)
-            q = _fma(r, q, q2)
+        r = _fma(kd, -c_hi, xd)
+        r = _fma(kd, -c_lo, r)
+        q = np.full_like(r, qs[-1])
+        for c in reversed(qs[:-1]):
+            q = _fma(r, q, c)
         em1 = _fma(r * r, q, r)
-        j = k & 63
-        t_hi, t_lo = TABLE[j], TABLE[64 + j]
-        y = t_hi + _fma(t_hi, em1, t_lo)
-        y = (y.view(np.int64) + ((k >> 6) << 52)).view(np.float64)
+        if n == 1:
+            y, m = 1.0 + em1, k
+        else:
+            j = k & (n - 1)
+            t_hi, t_lo = TABLES[n][j], TABLES[n][n + j]
+            y = t_hi + _fma(t_hi, em1, t_lo)
+            m = k >> (n.bit_length() - 1)
+        y = (y.view(np.int64) + (m << 52)).view(np.float64)
         e = y.astype(np.float32)
     return np.where(np.isnan(xc), xc, e)
 

@@ -12,7 +12,7 @@ import triton
 import triton.language as tl
 
 from kernels import triton_exp
-from kernels.triton_exp import C_HI, C_LO, EXP_N, TABLE, _fma, exp_rounded, exp_rounded_numpy
+from kernels.triton_exp import EXP_N, PARAMS, TABLES, _fma, exp_rounded, exp_rounded_numpy
 
 LN2 = Fraction(0.6931471805599453)  # only for placing arguments near table boundaries
 
@@ -50,10 +50,11 @@ def _arguments():
     return np.concatenate([x, np.array([0.0, -0.0, -np.inf, -3.4028235e38], np.float32)])
 
 
-def test_emulation_rounds_like_a_float64_exp():
+@pytest.mark.parametrize("n", sorted(PARAMS))
+def test_emulation_rounds_like_a_float64_exp(n):
     x = _arguments()
     assert x.size > 250000
-    got, want = exp_rounded_numpy(x), _reference(x)
+    got, want = exp_rounded_numpy(x, n=n), _reference(x)
     bad = np.flatnonzero(got.view(np.int32) != want.view(np.int32))
     assert bad.size == 0, [(float(x[i]), float(got[i]), float(want[i])) for i in bad[:5]]
     assert np.isnan(exp_rounded_numpy(np.array([np.nan], np.float32)))[0]
@@ -66,15 +67,18 @@ def test_the_check_can_fail():
     assert np.count_nonzero(exp_rounded_numpy(x, weak=True).view(np.int32) != _reference(x).view(np.int32)) > 10
 
 
-def test_constants():
-    """The table is 2^(j/64) as a double plus its remainder; C_HI has 33 significant bits (k * C_HI exact for
-    |k| < 2^14, k <= 110 * 64 / ln2 < 10200), C_HI + C_LO is ln2/64; the emulated FMA rounds once."""
-    for j in (0, 1, 31, 63):
-        t = Fraction(TABLE[j]) + Fraction(TABLE[EXP_N + j])
-        assert abs(float((t - Fraction(2.0 ** (j / EXP_N))) / t)) < 2e-16
-        assert abs(float(t ** EXP_N / Fraction(2) ** j - 1)) < 1e-28 * EXP_N
-    assert Fraction(C_HI).denominator <= 2 ** (7 + 32)
-    assert abs(float(Fraction(C_HI) + Fraction(C_LO) - Fraction(np.log(2.0) / 64))) < 1e-18
+@pytest.mark.parametrize("n", sorted(PARAMS))
+def test_constants(n):
+    """The table is 2^(j/n) as a double plus its remainder; C_HI has 33 significant bits (k * C_HI exact for
+    |k| < 2^14, k <= 110 * n / ln2 < 10200), C_HI + C_LO is ln2/n; the emulated FMA rounds once."""
+    inv_step, c_hi, c_lo, _ = PARAMS[n]
+    for j in {0, n // 2, n - 1}:
+        t = Fraction(TABLES[n][j]) + Fraction(TABLES[n][n + j])
+        assert abs(float(t ** n / Fraction(2) ** j - 1)) < 1e-28 * n
+    m, e = np.frexp(c_hi)
+    assert Fraction(c_hi) * 2 ** (33 - int(e)) == int(Fraction(c_hi) * 2 ** (33 - int(e)))
+    assert abs(float((Fraction(c_hi) + Fraction(c_lo)) * n / Fraction(np.log(2.0)) - 1)) < 1e-16
+    assert abs(inv_step * c_hi - 1) < 1e-9
     rng = np.random.default_rng(1)
     a, b, c = rng.normal(size=(3, 200)) * np.array([[1.0], [1e-3], [1e-5]])
     for ai, bi, ci, fi in zip(a, b, c, _fma(a, b, c)):
@@ -82,10 +86,11 @@ def test_constants():
 
 
 @triton.jit
-def _exp_kernel(x_ptr, out_ptr, table_ptr, n, FAST: tl.constexpr, BLOCK: tl.constexpr):
+def _exp_kernel(x_ptr, out_ptr, table_ptr, n, FAST: tl.constexpr, N: tl.constexpr, ASM: tl.constexpr,
+                BLOCK: tl.constexpr):
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = i < n
-    tl.store(out_ptr + i, exp_rounded(tl.load(x_ptr + i, mask=m, other=0.0), table_ptr, FAST), mask=m)
+    tl.store(out_ptr + i, exp_rounded(tl.load(x_ptr + i, mask=m, other=0.0), table_ptr, FAST, False, N, ASM), mask=m)
 
 
 @pytest.mark.parametrize("fast", [True, False])
@@ -97,7 +102,9 @@ def test_triton_code_rounds_like_a_float64_exp(fast):
     x = np.concatenate([x[::60], np.array([-np.inf, np.nan, -0.0, 0.0], np.float32)])
     xt = torch.from_numpy(x).to(DEVICE)
     out = torch.empty_like(xt)
-    _exp_kernel[(triton.cdiv(x.size, 1024),)](xt, out, triton_exp.device_table(xt.device), x.size, fast, 1024)
+    asm = not triton_exp.interpreting()  # the interpreter runs no inline PTX: the table loads as tl.load there
+    _exp_kernel[(triton.cdiv(x.size, 1024),)](xt, out, triton_exp.device_table(xt.device), x.size, fast, EXP_N, asm,
+                                              1024)
     got = out.cpu().numpy()
     want = _reference(x)
     assert np.isnan(got[-3]) and got[-4] == 0.0
@@ -118,11 +125,12 @@ def test_target_probs_launch_passes_the_switch(monkeypatch, fast):
     """target_probs_from_logits hands the row and split kernels FAST_EXP = use_fast_exp(device) and, when set,
     the device's table (the launches are stubbed: only what they are handed counts)."""
     from kernels import triton_sampling
+    from tests.test_kernels_helpers import DEVICE
     seen = []
     monkeypatch.setattr(triton_sampling, "_ROW_KERNEL", lambda grid, *a, **k: seen.append((a[5], a[-1])))
     monkeypatch.setattr(triton_sampling, "_SPLIT_KERNEL", lambda grid, *a, **k: seen.append((a[4], a[-1])))
     monkeypatch.setattr(triton_sampling, "use_fast_exp", lambda device: fast)
     monkeypatch.setattr(triton_sampling, "device_table", lambda device: "table")
     for v in (8, triton_sampling.ROW_IN_REGISTERS_MAX + 1):
-        triton_sampling.target_probs_from_logits(torch.zeros((1, v)), temperature=1.0, validate=False)
+        triton_sampling.target_probs_from_logits(torch.zeros((1, v), device=DEVICE), temperature=1.0, validate=False)
     assert [(t == "table", f) for t, f in seen] == [(fast, fast)] * 2
