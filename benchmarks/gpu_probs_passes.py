@@ -39,7 +39,6 @@ import triton.language as tl  # noqa: E402
 
 from benchmarks.bench_kernels import Timer  # noqa: E402
 from kernels import triton_sampling  # noqa: E402
-from kernels.triton_exp import device_table  # noqa: E402
 from kernels.triton_sampling_kernels import target_probs_row_kernel  # noqa: E402
 from specviz.base import probs as ref_probs  # noqa: E402
 
@@ -117,8 +116,7 @@ def main():
             if V <= 32768:
                 blk = triton.next_power_of_2(V)
                 impls["row_w32"] = mk("row_w32", lambda o: target_probs_row_kernel[(rows,)](
-                    logits, logits, logits, logits, o, device_table(o.device), V, T, 0.0, 1.0, False, False, True, blk, True,
-                    num_warps=32))
+                    logits, logits, logits, logits, o, V, T, 0.0, 1.0, False, False, True, blk, 0, num_warps=32))
                 impls["row_f32exp"] = mk("row_f32exp", lambda o: row_f32exp_kernel[(rows,)](
                     logits, o, V, T, blk, num_warps=16))
             if V <= 32768:

@@ -1,25 +1,27 @@
-"""float32(exp(x)) for float32 x <= 0, as the float64 exp of libdevice rounded once to float32, in fewer float64
-operations than libdevice's exp (the target_probs kernels' one exp a token; benchmarks/README "Issue 36, stop 43").
+"""float32(exp(x)) for float32 x <= 0, bit for bit as libdevice's float64 exp rounded once to float32, in fewer
+float64 operations: a tested alternative for the target_probs kernels' one exp a token, NOT used by them (issue 36
+goal 3a, stop 43: benchmarks/README "Issue 36, stop 43 (gpu8)"). On an H200 every form here is proven equal to
+libdevice's on all 2^31 + 1 float32 x <= 0 (benchmarks/gpu_exp_exhaustive.py) and is faster alone (782 against
+667 Gexp/s, table 64), yet the register kernel ran slower with each (72 / 75 / 81 us against 63 at 512 rows of
+32000, table 64 / 8 / 1; benchmarks/gpu_probs_variants.py), so the kernels keep tl.exp in float64.
 
-The reference (specviz/base/probs.py) rounds a float64 exp of x = logits / T - row max to float32, and the kernels
-must give its bits. Here, for x in [-110, 0] (below -103.98 every float32 result is 0):
+The reference (specviz/base/probs.py) rounds a float64 exp of x = logits / T - row max to float32. Here, for x
+clamped to [-110, 0] (below -103.98 every float32 result is 0; -inf gives 0, NaN gives NaN):
 
-1. k = round(x * 64 / ln 2) by the float64 magic-number add (k is in the low word of the sum's bits);
-2. r = x - k * ln2/64 with ln2/64 in two parts (Cody-Waite): k * C_HI is exact (C_HI has 32 significant bits,
-   |k| < 2^14) and so is x - k * C_HI (one FMA); the second FMA takes off k * C_LO. |r| <= ln2/128 (0.0054);
-3. exp(r) - 1 = r + r^2 * q(r), q a degree-3 polynomial fitted to (expm1(r) - r) / r^2 on [-0.00542, 0.00542]
-   (least squares at Chebyshev nodes, 200-bit arithmetic; max error 2^-59.3 with the coefficients as doubles);
-4. 2^(j/64), j = k mod 64, from a 64-entry table as a double T_HI plus its remainder T_LO:
-   exp(x) = 2^(k div 64) * (T_HI + (T_HI * (exp(r) - 1) + T_LO)), the last add the only rounding of size
-   (result within about 0.51 double ulp of exp(x); libdevice's is within about 1);
-5. 2^(k div 64) added to the double's exponent field (the result stays a normal double: >= 2^-160), then one
+1. k = round(x * N / ln 2) by the float64 magic-number add (k is then the low word of the sum's bits);
+2. r = x - k * ln2/N with ln2/N in two parts (Cody-Waite): k * C_HI is exact (C_HI has 33 significant bits,
+   |k| < 2^14) and so is x - k * C_HI (one FMA); a second FMA takes off k * C_LO. |r| <= ln2/(2N);
+3. exp(r) - 1 = r + r^2 * q(r), q fitted to (expm1(r) - r) / r^2 (see PARAMS);
+4. 2^(j/N), j = k mod N, from a table as a double T_HI plus its remainder T_LO (loaded by ld.global.nc):
+   exp(x) = 2^(k div N) * (T_HI + (T_HI * (exp(r) - 1) + T_LO)), the last add the only rounding of size (the
+   result is within about 0.51 double ulp of exp(x)); N 1: 1 + (exp(r) - 1), no table;
+5. 2^(k div N) added to the double's exponent field (the result stays a normal double: >= 2^-160), then one
    rounding to float32.
 
-Float64 operations a token: 1 conversion in, 4 (k, r), 5 (polynomial), 2 (T), 1 conversion out; libdevice's
-exp has a degree-11 polynomial and its own range checks. The rounding to float32 equals libdevice's for every
-float32 x <= 0, -0.0 and -inf (gives 0) included: benchmarks/gpu_exp_exhaustive.py checks all 2^31 + 1 of them on
-the GPU. NaN gives NaN. Used only compiled (FAST_EXP, on CUDA); the interpreter runs tl.exp as before.
-tests/test_kernels_exp.py checks ``exp_rounded_numpy`` (the same operations in numpy float64) against np.exp.
+Float64-pipe operations an exp (N 64): 1 conversion in, 4 (k, r), 5 (polynomial), 2 (T), 1 conversion out, against
+libdevice's 18 with a branch (SASS of the register kernel: 8 DFMA + 2 DADD + 1 DMUL + 2 LDG an exp against 14 DFMA +
+2 DADD + 2 F2F). tests/test_kernels_exp.py checks ``exp_rounded_numpy`` (the same operations in numpy float64)
+and the Triton function against np.exp.
 """
 from decimal import Decimal, getcontext
 
@@ -27,8 +29,6 @@ import numpy as np
 import torch
 import triton
 import triton.language as tl
-
-from .triton_common import interpreting
 
 X_MIN = -110.0  # arguments are clamped here (exp(-110) rounds to float32 0, as every x below -103.98)
 MAGIC = 6755399441055744.0  # 1.5 * 2^52: adding it rounds to an integer, held in the low word
@@ -52,7 +52,7 @@ PARAMS = {
 }
 # A deliberately weaker polynomial for N 64 (degree 3 in all: max error 2^-37), to show the exhaustive check fails
 Q_WEAK = (_H("0x1.0000223be3a3cp-1"), _H("0x1.55557216ffa46p-3"))
-EXP_N = 64  # the table size the kernels use
+EXP_N = 64  # the default table size
 
 
 def _table(n):
@@ -77,12 +77,6 @@ _Q_WEAK = tl.constexpr(Q_WEAK)
 _LOG2 = tl.constexpr({n: n.bit_length() - 1 for n in PARAMS})
 
 
-def use_fast_exp(device) -> bool:
-    """The table method runs compiled on CUDA only; the interpreter (and any other device) keeps libdevice's form,
-    the reference's exact computation."""
-    return device.type == "cuda" and not interpreting()
-
-
 def device_table(device, n=EXP_N) -> torch.Tensor:
     """The table of size n as a float64 tensor on ``device`` (made once a device)."""
     t = _DEVICE_TABLES.get((device, n))
@@ -102,8 +96,8 @@ def _load_f64(ptr):
 def exp_rounded(x, table_ptr, FAST: tl.constexpr, WEAK: tl.constexpr = False, N: tl.constexpr = 64,
                 ASM_LOAD: tl.constexpr = True):
     """float32(exp(float64(x))) for a float32 tensor x <= 0 (or -inf / NaN). FAST False: libdevice's exp
-    (the interpreter's and the reference's computation); FAST: the table method above (table_ptr: device_table
-    of size N; unread for N 1), same bits."""
+    (the reference's computation); FAST: the method above (table_ptr: device_table of size N; unread for N 1),
+    same bits. ASM_LOAD False (needed under the interpreter, which runs no inline PTX): the table by tl.load."""
     if FAST:
         xc = tl.maximum(x, -110.0, propagate_nan=tl.PropagateNan.ALL)
         xd = xc.to(tl.float64)

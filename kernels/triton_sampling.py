@@ -10,7 +10,6 @@ from specviz.base.validate import logits_array
 from .torch_common import F32, INT32, INT64, as_tensor
 from .torch_sampling import check_logits_args, eagle_sample_with, per_row_values
 from .triton_common import DeviceCache, FastLaunch, pow2, triton_device
-from .triton_exp import device_table, use_fast_exp
 from .triton_dspark_kernels import fill_bonus_tokens_kernel
 from .triton_sampling_kernels import target_probs_kernel, target_probs_row_kernel, target_probs_split_kernel
 from . import triton_verify
@@ -74,22 +73,18 @@ def target_probs_from_logits(logits, *, temperature, top_k=None, top_p=None, val
         scalars = False
     probs = torch.empty((rows, V), dtype=F32, device=device)
     if rows:
-        # the table method's exp (kernels/triton_exp.py) compiled on CUDA; the interpreter keeps libdevice's form
-        fast = use_fast_exp(device)
-        table = device_table(device) if fast else lg  # unread when not fast
+        args = (lg, temp32, tk32, tp32, probs, V, temp_s, k_s, p_s, has_k, has_p, scalars)
         if V <= ROW_IN_REGISTERS_MAX:
             block = pow2(V, 16)
-            _ROW_KERNEL((rows,), lg, temp32, tk32, tp32, probs, table, V, temp_s, k_s, p_s, has_k, has_p, scalars,
-                        block, fast, num_warps=max(1, min(16, block // 2048)))
+            _ROW_KERNEL((rows,), *args, block, num_warps=max(1, min(16, block // 2048)))
         elif scalars and not has_k and not has_p:
             nc = -(-V // SPLIT_CHUNK)
             nc_p2 = pow2(nc)
             _SPLIT_KERNEL((rows, nc), lg, probs, _SPLIT_PARTS.get(rows * 2 * nc_p2, device),
-                          _SPLIT_COUNTERS.get(rows, device), table, V, temp_s, SPLIT_CHUNK, nc, nc_p2,
-                          SPLIT_FINAL_BLOCK, fast, num_warps=SPLIT_WARPS)
+                          _SPLIT_COUNTERS.get(rows, device), V, temp_s, SPLIT_CHUNK, nc, nc_p2, SPLIT_FINAL_BLOCK,
+                          num_warps=SPLIT_WARPS)
         else:
-            _PASS_KERNEL((rows,), lg, temp32, tk32, tp32, probs, V, temp_s, k_s, p_s, has_k, has_p, scalars,
-                         min(4096, pow2(V, 16)), num_warps=4 if V <= 4096 else 8)
+            _PASS_KERNEL((rows,), *args, min(4096, pow2(V, 16)), num_warps=4 if V <= 4096 else 8)
     return probs
 
 

@@ -38,8 +38,6 @@ scalar arguments, which saves the launcher the small tensor ops that build the p
 import triton
 import triton.language as tl
 
-from .triton_exp import exp_rounded
-
 
 @triton.jit
 def _probs_block(logits_row_ptr, v, m, inv_temp_ok, temperature, row_max, row_sum, pivot_k, sum_k, pivot_p, sum_p):
@@ -63,19 +61,18 @@ def _row_values(r, temperature_ptr, top_k_ptr, top_p_ptr, temp_s, k_s, p_s, SCAL
 
 
 @triton.jit
-def target_probs_row_kernel(logits_ptr, temperature_ptr, top_k_ptr, top_p_ptr, probs_ptr, exp_table_ptr, V, temp_s,
-                            k_s, p_s, HAS_TOP_K: tl.constexpr, HAS_TOP_P: tl.constexpr, SCALARS: tl.constexpr,
-                            BLOCK_V: tl.constexpr, FAST_EXP: tl.constexpr):
+def target_probs_row_kernel(logits_ptr, temperature_ptr, top_k_ptr, top_p_ptr, probs_ptr, V, temp_s, k_s, p_s,
+                            HAS_TOP_K: tl.constexpr, HAS_TOP_P: tl.constexpr, SCALARS: tl.constexpr,
+                            BLOCK_V: tl.constexpr):
     """``target_probs_kernel`` for a row of at most BLOCK_V tokens, held in registers: read once, written
-    once. The same element-wise arithmetic (so the same probabilities, up to the order of the sums).
-    FAST_EXP (compiled only): the exp by kernels/triton_exp.py's table method (exp_table_ptr), the same bits."""
+    once. The same element-wise arithmetic (so the same probabilities, up to the order of the sums)."""
     r = tl.program_id(0).to(tl.int64)
     temperature, k_f, top_p = _row_values(r, temperature_ptr, top_k_ptr, top_p_ptr, temp_s, k_s, p_s, SCALARS)
     v = tl.arange(0, BLOCK_V)
     m = v < V
     x = tl.load(logits_ptr + r * V + v, mask=m, other=float("-inf")) / temperature
     row_max = tl.max(x, axis=0)
-    e = tl.where(m, exp_rounded(x - row_max, exp_table_ptr, FAST_EXP), 0.0)  # a float64 exp rounded once
+    e = tl.where(m, tl.exp((x - row_max).to(tl.float64)).to(tl.float32), 0.0)  # rounded once, as the reference
     prob = e / tl.sum(e, axis=0)
     if HAS_TOP_K:
         k = k_f.to(tl.int32)
@@ -224,12 +221,11 @@ def target_probs_kernel(logits_ptr, temperature_ptr, top_k_ptr, top_p_ptr, probs
 
 
 @triton.jit
-def target_probs_split_kernel(logits_ptr, probs_ptr, part_ptr, count_ptr, exp_table_ptr, V, temperature,
-                              CHUNK: tl.constexpr, NC: tl.constexpr, NC_P2: tl.constexpr, BLOCK_V: tl.constexpr,
-                              FAST_EXP: tl.constexpr):
+def target_probs_split_kernel(logits_ptr, probs_ptr, part_ptr, count_ptr, V, temperature, CHUNK: tl.constexpr,
+                              NC: tl.constexpr, NC_P2: tl.constexpr, BLOCK_V: tl.constexpr):
     """softmax(logits / temperature) of row r = program_id(0); program_id(1) = the chunk c (NC chunks of
     CHUNK tokens). part [rows, 2, NC_P2] int32 (float32 bits): each chunk's max and sum of exp(x - max);
-    count [rows] int32, zero on entry and left zero: the row's finished chunks. FAST_EXP: as the row kernel."""
+    count [rows] int32, zero on entry and left zero: the row's finished chunks."""
     r = tl.program_id(0).to(tl.int64)
     c = tl.program_id(1)
     row = logits_ptr + r * V
@@ -255,5 +251,5 @@ def target_probs_split_kernel(logits_ptr, probs_ptr, part_ptr, count_ptr, exp_ta
             w = b * BLOCK_V + offs
             mw = w < V
             y = tl.load(row + w, mask=mw, other=float("-inf"))
-            e = exp_rounded(y / temperature - row_max, exp_table_ptr, FAST_EXP)  # a float64 exp rounded once
+            e = tl.exp((y / temperature - row_max).to(tl.float64)).to(tl.float32)  # rounded once, as the reference
             tl.store(probs_ptr + r * V + w, e / row_sum, mask=mw)

@@ -110,20 +110,16 @@ KERNELS = {
     "kernels.triton_sampling_kernels": {
         f"{name}[k={k},p={p},scalars={sc}]": (name, {
             "logits_ptr": F32, "temperature_ptr": F32, "top_k_ptr": F32, "top_p_ptr": F32, "probs_ptr": F32,
-            **({"exp_table_ptr": "*fp64"} if row else {}),
             "V": "i32", "temp_s": "fp32", "k_s": "fp32", "p_s": "fp32", "HAS_TOP_K": "constexpr",
-            "HAS_TOP_P": "constexpr", "SCALARS": "constexpr", "BLOCK_V": "constexpr",
-            **({"FAST_EXP": "constexpr"} if row else {})},
-            {"HAS_TOP_K": k, "HAS_TOP_P": p, "SCALARS": sc, "BLOCK_V": block, **({"FAST_EXP": True} if row else {})})
-        for name, block, k, p, sc in _TARGET_PROBS_VARIANTS for row in [name == "target_probs_row_kernel"]
+            "HAS_TOP_P": "constexpr", "SCALARS": "constexpr", "BLOCK_V": "constexpr"},
+            {"HAS_TOP_K": k, "HAS_TOP_P": p, "SCALARS": sc, "BLOCK_V": block})
+        for name, block, k, p, sc in _TARGET_PROBS_VARIANTS
     } | {
-        # FAST_EXP (kernels/triton_exp.py's exp, what CUDA runs) in the row kernel's variants; both forms here
-        f"target_probs_split_kernel[NC={nc},fast={fast}]": ("target_probs_split_kernel", {
-            "logits_ptr": F32, "probs_ptr": F32, "part_ptr": I32, "count_ptr": I32, "exp_table_ptr": "*fp64",
-            "V": "i32", "temperature": "fp32", "CHUNK": "constexpr", "NC": "constexpr", "NC_P2": "constexpr",
-            "BLOCK_V": "constexpr", "FAST_EXP": "constexpr"},
-            {"CHUNK": 8192, "NC": nc, "NC_P2": p2, "BLOCK_V": 4096, "FAST_EXP": fast})
-        for nc, p2, fast in ((16, 16, True), (7, 8, False))
+        f"target_probs_split_kernel[NC={nc}]": ("target_probs_split_kernel", {
+            "logits_ptr": F32, "probs_ptr": F32, "part_ptr": I32, "count_ptr": I32, "V": "i32", "temperature": "fp32",
+            "CHUNK": "constexpr", "NC": "constexpr", "NC_P2": "constexpr", "BLOCK_V": "constexpr"},
+            {"CHUNK": 8192, "NC": nc, "NC_P2": p2, "BLOCK_V": 4096})
+        for nc, p2 in ((16, 16), (7, 8))
     },
     "kernels.triton_dspark_kernels": {
         "dspark_accept_greedy_kernel": ("dspark_accept_greedy_kernel", {

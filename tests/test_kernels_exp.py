@@ -1,8 +1,9 @@
-"""kernels/triton_exp.py: float32(exp(x)) by a 64-entry table and a degree-5 polynomial must round like a float64
-exp, for x <= 0 (the target_probs kernels' exp; the exhaustive check over every float32 x <= 0 against libdevice
-is benchmarks/gpu_exp_exhaustive.py, on a GPU). Cheap on purpose (CI's 2 cores): a few hundred thousand chosen
+"""kernels/triton_exp.py: float32(exp(x)) by a table of 2^(j/N) and a short polynomial must round like a float64
+exp, for x <= 0 (an alternative for the target_probs kernels' exp; the exhaustive check over every float32 x <= 0
+against libdevice is benchmarks/gpu_exp_exhaustive.py, on a GPU). Cheap on purpose (CI's 2 cores): a few hundred thousand chosen
 arguments through the numpy emulation (the same float64 operations), a few thousand through the Triton code itself
 (the interpreter here, compiled on a GPU), both against float32(np.exp(float64(x)))."""
+import functools
 from fractions import Fraction
 
 import numpy as np
@@ -12,6 +13,7 @@ import triton
 import triton.language as tl
 
 from kernels import triton_exp
+from kernels.triton_common import interpreting
 from kernels.triton_exp import EXP_N, PARAMS, TABLES, _fma, exp_rounded, exp_rounded_numpy
 
 LN2 = Fraction(0.6931471805599453)  # only for placing arguments near table boundaries
@@ -26,6 +28,7 @@ def _reference(x):
         return np.exp(np.asarray(x, np.float32).astype(np.float64)).astype(np.float32)
 
 
+@functools.lru_cache(maxsize=1)
 def _arguments():
     """Float32 x <= 0 where a wrong exp would show: every table boundary ((i + 1/2) ln2/64) with its 7 float32
     neighbours each side, the subnormal-result range's start (-87.34) and the underflow to 0 (-103.97) float by
@@ -102,7 +105,7 @@ def test_triton_code_rounds_like_a_float64_exp(fast):
     x = np.concatenate([x[::60], np.array([-np.inf, np.nan, -0.0, 0.0], np.float32)])
     xt = torch.from_numpy(x).to(DEVICE)
     out = torch.empty_like(xt)
-    asm = not triton_exp.interpreting()  # the interpreter runs no inline PTX: the table loads as tl.load there
+    asm = not interpreting()  # the interpreter runs no inline PTX: the table loads as tl.load there
     _exp_kernel[(triton.cdiv(x.size, 1024),)](xt, out, triton_exp.device_table(xt.device), x.size, fast, EXP_N, asm,
                                               1024)
     got = out.cpu().numpy()
@@ -110,27 +113,3 @@ def test_triton_code_rounds_like_a_float64_exp(fast):
     assert np.isnan(got[-3]) and got[-4] == 0.0
     same = (got.view(np.int32) == want.view(np.int32)) | (np.isnan(got) & np.isnan(want))
     assert same.all(), [(float(v), float(g), float(w)) for v, g, w in zip(x[~same], got[~same], want[~same])][:5]
-
-
-def test_fast_path_only_compiled_on_cuda(monkeypatch):
-    monkeypatch.setattr(triton_exp, "interpreting", lambda: False)
-    assert triton_exp.use_fast_exp(torch.device("cuda", 0))
-    assert not triton_exp.use_fast_exp(torch.device("cpu"))
-    monkeypatch.setattr(triton_exp, "interpreting", lambda: True)
-    assert not triton_exp.use_fast_exp(torch.device("cuda", 0))
-
-
-@pytest.mark.parametrize("fast", [False, True])
-def test_target_probs_launch_passes_the_switch(monkeypatch, fast):
-    """target_probs_from_logits hands the row and split kernels FAST_EXP = use_fast_exp(device) and, when set,
-    the device's table (the launches are stubbed: only what they are handed counts)."""
-    from kernels import triton_sampling
-    from tests.test_kernels_helpers import DEVICE
-    seen = []
-    monkeypatch.setattr(triton_sampling, "_ROW_KERNEL", lambda grid, *a, **k: seen.append((a[5], a[-1])))
-    monkeypatch.setattr(triton_sampling, "_SPLIT_KERNEL", lambda grid, *a, **k: seen.append((a[4], a[-1])))
-    monkeypatch.setattr(triton_sampling, "use_fast_exp", lambda device: fast)
-    monkeypatch.setattr(triton_sampling, "device_table", lambda device: "table")
-    for v in (8, triton_sampling.ROW_IN_REGISTERS_MAX + 1):
-        triton_sampling.target_probs_from_logits(torch.zeros((1, v), device=DEVICE), temperature=1.0, validate=False)
-    assert [(t == "table", f) for t, f in seen] == [(fast, fast)] * 2
