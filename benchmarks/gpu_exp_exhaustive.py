@@ -1,4 +1,4 @@
-"""Every float32 x <= 0: kernels/triton_exp.py's exp (FAST) against libdevice's float64 exp, both rounded to float32,
+"""Every float32 x <= 0: benchmarks/exact_exp_table.py's exp (FAST) against libdevice's float64 exp, both rounded to float32,
 compiled on a GPU (the check a kernel's bit-identity would rest on if it took that exp; benchmarks/README "Issue 36,
 stop 43 (gpu8)").
 
@@ -20,7 +20,7 @@ import triton
 import triton.language as tl
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from kernels.triton_exp import EXP_N, PARAMS, device_table, exp_rounded  # noqa: E402
+from benchmarks.exact_exp_table import EXP_N, PARAMS, device_table, exp_rounded  # noqa: E402
 
 CHUNK = 1 << 28
 BLOCK = 1024
@@ -102,7 +102,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out")
     ap.add_argument("--smoke", action="store_true")
-    ap.add_argument("--all-tables", action="store_true", help="also every other table size of kernels/triton_exp.py")
+    ap.add_argument("--all-tables", action="store_true", help="also every other table size of benchmarks/exact_exp_table.py")
     a = ap.parse_args()
     if a.smoke:
         global CHUNK, DEVICE, SMOKE

@@ -2,7 +2,7 @@
 # Issue 36, stop 43 (gpu8), one H200 call (benchmarks/README "Issue 36, stop 43 (gpu8)"), from an ignored copy of the
 # branch in the main checkout with the wheels and the before tree (benchmarks/make_before.sh 29e8c9f) carried:
 #   cd .gpu8 && WHL=../.whl BEFORE=../.before_gpu8 SUITE=1 bash benchmarks/gpu_issue36_stop43.sh
-# (1) kernels/triton_exp.py's exps against libdevice on every float32 x <= 0, and alone (gpu_exp_exhaustive.py);
+# (1) benchmarks/exact_exp_table.py's exps against libdevice on every float32 x <= 0, and alone (gpu_exp_exhaustive.py);
 # (2) target_probs before/after in the same rounds with the bench's bit checks (check_vs_before); (3) the exps in
 # the register kernel and in a persistent kernel, each output against before's bit for bit (gpu_probs_variants.py);
 # (4) SUITE=1: the whole test suite, compiled. Outputs under $OUT (or ./out). About 6 minutes.

@@ -10,7 +10,7 @@ bit for bit with the before tree's target_probs_from_logits.
 * ``row_<exp>``: one program a row, the row in registers (the product's register kernel, temperature only);
 * ``persistent_<exp>``: one program a multiprocessor looping over rows (``tl.range(num_stages=2)``: Triton
   prefetches the next row into shared memory with cp.async while this row's exps run);
-* ``<exp>``: ``libdevice`` (tl.exp in float64) or ``tableN`` (kernels/triton_exp.py, N = 64, 8, 1 table entries).
+* ``<exp>``: ``libdevice`` (tl.exp in float64) or ``tableN`` (benchmarks/exact_exp_table.py, N = 64, 8, 1 table entries).
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ import triton.language as tl  # noqa: E402
 
 from benchmarks.bench_kernels import Timer, load_before  # noqa: E402
 from kernels import triton_sampling  # noqa: E402
-from kernels.triton_exp import device_table, exp_rounded  # noqa: E402
+from benchmarks.exact_exp_table import device_table, exp_rounded  # noqa: E402
 
 T = 0.7
 

@@ -20,7 +20,7 @@ clamped to [-110, 0] (below -103.98 every float32 result is 0; -inf gives 0, NaN
 
 Float64-pipe operations an exp (N 64): 1 conversion in, 4 (k, r), 5 (polynomial), 2 (T), 1 conversion out, against
 libdevice's 18 with a branch (SASS of the register kernel: 8 DFMA + 2 DADD + 1 DMUL + 2 LDG an exp against 14 DFMA +
-2 DADD + 2 F2F). tests/test_kernels_exp.py checks ``exp_rounded_numpy`` (the same operations in numpy float64)
+2 DADD + 2 F2F). tests/test_exact_exp_table.py checks ``exp_rounded_numpy`` (the same operations in numpy float64)
 and the Triton function against np.exp.
 """
 from decimal import Decimal, getcontext

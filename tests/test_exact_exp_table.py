@@ -1,4 +1,4 @@
-"""kernels/triton_exp.py: float32(exp(x)) by a table of 2^(j/N) and a short polynomial must round like a float64
+"""benchmarks/exact_exp_table.py: float32(exp(x)) by a table of 2^(j/N) and a short polynomial must round like a float64
 exp, for x <= 0 (an alternative for the target_probs kernels' exp; the exhaustive check over every float32 x <= 0
 against libdevice is benchmarks/gpu_exp_exhaustive.py, on a GPU). Cheap on purpose (CI's 2 cores): a few hundred thousand chosen
 arguments through the numpy emulation (the same float64 operations), a few thousand through the Triton code itself
@@ -12,9 +12,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import triton_exp
+from benchmarks import exact_exp_table
 from kernels.triton_common import interpreting
-from kernels.triton_exp import EXP_N, PARAMS, TABLES, _fma, exp_rounded, exp_rounded_numpy
+from benchmarks.exact_exp_table import EXP_N, PARAMS, TABLES, _fma, exp_rounded, exp_rounded_numpy
 
 LN2 = Fraction(0.6931471805599453)  # only for placing arguments near table boundaries
 
@@ -106,7 +106,7 @@ def test_triton_code_rounds_like_a_float64_exp(fast):
     xt = torch.from_numpy(x).to(DEVICE)
     out = torch.empty_like(xt)
     asm = not interpreting()  # the interpreter runs no inline PTX: the table loads as tl.load there
-    _exp_kernel[(triton.cdiv(x.size, 1024),)](xt, out, triton_exp.device_table(xt.device), x.size, fast, EXP_N, asm,
+    _exp_kernel[(triton.cdiv(x.size, 1024),)](xt, out, exact_exp_table.device_table(xt.device), x.size, fast, EXP_N, asm,
                                               1024)
     got = out.cpu().numpy()
     want = _reference(x)
