@@ -31,6 +31,8 @@ APP_DEFAULTS = {"--server.headless": "true", "--server.address": "127.0.0.1", "-
                 # A rerun waits for the running script's next yield point instead of stopping it at once
                 # (in a callback, too, which lost the edit it was applying: .streamlit/config.toml).
                 "--runner.fastReruns": "false",
+                # No magic: no page uses it, and it was most of compiling a page for a visit (.streamlit/config.toml).
+                "--runner.magicEnabled": "false",
                 # Every element sent whole, never as a reference to the browser's cache (whose two views
                 # drifted apart under bursts of clicks: "Cached ForwardMsg MISS"; .streamlit/config.toml).
                 "--global.minCachedMessageSize": "1e18",
