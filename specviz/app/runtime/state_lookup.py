@@ -6,9 +6,10 @@ time inputs each start with ``get_session_state().filtered_state`` and then ask 
 value in the session: it walks every key, maps widget ids back to user keys, and reads each value
 through ``SessionState.__getitem__`` (widget metadata, presenter). That is work in the number of keys
 the session holds, for every such widget drawn: a page with many widgets pays it squared. specviz keeps
-its values across pages (``sv_`` keys, widget keys, per-slot editors), so a session holds hundreds of
-keys and every rerun draws dozens of these widgets (py-spy over one solo edit: benchmarks/README.md,
-"cpu8: server CPU per edit, stop 43").
+its values across pages (``sv_`` keys, widget keys, per-slot editors): a session that visited the five
+main pages holds ~75 keys, and a rerun draws up to dozens of these widgets. ``benchmarks/state_lookup_keys.py``:
+30 keyed select boxes cost 10.2 ms of script CPU with 100 session keys, 3.4 ms with the patch (57 / 7.7 ms
+at 1000 keys); benchmarks/README.md, "cpu8: server CPU per edit, stop 43".
 
 ``install()`` rebinds the name ``get_session_state`` in those widget modules only (``WIDGET_MODULES``)
 to a function that returns the same session state wrapped so that its ``filtered_state`` is a read-only
