@@ -142,6 +142,17 @@ def _driver():
     return _ACTIVE[0]
 
 
+def current_device_getter(driver):
+    """What a launch calls for the current device: the driver's ``get_current_device``, except where that is
+    ``torch.cuda.current_device`` (triton's GPU driver with torch): then torch's C getter behind it, which
+    initializes CUDA itself if need be (``device_lazy_init``) and returns the same index, without the Python
+    ``_lazy_init`` checks that ``current_device`` runs first on every launch."""
+    fn = driver.get_current_device
+    if fn is getattr(torch.cuda, "current_device", None) and hasattr(torch._C, "_cuda_getDevice"):
+        return torch._C._cuda_getDevice
+    return fn
+
+
 def _constexpr_flags(fn) -> tuple:
     """Which of a @triton.jit function's parameters are constexprs (a JITFunction lists its params; the
     interpreter's function is read from the annotations, as the JIT reads them)."""
@@ -182,6 +193,7 @@ class FastLaunch:
         self.compiled = {}
         self.constexpr = None  # which parameters are constexprs (keyed by value), read on first use
         self.interpreted = None  # TRITON_INTERPRET=1, read on first use (an environment lookup a call otherwise)
+        self.device_of = None  # (driver, its current-device getter): current_device_getter, once a driver
 
     def _key(self, args):
         if self.constexpr is None:
@@ -199,7 +211,9 @@ class FastLaunch:
         if not _FAST or self.interpreted:
             return self.fn[grid](*args, **options)
         driver = _ACTIVE[0] if _ACTIVE else _driver()  # looked up once a call, not twice
-        device = driver.get_current_device()
+        if self.device_of is None or self.device_of[0] is not driver:
+            self.device_of = (driver, current_device_getter(driver))
+        device = self.device_of[1]()
         constexpr = self.constexpr
         if constexpr is None:
             return self._first(grid, device, args, options)

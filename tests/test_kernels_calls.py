@@ -237,3 +237,14 @@ def test_build_tree_full_mask_prefix_in_kernel(monkeypatch, in_kernel):
         got = triton_tree.build_tree(*args, validate=False, seq_lens_sum=int(seq_lens.sum()), **kw)
     assert ("cumsum" in seen.ops) != in_kernel, seen.ops
     assert_same(_REF.build_tree(pl, si, seq_lens, **kw), got)
+
+
+def test_current_device_getter_skips_torch_python_checks():
+    """Where triton's driver asks torch.cuda.current_device (a Python function running _lazy_init's checks on
+    every launch), a launch calls torch's C getter behind it; any other driver's getter is kept."""
+    from types import SimpleNamespace
+    other = SimpleNamespace(get_current_device=lambda: 0)
+    assert triton_common.current_device_getter(other) is other.get_current_device
+    cuda = SimpleNamespace(get_current_device=torch.cuda.current_device)
+    expected = getattr(torch._C, "_cuda_getDevice", torch.cuda.current_device)
+    assert triton_common.current_device_getter(cuda) is expected
