@@ -97,8 +97,7 @@ def _chain_accept_len(tok, m, offs, p_rows, q_rows, coin_ptrs, N: tl.constexpr, 
 
 @triton.jit
 def chain_accept_len_kernel(k_ptr, candidates_ptr, coins_ptr, target_probs_ptr, draft_probs_ptr, bs,
-                            N: tl.constexpr, stride_coin_b: tl.constexpr, stride_p_b: tl.constexpr,
-                            stride_p_row: tl.constexpr, stride_q_b: tl.constexpr, stride_q_row: tl.constexpr,
+                            N: tl.constexpr, stride_coin_b, stride_p_b, stride_p_row, stride_q_b, stride_q_row,
                             NEW_SEMANTICS: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr):
     """k [bs] i32 for BLOCK_R requests a program (the accept tests of chain_rejection_sampling_kernel)."""
     r = tl.program_id(0).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
@@ -118,9 +117,8 @@ def chain_accept_len_kernel(k_ptr, candidates_ptr, coins_ptr, target_probs_ptr, 
 def chain_rejection_sampling_kernel(out_ptr, bonus_ptr, count_ptr,
                                     candidates_ptr, retrieve_index_ptr, coins_ptr, final_coins_ptr,
                                     target_probs_ptr, draft_probs_ptr,
-                                    N: tl.constexpr, V: tl.constexpr, stride_coin_b: tl.constexpr,
-                                    stride_p_b: tl.constexpr, stride_p_row: tl.constexpr, stride_q_b: tl.constexpr,
-                                    stride_q_row: tl.constexpr,
+                                    N: tl.constexpr, V: tl.constexpr, stride_coin_b, stride_p_b, stride_p_row, stride_q_b,
+                                    stride_q_row,
                                     NEW_SEMANTICS: tl.constexpr, WRITE_BONUS: tl.constexpr, BLOCK_S: tl.constexpr,
                                     BLOCK_V: tl.constexpr, NB: tl.constexpr, NB_P2: tl.constexpr, BPP: tl.constexpr,
                                     K_GIVEN: tl.constexpr):

@@ -58,8 +58,8 @@ def target_only_inverse_cdf_row(p_row_ptr, sub_row_ptr, use_sub, coin, V: tl.con
 def tree_sampling_target_only_kernel(out_ptr, buf_ptr,
                                      candidates_ptr, retrieve_index_ptr, next_token_ptr, next_sibling_ptr,
                                      coins_ptr, final_coins_ptr, target_probs_ptr,
-                                     n: tl.constexpr, W: tl.constexpr, V: tl.constexpr, stride_p_b: tl.constexpr,
-                                     stride_p_row: tl.constexpr, threshold_single, threshold_acc,
+                                     n: tl.constexpr, W: tl.constexpr, V: tl.constexpr, stride_p_b, stride_p_row,
+                                     threshold_single, threshold_acc,
                                      NEW_SEMANTICS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_W: tl.constexpr,
                                      BLOCK_V: tl.constexpr, ZERO_BUF: tl.constexpr):
     """Target-only tree sampling (SEMANTICS.md §6) of request b = program_id(0).
@@ -202,8 +202,8 @@ def _zero_buffer_terminal_chunk(p_row_ptr, v, m, rejected, offs_n, n_rejected):
 def tree_sampling_target_only_split_kernel(out_ptr, count_ptr,
                                            candidates_ptr, retrieve_index_ptr, next_token_ptr, next_sibling_ptr,
                                            coins_ptr, final_coins_ptr, target_probs_ptr,
-                                           n: tl.constexpr, W: tl.constexpr, V: tl.constexpr, stride_p_b: tl.constexpr,
-                                           stride_p_row: tl.constexpr, threshold_single, threshold_acc,
+                                           n: tl.constexpr, W: tl.constexpr, V: tl.constexpr, stride_p_b,
+                                           stride_p_row, threshold_single, threshold_acc,
                                            NEW_SEMANTICS: tl.constexpr, BLOCK_N: tl.constexpr,
                                            BLOCK_W: tl.constexpr, CHUNK: tl.constexpr, NC: tl.constexpr,
                                            NC_P2: tl.constexpr, WALK_IN_REGISTERS: tl.constexpr,

@@ -77,18 +77,3 @@ def test_accept_outputs_are_one_allocation_and_one_argument(host_rows, op):
     row = host_rows[op]
     assert row["aten_ops"].get("empty") == 1 and "zeros" not in row["aten_ops"], row["aten_ops"]
     assert [arity for _, arity, _ in row["launches"]] == [LAUNCH_ARGUMENTS[op]], row["launches"]
-
-
-def test_sampler_strides_are_constexprs():
-    """The samplers' probability and coin strides are constexprs: for the inputs of the public calls (contiguous)
-    they follow from N / n and V, constexprs already, so no new compile, and each costs FastLaunch's key a value
-    instead of an int's three tests and Triton's launcher nothing (a broadcast table, stride 0, compiles once)."""
-    from kernels import triton_chain_kernels, triton_common, triton_target_only_kernels
-    for kernel in (triton_chain_kernels.chain_rejection_sampling_kernel, triton_chain_kernels.chain_accept_len_kernel,
-                   triton_target_only_kernels.tree_sampling_target_only_kernel,
-                   triton_target_only_kernels.tree_sampling_target_only_split_kernel):
-        names = [p.name for p in kernel.params] if hasattr(kernel, "params") else list(
-            __import__("inspect").signature(kernel.fn).parameters)
-        flags = dict(zip(names, triton_common._constexpr_flags(kernel)))
-        strides = [name for name in names if name.startswith("stride")]
-        assert strides and all(flags[name] for name in strides), flags
