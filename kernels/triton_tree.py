@@ -10,7 +10,7 @@ from specviz.base.results import TreeBuild
 
 from .torch_common import INT64, as_tensor, check_parent_steps
 from .torch_tree import MASK_DTYPES
-from .triton_common import FastLaunch, pow2, triton_device
+from .triton_common import FastLaunch, filled, pow2, triton_device
 from .triton_tree_kernels import build_tree_kernel
 
 _BUILD_KERNEL = FastLaunch(build_tree_kernel)
@@ -71,8 +71,8 @@ def build_prepare(pl, si, sl, *, topk, depth, num_draft_tokens, tree_mask_mode, 
         kernel_mask = mask.view(SIGNED_VIEW[mask_dtype])
     launch = functools.partial(_BUILD_KERNEL, (bs,), pl, si, sl, seq_prefix, kernel_mask, links, pl.stride(0), *consts,
                                num_warps=warps)
-    return TreeBuild(tree_mask=mask, positions=positions, retrieve_index=ri, retrieve_next_token=nt,
-                     retrieve_next_sibling=ns), launch
+    return filled(TreeBuild, {"tree_mask": mask, "positions": positions, "retrieve_index": ri, "retrieve_next_token": nt,
+                              "retrieve_next_sibling": ns}), launch
 
 
 _BUILD_PLANS = {}

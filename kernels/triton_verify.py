@@ -15,8 +15,8 @@ from specviz.base.results import TreeSampleResult, VerifyResult
 
 from .torch_common import F32, INT32, INT64, as_tensor
 from .torch_verify import check_chain_inputs, check_greedy_inputs, check_tree_sampling_args, check_work_buffer
-from .triton_common import (DeviceCache, FastLaunch, chain_cdf_block, interpreting, pow2, sampler_warps, target_only_chunk,
-                            triton_device)
+from .triton_common import (DeviceCache, FastLaunch, chain_cdf_block, filled, interpreting, pow2, sampler_warps,
+                            target_only_chunk, triton_device)
 from .triton_chain_kernels import chain_accept_len_kernel, chain_rejection_sampling_kernel
 from .triton_target_only_kernels import tree_sampling_target_only_kernel, tree_sampling_target_only_split_kernel
 from .triton_verify_kernels import verify_tree_greedy_kernel
@@ -59,7 +59,8 @@ def greedy_prepare(cand, ri, nt, ns, tp, *, W, predicts_init=0):
         blocks = _GREEDY_BLOCKS[n, W] = (pow2(n), pow2(W))
     launch = functools.partial(_GREEDY_KERNEL, (bs,), out, cand, ri, nt, ns, tp, n, W, predicts_init, *blocks,
                                num_warps=1)
-    return VerifyResult(predicts=predicts, accept_index=accept_index, accept_token_num=accept_token_num), launch
+    return filled(VerifyResult, {"predicts": predicts, "accept_index": accept_index,
+                                 "accept_token_num": accept_token_num}), launch
 
 
 _GREEDY_KERNEL = FastLaunch(verify_tree_greedy_kernel)
@@ -210,10 +211,9 @@ class LazyTreeSampleResult(TreeSampleResult):
     (docs/API.md). Equal, printed, pickled and copied as the plain result (which it becomes when pickled)."""
 
     def __init__(self, predicts, accept_index, accept_token_num, work: WorkBuffer):
-        object.__setattr__(self, "predicts", predicts)
-        object.__setattr__(self, "accept_index", accept_index)
-        object.__setattr__(self, "accept_token_num", accept_token_num)
-        object.__setattr__(self, "_work", work)
+        # straight into __dict__ (frozen: no setattr), as ``filled`` does: one update, not four object.__setattr__
+        self.__dict__.update(predicts=predicts, accept_index=accept_index, accept_token_num=accept_token_num,
+                             _work=work)
 
     @property
     def draft_probs(self):
@@ -371,4 +371,4 @@ def chain_rejection_sampling(candidates, retrieve_index, uniform_samples, unifor
         as_tensor("uniform_samples_for_final_sampling", uniform_samples_for_final_sampling, F32, device),
         as_tensor("target_probs", target_probs, F32, device), as_tensor("draft_probs", draft_probs, F32, device),
         new=semantics == "0.5.23")
-    return VerifyResult(predicts=predicts, accept_index=accept_index, accept_token_num=k)
+    return filled(VerifyResult, {"predicts": predicts, "accept_index": accept_index, "accept_token_num": k})

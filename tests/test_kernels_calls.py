@@ -237,3 +237,35 @@ def test_build_tree_full_mask_prefix_in_kernel(monkeypatch, in_kernel):
         got = triton_tree.build_tree(*args, validate=False, seq_lens_sum=int(seq_lens.sum()), **kw)
     assert ("cumsum" in seen.ops) != in_kernel, seen.ops
     assert_same(_REF.build_tree(pl, si, seq_lens, **kw), got)
+
+
+def test_current_device_getter_skips_torch_python_checks():
+    """Where triton's driver asks torch.cuda.current_device (a Python function running _lazy_init's checks on
+    every launch), a launch calls torch's C getter behind it; any other driver's getter is kept."""
+    from types import SimpleNamespace
+    other = SimpleNamespace(get_current_device=lambda: 0)
+    assert triton_common.current_device_getter(other) is other.get_current_device
+    cuda = SimpleNamespace(get_current_device=torch.cuda.current_device)
+    expected = getattr(torch._C, "_cuda_getDevice", torch.cuda.current_device)
+    assert triton_common.current_device_getter(cuda) is expected
+
+
+def test_filled_results_are_the_dataclasses_own():
+    """``triton_common.filled`` builds a result without its frozen __init__: the same fields, equal, printed, hashed
+    and pickled alike, for every result class a Triton launcher returns; it relies on their having no
+    __post_init__ and no field left to a default."""
+    import dataclasses
+    import pickle
+
+    from specviz.base.results import TreeBuild, TreeSampleResult, VerifyResult
+    for cls in (TreeBuild, VerifyResult, TreeSampleResult):
+        assert not hasattr(cls, "__post_init__")
+        values = {f.name: (i, f.name) for i, f in enumerate(dataclasses.fields(cls))}
+        made, built = triton_common.filled(cls, values), cls(**values)
+        assert type(made) is cls and made == built and repr(made) == repr(built) and hash(made) == hash(built)
+        assert pickle.loads(pickle.dumps(made)) == built and made.as_dict() == values
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            made.predicts = 0
+    work = triton_verify.WorkBuffer(None, None, 4)
+    lazy = triton_verify.LazyTreeSampleResult(1, 2, 3, work)
+    assert (lazy.predicts, lazy.accept_index, lazy.accept_token_num, lazy._work) == (1, 2, 3, work)
