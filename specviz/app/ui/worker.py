@@ -1,7 +1,7 @@
 """One app server (``specviz app``, each ``specviz serve`` worker): ``python -m specviz.app.ui.worker ARGV``
 runs ``streamlit ARGV`` after ``warm_up`` (what the pages import, torch / Triton / the kernels, the default
-scenarios' results), with the click queue, failover replay, wake-up batching and widget guard
-(``specviz.app.runtime``: click_queue, failover, wakeups, widget_guard) installed before any session.
+scenarios' results), with the runtime patches (``specviz.app.runtime.PATCHES``: click_queue, failover, wakeups,
+widget_guard, state_lookup) installed before any session.
 
 A worker serves students who may arrive at any moment (or reconnect from a worker that died): by
 then the "all backends agree" badge has what it needs, and no page waits for the import. It lives
