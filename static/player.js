@@ -195,10 +195,13 @@ export function svMount(root, D, host) {
     for (const r of f.rows) {
       const row = mk("div", "row");
       const lab = mk("span", "lab"); lab.textContent = r.label; row.appendChild(lab);
-      if (r.code !== undefined) { const c = mk("span", "code"); c.textContent = r.code; row.appendChild(c); }
+      // The values are one group: beside the label when they fit there, else all on the lines below it, never
+      // a chip wrapped back under the label (where it reads as the start of another row).
+      const vals = mk("span", "vals"); row.appendChild(vals);
+      if (r.code !== undefined) { const c = mk("span", "code"); c.textContent = r.code; vals.appendChild(c); }
       for (const ch of (r.chips || [])) {
-        if (typeof ch === "string") { const t = mk("span"); t.textContent = ch; row.appendChild(t); }
-        else row.appendChild(cell(mk("span", "chip"), ch[0], ch[1], ch[2]));
+        if (typeof ch === "string") { const t = mk("span"); t.textContent = ch; vals.appendChild(t); }
+        else vals.appendChild(cell(mk("span", "chip"), ch[0], ch[1], ch[2]));
       }
       box.appendChild(row);
     }

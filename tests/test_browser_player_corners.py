@@ -300,40 +300,54 @@ def test_labels_are_whole_at_1280x720(context, app_server, lang, screenshot_dir)
     # (the page is closed, and what it left in the context cleared, by the ``context`` fixture)
 
 
-_UNDER_LABEL = """() => {
-  // Chips of a labelled chip row (specviz.app.ui.markup.row_html) that start left of their label's right edge:
-  // a chip wrapped back under the label, where it reads as the start of another row.
-  const out = [];
-  for (const row of document.querySelectorAll('[data-testid="stMain"] .sv-row')) {
-    const label = row.querySelector('.sv-label');
-    if (!label) continue;
-    const right = label.getBoundingClientRect().right;
-    for (const c of row.querySelectorAll('.sv-chip')) {
-      const r = c.getBoundingClientRect();
-      if (r.width && r.left < right) out.push(label.innerText + ': ' + c.innerText);
-    }
-  }
-  return out;
-}"""
+def _split_rows(rows, label: str, value: str) -> list:
+    """Labelled rows (a locator) whose values (``value`` inside each) neither all sit beside the label nor all on
+    the lines below it: some wrapped back under the label, where they read as the start of another row."""
+    bad = []
+    for row in rows.all():
+        lab = row.locator(label).first.bounding_box()
+        boxes = [b for b in (v.bounding_box() for v in row.locator(value).all()) if b and b["width"]]
+        beside = all(b["x"] >= lab["x"] + lab["width"] - 1 for b in boxes)
+        below = all(b["y"] >= lab["y"] + lab["height"] - 1 for b in boxes)
+        if not (beside or below):
+            bad.append(" ".join(row.inner_text().split()))
+    return bad
 
 
-def test_chip_rows_wrap_beside_their_label_at_1280x720(context, app_server, screenshot_dir):
-    """The greedy page's end state at 1280x720, sidebar open: its chip rows sit in a narrow column, where
-    ``accept_index 0 1`` wrapped its ``3`` back under the label (and ``predicts[accept_index] A C`` its ``X``), so
-    one row read as two. Chips now wrap inside their own group, beside the label."""
+def _wrapped_rows(rows, label: str, value: str) -> int:
+    """How many rows do not fit on their label's line (values below it, or on more than one line)."""
+    n = 0
+    for row in rows.all():
+        lab = row.locator(label).first.bounding_box()
+        tops = {round(b["y"]) for b in (v.bounding_box() for v in row.locator(value).all()) if b and b["width"]}
+        n += bool(tops) and (len(tops) > 1 or min(tops) >= lab["y"] + lab["height"] - 1)
+    return n
+
+
+@pytest.mark.parametrize("url_path", ["greedy", "target_only"])
+def test_chip_rows_keep_their_values_together_at_1280x720(context, app_server, url_path, screenshot_dir):
+    """At 1280x720 with the sidebar open, chip rows sit in narrow columns: the greedy end state's ``accept_index 0 1``
+    wrapped its ``3`` back under the label (``predicts[accept_index] A C`` its ``X``), and the target-only player's
+    ``relu(p - buffer)`` row its last chips, so one row read as two. A row's values now sit all beside the label
+    or all on the lines below it."""
     page = context.new_page()
     page.set_viewport_size({"width": 1280, "height": 720})
-    page.goto(f"{app_server}/greedy", wait_until="domcontentloaded")
+    page.goto(f"{app_server}/{url_path}", wait_until="domcontentloaded")
     wait_for_app(page)
-    rows = page.locator('[data-testid="stMain"] .sv-row')
-    rows.nth(4).wait_for(timeout=60_000)  # the end state's rows (a cold server's first run may still be drawing)
-    rows.nth(4).scroll_into_view_if_needed()
+    if url_path == "greedy":  # the page's own chip rows (specviz.app.ui.markup.row_html)
+        rows, label, value = page.locator('[data-testid="stMain"] .sv-row'), ".sv-label", ".sv-chip"
+        rows.nth(4).wait_for(timeout=60_000)  # the end state's rows (a cold server's first run may still be drawing)
+    else:  # the step player's value rows, at the walk's end
+        player = _player(page)
+        player.locator("[data-sv-rows] .row").first.wait_for(timeout=60_000)
+        player.click()
+        page.keyboard.press("End")
+        rows, label, value = player.locator("[data-sv-rows] > .row"), ".lab", ".chip, .code"
+    rows.last.scroll_into_view_if_needed()
     page.wait_for_timeout(300)  # the layout after the scroll
-    tops = page.evaluate("""() => [...document.querySelectorAll('[data-testid="stMain"] .sv-row')]
-        .map(r => new Set([...r.querySelectorAll('.sv-chip')].map(c => Math.round(c.getBoundingClientRect().top))).size)""")
-    assert max(tops) > 1, "no row wraps at this size: the check below would prove nothing"
-    assert page.evaluate(_UNDER_LABEL) == []
-    page.screenshot(path=str(screenshot_dir / "greedy_chip_rows_1280x720.png"))
+    assert _wrapped_rows(rows, label, value) >= 1, "no row wraps at this size: the check below would prove nothing"
+    assert _split_rows(rows, label, value) == []
+    page.screenshot(path=str(screenshot_dir / f"chip_rows_{url_path}_1280x720.png"))
 
 
 _WRAPPED = """(names) => {

@@ -34,9 +34,9 @@ def chip(text, state: str = "pending", title: str = "") -> Markup:
 
 
 def row_html(label, chips) -> Markup:
-    """A labelled row of chips (non-chip items are escaped as text). The chips are one group beside the label: in a
-    narrow column they wrap inside that group, never back under the label, where a wrapped chip read as the
-    start of another row (``accept_index 0 1`` over ``3``)."""
+    """A labelled row of chips (non-chip items are escaped as text). The chips are one group: beside the label when
+    they all fit there, else on the lines below it (wrapping inside the group), never a chip wrapped back under
+    the label, where it read as the start of another row (``accept_index 0 1`` over ``3``)."""
     return Markup(f'<div class="sv-row"><span class="sv-label">{html_text(label)}</span>'
                   f'<span class="sv-chips">{"".join(_esc(c) for c in chips)}</span></div>')
 

@@ -36,7 +36,7 @@ html, body, [data-testid="stAppViewContainer"] { font-size: 19px; }
            text-align: center; font-weight: 600; font-family: ui-monospace, monospace; border: 2px solid transparent; }
 .sv-row { display: flex; flex-wrap: wrap; align-items: center; gap: .2em; margin: .2em 0 .6em 0; }
 .sv-label { font-weight: 600; margin-right: .6em; min-width: 9em; }
-.sv-chips { display: flex; flex-wrap: wrap; align-items: center; gap: .2em; flex: 1 1 0; }
+.sv-chips { display: flex; flex-wrap: wrap; align-items: center; gap: .2em; flex: 1 1 max-content; min-width: 0; }
 .sv-grey { color: #777; text-decoration: line-through; }
 .sv-big { font-size: 1.25rem; }
 [data-testid="stTable"] table { font-size: 1.0rem; }
