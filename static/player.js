@@ -24,6 +24,21 @@ export function svGraphviz(src) {
   return svGraphvizLoad;
 }
 
+// The player's action for a key press ("next", "back", "play", "first", "last"), or null: keys that belong to
+// something else of the page (typing, a select, a slider or combobox; ``except``, the player's own scrubber, is
+// the player's) and keys with a modifier are not the player's.
+export function svStepKey(ev, except) {
+  const el = ev.composedPath ? ev.composedPath()[0] : ev.target;
+  if (el && el !== except && el !== (el.ownerDocument && el.ownerDocument.body) && el.tagName) {
+    const tag = el.tagName, type = (el.type || "").toLowerCase(), role = el.getAttribute && el.getAttribute("role");
+    if (tag === "TEXTAREA" || tag === "SELECT" || el.isContentEditable) return null;
+    if (tag === "INPUT" && !["checkbox", "radio", "button", "submit"].includes(type)) return null;
+    if (role === "slider" || role === "combobox" || role === "listbox" || role === "option" || role === "spinbutton") return null;
+  }
+  if (ev.ctrlKey || ev.metaKey || ev.altKey) return null;
+  return {ArrowRight: "next", ArrowLeft: "back", " ": "play", Spacebar: "play", Home: "first", End: "last"}[ev.key] || null;
+}
+
 export function svMount(root, D, host) {
   "use strict";
   host = host || {};
@@ -260,16 +275,7 @@ export function svMount(root, D, host) {
 
   function onKey(ev) {
     if (!root.isConnected) return;
-    // Keys that belong to something else: typing, a select, a slider or combobox of the page.
-    const el = ev.composedPath ? ev.composedPath()[0] : ev.target;
-    if (el && el !== scrub && el !== doc.body && el.tagName) {
-      const tag = el.tagName, type = (el.type || "").toLowerCase(), role = el.getAttribute && el.getAttribute("role");
-      if (tag === "TEXTAREA" || tag === "SELECT" || el.isContentEditable) return;
-      if (tag === "INPUT" && !["checkbox", "radio", "button", "submit"].includes(type)) return;
-      if (role === "slider" || role === "combobox" || role === "listbox" || role === "option" || role === "spinbutton") return;
-    }
-    if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
-    const k = {ArrowRight: "next", ArrowLeft: "back", " ": "play", Spacebar: "play", Home: "first", End: "last"}[ev.key];
+    const k = svStepKey(ev, scrub);
     if (k) { act[k](); ev.preventDefault(); }
   }
   const keys = host.keys || doc;

@@ -1,7 +1,7 @@
 // The step player's host in the app (the component "specviz.player" of specviz/app/ui/player.py, which says
 // what goes back and forth). A rerun sends {digest, start} and, only when this tab does not hold them
 // yet, the frames (data.z: gzip + base64); the tab keeps them by digest.
-import {svGraphviz, svMount} from "./player.js";
+import {svGraphviz, svMount, svStepKey} from "./player.js";
 
 const DATA = new Map();  // digest -> the player's data, for this tab
 const LAYOUTS = new Map();  // DOT text -> laid-out figure, shared by every player of the tab
@@ -47,6 +47,9 @@ export default async function (component) {
     m.flush = (ev) => {
       if (pending === null || ev.composedPath().includes(m.box)) return;
       if (ev.type === "keydown" && (ev.target === document.body || ev.target === document.documentElement)) return;
+      // A step key the player takes (focus on the page, outside any field): the next step, not an edit. Sending
+      // the pending step then reran the page at every keyboard step once focus sat on an element of the page.
+      if (ev.type === "keydown" && svStepKey(ev)) return;
       send();
     };
     document.addEventListener("pointerdown", m.flush, true);
