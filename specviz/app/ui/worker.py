@@ -82,19 +82,12 @@ def warm_up(pages_dir=None, wait_s: float = 300.0) -> float:
                 dots_to_svgs(list(dict.fromkeys(f.dot for f in frames)))
         except Exception:  # noqa: BLE001  a slot its pages compute differently: they will do it themselves
             pass
-    warm_first_run()
-    return time.monotonic() - t0
-
-
-def warm_first_run() -> None:
-    """What the process's first script run pays once, whichever page it is, done before the first visitor comes:
-    the tab icon (``theme.favicon_url``, drawn once per process: PIL's import and the drawing), 0.21 s measured on
-    a warmed server's first visit to the greedy page (2 cores, load ~2.3). (Streamlit's own one-time REPL check on
-    the first element, ~0.026 s, is left to Streamlit: it sits behind a private module flag, and this module does
-    not reach into Streamlit's internals; specviz.app.runtime is where those patches live.)"""
+    # The tab icon: drawn once per process (PIL's import and the drawing), 0.21 s that the first visitor's
+    # run paid (greedy page, 2 cores, load ~2.3).
     from specviz.app.ui.theme import favicon_url
 
     favicon_url()
+    return time.monotonic() - t0
 
 
 class _DropMessage:
