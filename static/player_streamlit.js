@@ -17,6 +17,17 @@ async function unpack(z) {
   return JSON.parse(await new Response(stream).text());
 }
 
+// Whether a click or key on `target` takes this tab to another page (a link to another path, in this tab).
+function leavesPage(target) {
+  const a = target instanceof Element ? target.closest("a[href]") : null;
+  if (!a || a.hasAttribute("download") || (a.target && a.target !== "_self")) return false;
+  try {
+    return new URL(a.href, location.href).pathname !== location.pathname;
+  } catch (_) {
+    return false;
+  }
+}
+
 export default async function (component) {
   const {data, parentElement} = component;
   const gen = (GEN.get(parentElement) || 0) + 1;  // this call; a newer one may start while it waits
@@ -44,8 +55,14 @@ export default async function (component) {
     // A step not sent yet goes before anything else the viewer does on the page: a click or a key sent
     // after it would carry the widgets' values of before its own rerun, and a step request arriving
     // after that rerun would carry them too and undo it (Streamlit reads an old value as an edit).
+    // A step not sent when the viewer leaves the page is dropped: sent then, it asks for a rerun of this
+    // page's fragment after the switch to another page has gone out, and Streamlit runs it on the new page:
+    // its elements land in the new page's tree and the frontend stops with "Bad delta path index" (a blank
+    // page). A link (the sidebar's pages, a page link) or the browser's back/forward leaves the page.
+    m.drop = () => { clearTimeout(timer); pending = null; };
     m.flush = (ev) => {
       if (pending === null || ev.composedPath().includes(m.box)) return;
+      if (leavesPage(ev.target)) { m.drop(); return; }
       if (ev.type === "keydown" && (ev.target === document.body || ev.target === document.documentElement)) return;
       // A step key the player takes (focus on the page, outside any field): the next step, not an edit. Sending
       // the pending step then reran the page at every keyboard step once focus sat on an element of the page.
@@ -54,6 +71,7 @@ export default async function (component) {
     };
     document.addEventListener("pointerdown", m.flush, true);
     document.addEventListener("keydown", m.flush, true);
+    window.addEventListener("popstate", m.drop);
     const host = {
       layoutCache: LAYOUTS, graphviz,
       onStep: (k, playing) => {
@@ -80,6 +98,8 @@ export default async function (component) {
     if (GEN.get(parentElement) !== gen) return;
     document.removeEventListener("pointerdown", m.flush, true);
     document.removeEventListener("keydown", m.flush, true);
+    window.removeEventListener("popstate", m.drop);
+    m.drop();  // unmounted: a step still waiting would rerun a page that is gone
     m.player.destroy(); m.box.remove(); MOUNTED.delete(parentElement); GEN.delete(parentElement);
   };
 }

@@ -418,3 +418,28 @@ def test_exported_animation_buttons_are_svg_icons(tmp_path, browser):
         play.click()
         assert play.locator('[data-sv-icon="play"]').is_visible()
         context.close()
+
+
+@pytest.mark.parametrize("leave", ["page_link", "back_button"])
+def test_a_step_then_leaving_the_page_draws_the_next_page(page, open_page, leave):
+    """A step not yet reported to the server, then at once another page (a sidebar link, or the browser's back
+    button): the next page is drawn. The step used to go out after the switch, as a rerun of the old page's
+    fragment; Streamlit ran it on the new page and the frontend stopped on "Bad delta path index": a blank
+    page (test_load_a_64_node_scenario_file found it)."""
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    open_page(page, "tree_builder")
+    page.get_by_role("link", name="Greedy accept").first.click()
+    wait_for_app(page)
+    player = _player(page)
+    player.locator('[data-sv-btn="last"]').click()
+    if leave == "page_link":
+        page.get_by_role("link", name="Tree builder").first.click()
+    else:
+        page.go_back()
+    page.wait_for_timeout(1500)  # past the player's 1 s report delay: nothing may still be on its way
+    wait_for_app(page)
+    assert errors == []
+    assert page.url.split("?")[0].endswith("/tree_builder")
+    expect(page.get_by_role("button", name=re.compile("Add child"))).to_be_visible()
+    _no_exception(page)
