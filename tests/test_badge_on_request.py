@@ -106,3 +106,20 @@ def test_the_chosen_backend_is_always_compared(triton_calls, chosen, left):
     ok = _successes(at)
     assert any(x.startswith("The compared backends agree") and chosen in x and left not in x for x in ok), ok
     assert any(f"Not compared yet: {left}" in str(c.value) for c in at.caption), [c.value for c in at.caption]
+
+
+def test_the_reference_is_not_run_again_when_nothing_is_compared_with_it(triton_calls, monkeypatch):
+    """With every other backend on request, the badge's comparison would run only the reference, again
+    (the page has its result): it runs nothing (~0.2-0.5 ms of CPU per new scenario)."""
+    import specviz.algorithms.backends as backends
+    from specviz.replay import engine
+
+    calls = []
+    real_compare, real_get = engine.compare_backends, backends.get_backend
+    monkeypatch.setattr(engine, "compare_backends", lambda *a, **k: calls.append("compare_backends") or real_compare(*a, **k))
+    monkeypatch.setattr(backends, "get_backend", lambda name: calls.append(name) or real_get(name))
+    for page in ("pages/greedy.py", "pages/tree_builder.py", "pages/chain_sampling.py"):
+        at = AppTest.from_file(str(ROOT / page), default_timeout=120).run()
+        assert not at.exception, at.exception
+        assert any("Not compared yet: torch, triton" in str(c.value) for c in at.caption), page
+    assert calls == [], calls  # the pages' own runs use the reference module directly (engine.call_algorithm)
