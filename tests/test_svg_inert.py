@@ -64,3 +64,20 @@ def test_nothing_active_is_left_outside_tags_and_names():
         for piece in values + texts:
             assert not re.search(r"[\[\]()!*_`~\\|$:]", piece), piece
             assert not re.search(r"(?<!&)#", piece), piece
+
+
+@pytest.mark.parametrize("bad, message", [
+    ('<g id="a"><script>alert(1)</script></g>', "holds a <script> element"),
+    ('<g id="a" onload="alert(1)"></g>', "holds a onload attribute"),
+    ('<g id="a"><path style="fill:url(http://e.org/x)"/></g>', "holds a style attribute"),
+    ('<g id="a"><text>a < b</text></g>', "holds a tag of another shape"),
+    ('<g id="a"><a xlink:href="http://e.org" xlink:title="t"><text>x</text></a></g>', "holds a xlink:href attribute"),
+])
+def test_the_checker_still_refuses_what_graphviz_does_not_write(bad, message):
+    """_check_svg checks every tag at once and walks the document only to name the first offence."""
+    for svg in _figures():
+        doc = svg[svg.find("<svg"):]
+        doc = doc.replace("</svg>", bad + "</svg>")
+        with pytest.raises(ValueError, match=message):
+            markup._check_svg(doc)
+        markup._check_svg(svg[svg.find("<svg"):])  # the figure itself passes

@@ -113,9 +113,17 @@ _ATTR = re.compile(r'([\w:-]+)\s*=\s*"([^"]*)"')
 
 def _check_svg(svg: str) -> None:
     """Raise ValueError unless every tag is one Graphviz writes, with attributes it writes."""
-    rest = _TAG.sub("", svg)
-    if "<" in rest:
+    # One pass over the document: [text, tag name, its attributes, text, ...]. Every tag and attribute is
+    # checked at once (a figure has hundreds of tags: a Python step per tag, and a second pass to find the
+    # text outside the tags, were most of a new figure's inline_svg); only a document that fails is walked
+    # tag by tag, for the first offence.
+    pieces = _TAG.split(svg)
+    if any("<" in text for text in pieces[::3]):
         raise ValueError("the SVG holds a tag of another shape")
+    attrs = _ATTR.findall("".join(pieces[2::3]))
+    if (set(pieces[1::3]) <= _SVG_TAGS and {name for name, _ in attrs} <= _SVG_ATTRS
+            and not any(name == "style" and ("url(" in value or "expression" in value) for name, value in attrs)):
+        return
     for m in _TAG.finditer(svg):
         if m.group(1) not in _SVG_TAGS:
             raise ValueError(f"the SVG holds a <{m.group(1)}> element")
