@@ -443,13 +443,15 @@ def bench_play(page, base, repeats):
     return [rate / speed]  # 1.0 = the labelled speed
 
 
-BADGE_JS = """() => document.body.innerText.includes('backends agree') ? performance.now() : false"""
+# The badge's final state: "(All|The compared) backends agree", or (a CPU server, where torch and the Triton
+# interpreter are compared on request) "Not compared yet: ..." beside its button.
+BADGE_JS = """() => /backends agree|Not compared yet/.test(document.body.innerText) ? performance.now() : false"""
 
 
 def bench_first_visit(repeats, pages=("tree_builder", "chain_sampling", "greedy", "target_only", "dspark"), pw=None):
     """Per page, a fresh server: seconds until the key picture shows (the step player's figure, or
     the first figure drawn on the server), until the whole page is drawn (the script done, every
-    graph and chart drawn), and until the "(All|The compared) backends agree" badge shows (the backends may still
+    graph and chart drawn), and until the backend badge shows (BADGE_JS) (the backends may still
     be loading when the page is first drawn: it then says so and redraws itself).
 
     Then, with that server warm, a second tab of the same browser opens the next page of ``pages`` (as a link

@@ -84,9 +84,9 @@ def main() -> None:
                 page.goto(url, wait_until="domcontentloaded", timeout=300_000)
                 page.wait_for_selector('[data-testid="stApp"]', timeout=120_000)
                 page.wait_for_timeout(800)
-                for _ in range(1200):  # until the run is over and the "all backends agree" badge is drawn
+                for _ in range(1200):  # until the run is over and the backend badge is drawn
                     if (page.locator('[data-testid="stStatusWidget"]').count() == 0
-                            and page.get_by_text(re.compile("backends agree|disagrees with the reference")).count() > 0):
+                            and page.get_by_text(re.compile("backends agree|Not compared yet|disagrees with the reference")).count() > 0):
                         break
                     page.wait_for_timeout(250)
                 page.wait_for_timeout(int(settle * 1000))

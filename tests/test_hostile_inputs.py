@@ -837,6 +837,10 @@ def test_tree_builder_page_with_a_huge_seq_len_holds_little(monkeypatch):
     at.session_state["sv_scn::tree"] = _big_fan(15_000_000).to_json()
     at.run()
     assert not at.exception, at.exception
+    left = [b.key for b in at.button if (b.key or "").startswith("w_badge_all::")]  # a CPU server compares on request
+    if left:
+        at.button(key=left[0]).click().run()
+        assert not at.exception, at.exception
     assert any("qlen_only" in s.value for s in at.success) or any("qlen_only" in e.value for e in at.error)
     assert bounded_cache.held_bytes() < 1 << 20, bounded_cache.held_bytes()
 

@@ -312,6 +312,14 @@ def test_tour_stop_4_does_not_send_semantics_to_the_chain_page():
 
 # -- 5b. the page's badge turns red on a silent backend ------------------------------------------------------
 
+def _compare_all(at) -> None:
+    """Press the badge's "Compare ... too" when the page left a backend to it (a CPU server compares
+    torch and the Triton interpreter on request: test_badge_on_request)."""
+    keys = [b.key for b in at.button if (b.key or "").startswith("w_badge_all::")]
+    if keys:
+        at.button(key=keys[0]).click().run()
+
+
 @pytest.mark.parametrize("make", [lambda d: {}, lambda d: {k: v for k, v in d.items() if k != "accept_index"}])
 def test_greedy_page_badge_is_red_for_a_silent_backend(monkeypatch, make):
     import streamlit as st
@@ -328,6 +336,7 @@ def test_greedy_page_badge_is_red_for_a_silent_backend(monkeypatch, make):
     try:
         at = AppTest.from_file(str(ROOT / "pages/greedy.py"), default_timeout=TIMEOUT)
         _ok(at.run())
+        _compare_all(at)
         assert not any("backends agree" in str(x.value) for x in at.success)
         assert any("torch disagrees with the reference" in str(e.value) for e in at.error), [e.value for e in at.error]
     finally:
@@ -357,6 +366,7 @@ def test_a_backend_that_raises_is_named_as_failing_not_as_disagreeing(monkeypatc
     try:
         at = AppTest.from_file(str(ROOT / "pages/greedy.py"), default_timeout=TIMEOUT)
         at.run()
+        _compare_all(at)
         errors = [str(e.value) for e in at.error]
         assert any("torch failed to run these inputs: out of device memory" in e for e in errors), errors
         assert not any("disagrees" in e for e in errors), errors

@@ -192,13 +192,14 @@ def _compare(key: str, names: tuple) -> dict:
     return compare_backends(scenario_from_json(key), list(names))
 
 
-# The badge compares every usable backend with the reference, except one that runs its kernels under
-# the Triton interpreter (this CPU server): that run cost 0.015-0.03 s of CPU per new scenario, a third
-# of a tree or greedy edit's server CPU, paid by every student on every edit (benchmarks/README, "The
-# badge on request"). It is compared when the session asks for it (the badge's button, kept for the
-# session) or runs it as its chosen backend; on a GPU server Triton is compiled, cheap, and compared
-# by default. The badge names what it compared and what it did not: "all backends agree" only when
-# every usable backend ran on these inputs.
+# The badge compares every usable backend with the reference, except one that runs on this server's CPU:
+# the Triton interpreter (0.015-0.03 s of CPU per new scenario, benchmarks/README, "The badge on
+# request") and, on a server without a GPU, torch (~2 ms of CPU per new scenario: about a tenth of an
+# edit's server CPU, paid by every student on every edit; benchmarks/README, "cpu9"). Such a backend is
+# compared when the session asks for it (the badge's button, kept for the session) or runs it as its
+# chosen backend; on a GPU server the compiled backends are cheap and compared by default. The badge
+# names what it compared and what it did not: "all backends agree" only when every usable backend ran
+# on these inputs, and no "agree" at all when only the reference ran.
 ALL_KEY = "sv_badge_all"
 
 
@@ -207,13 +208,28 @@ def _interpreted(name: str) -> bool:
     return interpreted(name)
 
 
+@functools.cache
+def on_request(name: str) -> bool:
+    """True when the badge compares ``name`` only on request here: it runs on this server's CPU (the
+    Triton interpreter; torch without a GPU). Call once the backends are loaded."""
+    if name == "numpy":
+        return False
+    if _interpreted(name):
+        return True
+    if name == "torch":
+        import torch
+
+        return not torch.cuda.is_available()
+    return False
+
+
 def compared_backends(names=None) -> tuple:
     """The backends the badge compares for this session (``names``: the usable ones): see ALL_KEY."""
     names = tuple(usable_backends() if names is None else names)
     if st.session_state.get(ALL_KEY):
         return names
     chosen = st.session_state.get("sv_backend", "numpy")
-    return tuple(b for b in names if b == chosen or not _interpreted(b))
+    return tuple(b for b in names if b == chosen or not on_request(b))
 
 
 def compare(s: Scenario) -> dict:
@@ -221,7 +237,10 @@ def compare(s: Scenario) -> dict:
     the backends of ``compared_backends``."""
     from specviz.replay.engine import scenario_key
 
-    return _compare(scenario_key(s), compared_backends())
+    names = compared_backends()
+    if tuple(names) == ("numpy",):  # only the reference (see ALL_KEY): nothing to compare it with, nothing to run again
+        return {"numpy": None}
+    return _compare(scenario_key(s), names)
 
 
 def backend_badge(s: Scenario) -> bool:
@@ -305,8 +324,11 @@ def compare_call(fn_name: str, *args, **kwargs) -> dict:
     """
     if not backends_loaded(BADGE_WAIT_S):
         return None  # badge(None): still loading
+    names = compared_backends()
+    if tuple(names) == ("numpy",):  # only the reference (see ALL_KEY): the page has its result already
+        return {"numpy": None}
     args = tuple(np.asarray(a) if isinstance(a, (list, np.ndarray)) else a for a in args)
-    return _compare_call(fn_name, args, kwargs, compared_backends())
+    return _compare_call(fn_name, args, kwargs, names)
 
 
 def badge(diffs: dict | None, what: str = "") -> bool:
@@ -323,6 +345,9 @@ def badge(diffs: dict | None, what: str = "") -> bool:
         # (zh: a colon, not brackets around labels that carry their own: no nested （…（…）…）)
         st.success(tr("All backends agree ({names}){suffix}", "所有后端结果一致：{names}{suffix}", names=names, suffix=suffix),
                    icon=":material/check_circle:")
+        return True
+    if not bad and len(diffs) <= 1:  # only the reference ran: nothing was compared, so nothing "agrees"
+        _offer_the_rest(left, what)
         return True
     if not bad:
         st.success(tr("The compared backends agree ({names}){suffix}", "参与比较的后端结果一致：{names}{suffix}",
@@ -350,11 +375,17 @@ def _offer_the_rest(left: list, what: str) -> None:
     the rest of the session). The button sits in the page's fragment: pressing it reruns that only."""
     label = tr(", ", "、").join(backend_label(b) for b in left)
     row = st.container(horizontal=True, vertical_alignment="center", wrap=False)  # one block, not 2 columns (3; issue 31)
-    row.caption(tr("Not compared yet: {b}. On this server it runs its kernels under the Triton interpreter (slow), so it is "
-                    "compared on request.",
-                    "尚未比较：{b}。本服务器上它的 kernel 在 Triton 解释器中运行（较慢），因此按需比较。", b=label))
-    row.button(tr("Compare it too", "也比较它"), key=f"w_badge_all::{what}", on_click=_compare_all, width="content",
-               icon=":material/compare_arrows:")
+    if all(_interpreted(b) for b in left):
+        row.caption(tr("Not compared yet: {b}. On this server it runs its kernels under the Triton interpreter (slow), so it is "
+                        "compared on request.",
+                        "尚未比较：{b}。本服务器上它的 kernel 在 Triton 解释器中运行（较慢），因此按需比较。", b=label))
+    else:
+        row.caption(tr("Not compared yet: {b}. This server has no GPU: {these} on its CPU, so {it_is} compared on request.",
+                        "尚未比较：{b}。本服务器没有 GPU：{zh_it}在 CPU 上运行，因此按需比较。", b=label,
+                        these="it runs" if len(left) == 1 else "they run", it_is="it is" if len(left) == 1 else "they are",
+                        zh_it="它" if len(left) == 1 else "它们"))
+    row.button(tr("Compare it too", "也比较它") if len(left) == 1 else tr("Compare them too", "也比较它们"),
+               key=f"w_badge_all::{what}", on_click=_compare_all, width="content", icon=":material/compare_arrows:")
 
 
 @bounded_cache(share=0.1, copies=False)  # the page and the player only read the frames
