@@ -1,4 +1,4 @@
-"""Streamlit's internals, touched here and nowhere else: five runtime patches of private Streamlit
+"""Streamlit's internals, touched here and nowhere else: six runtime patches of private Streamlit
 classes, each a module, each guarded by a shape check (it installs only on the shape it was written
 for, else it stays out and says so), and ``install()`` that app.py and the worker call once.
 
@@ -6,7 +6,8 @@ for, else it stays out and says so), and ``install()`` that app.py and the worke
 - ``failover``: the first edit after ``specviz serve`` moved a tab to another worker is applied;
 - ``state_lookup``: a widget looks up its own key in session state, not a filtered copy of all of it;
 - ``wakeups``: one event-loop wake-up per burst of a session's messages, not one per element;
-- ``widget_guard``: a crafted widget value of the wrong type (websocket) is ignored instead of breaking the tab.
+- ``widget_guard``: a crafted widget value of the wrong type (websocket) is ignored instead of breaking the tab;
+- ``static_files``: Streamlit's frontend files answered on the event loop, not queued behind a script run for a thread.
 
 Each module's docstring names the upstream behaviour it works around, the Streamlit versions it was
 checked on, what a user sees without it, and how to drop it; each installs through
@@ -18,10 +19,10 @@ from __future__ import annotations
 
 import importlib
 
-PATCHES = ("click_queue", "failover", "wakeups", "widget_guard", "state_lookup")
+PATCHES = ("click_queue", "failover", "wakeups", "widget_guard", "state_lookup", "static_files")
 # Streamlit releases whose private classes these patches were written and tested against
 # (tests/test_click_queue.py, test_failover.py, test_wakeups.py, test_widget_guard.py, test_state_lookup.py,
-# test_app_runtime.py).
+# test_static_files.py, test_app_runtime.py).
 CHECKED_ON = ("1.67.0",)
 
 _RESULTS: dict[str, bool] = {}
