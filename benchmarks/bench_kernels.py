@@ -493,6 +493,15 @@ def run(args):
                     one = triton_verify.tree_sampling_prepare(tree_cand, ri, nt, ns, u, uf, p, **skw)[1]
                     triton_verify.TARGET_ONLY_WALK_FIRST_MIN_PROGRAMS = saved
                     impls["triton_one_launch"] = (one, one)
+                parts = getattr(launch, "parts", None)
+                if parts and ONLY_IMPLS & {"triton_walker", "triton_draw", "triton_walker_warps4"}:
+                    # the two launches of a walk-first call alone, and the walker in the draw's 4 warps
+                    impls["triton_walker"], impls["triton_draw"] = (parts[0], parts[0]), (parts[1], parts[1])
+                    saved = triton_verify.TARGET_ONLY_WALKER_WARPS
+                    triton_verify.TARGET_ONLY_WALKER_WARPS = 4
+                    w4 = triton_verify.tree_sampling_prepare(tree_cand, ri, nt, ns, u, uf, p, **skw)[1]
+                    triton_verify.TARGET_ONLY_WALKER_WARPS = saved
+                    impls["triton_walker_warps4"] = (w4, w4)
                 if bf is not None:
                     impls["before"] = (lambda: bf.triton_verify.tree_sampling_target_only(
                         tree_cand, ri, nt, ns, u, uf, p, num_speculative_tokens=W, validate=False),

@@ -147,13 +147,20 @@ def _sibling_test(p_row_ptr, tok, acc, coin, threshold_acc, threshold_single, NE
     threshold_acc (at or below before 0.5.23) or pt alone reaches threshold_single; 0.5.23 also asks pt > 0.
     Returns (pt, acc, ok)."""
     pt = tl.load(p_row_ptr + tok)
+    acc, ok = _sibling_verdict(pt, acc, coin, threshold_acc, threshold_single, NEW_SEMANTICS)
+    return pt, acc, ok
+
+
+@triton.jit
+def _sibling_verdict(pt, acc, coin, threshold_acc, threshold_single, NEW_SEMANTICS: tl.constexpr):
+    """``_sibling_test`` on a target mass already at hand: (acc, ok)."""
     acc = acc + pt
     bound = tl.math.div_rn(acc, threshold_acc)
     if NEW_SEMANTICS:
         ok = (pt > 0.0) & ((coin < bound) | (pt >= threshold_single))
     else:
         ok = (coin <= bound) | (pt >= threshold_single)
-    return pt, acc, ok
+    return acc, ok
 
 
 @triton.jit
@@ -172,6 +179,32 @@ def _node(vec, row_ptr, offs, idx, IN_REGISTERS: tl.constexpr):
     else:
         return tl.load(row_ptr + idx)
 
+
+
+@triton.jit
+def _pick_bits(vec, offs, idx):
+    """vec[idx] of a float32 register vector, every bit kept (``_pick`` on the bits: a float one-hot sum
+    turns -0.0 into +0.0, and the record stores a mass's bits)."""
+    return _pick(vec.to(tl.int32, bitcast=True), offs, idx).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _parents(first_child, next_sib, offs, valid, BLOCK_N: tl.constexpr):
+    """Each node's parent in a tree held as register vectors of links (-1: none or not a child): a first
+    child's parent is the node that names it (next_token), a later sibling's is its chain head's, found
+    by pointer jumping along the reversed sibling links (log2 BLOCK_N rounds of two register gathers). On a
+    malformed tree (a node named twice, a cycle) the result may be wrong; its one user checks it."""
+    named_by = tl.max(tl.where((first_child[None, :] == offs[:, None]) & valid[None, :], offs[None, :], -1), axis=1)
+    prev = tl.max(tl.where((next_sib[None, :] == offs[:, None]) & valid[None, :], offs[None, :], -1), axis=1)
+    par = named_by
+    link = tl.where(named_by >= 0, -1, prev)  # a node whose parent is its previous sibling's (-1: known)
+    span = 1
+    while span < BLOCK_N:  # after r rounds each link spans 2**r siblings
+        has = link >= 0
+        at = tl.where(has, link, 0)
+        par, link = tl.where(has, tl.gather(par, at, 0), par), tl.where(has, tl.gather(link, at, 0), link)
+        span *= 2
+    return par
 
 
 @triton.jit
@@ -283,6 +316,11 @@ def tree_sampling_target_only_split_kernel(out_ptr, count_ptr,
         k = tl.zeros([], dtype=tl.int32)
         go = tl.full([], 1, dtype=tl.int32)
         coin = _node(coins, coins_ptr + base, offs_n, 0, WALK_IN_REGISTERS)
+        if WALK == 1:  # every child's target mass p[parent, token] in one round of loads, before the walk
+            par = _parents(first_child, next_sib, offs_n, valid, BLOCK_N)
+            ok_tok = valid & (par >= 0) & (cand >= 0) & (cand < V)
+            masses = tl.load(p_req + tl.where(ok_tok, par, 0) * stride_p_row + tl.where(ok_tok, cand, 0), mask=ok_tok,
+                             other=0.0)
         for _level in range(1, W):
             if go != 0:
                 child = _node(first_child, next_token_ptr + base, offs_n, node, WALK_IN_REGISTERS)
@@ -292,8 +330,14 @@ def tree_sampling_target_only_split_kernel(out_ptr, count_ptr,
                 n_rejected = tl.zeros([], dtype=tl.int32)
                 while (child != -1) & (accepted == 0):
                     tok = _node(cand, candidates_ptr + base, offs_n, child, WALK_IN_REGISTERS)
-                    pt, acc, ok = _sibling_test(p_req + node * stride_p_row, tok, acc, coin, threshold_acc,
-                                                threshold_single, NEW_SEMANTICS)
+                    if WALK == 1:  # the gathered mass, or a load where the parents above were wrong
+                        known = _pick(par, offs_n, child) == node
+                        pt = tl.load(p_req + node * stride_p_row + tok, mask=~known, other=0.0)
+                        pt = tl.where(known, _pick_bits(masses, offs_n, child), pt)
+                        acc, ok = _sibling_verdict(pt, acc, coin, threshold_acc, threshold_single, NEW_SEMANTICS)
+                    else:
+                        pt, acc, ok = _sibling_test(p_req + node * stride_p_row, tok, acc, coin, threshold_acc,
+                                                    threshold_single, NEW_SEMANTICS)
                     miss = ok.to(tl.int32) == 0
                     _record_rejection(rec_req, n, child, node, pt, miss & write_buf)
                     rejected = tl.where((offs_n == n_rejected) & miss, tok, rejected)

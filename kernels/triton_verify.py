@@ -121,11 +121,14 @@ def tree_sampling_prepare(cand, ri, nt, ns, u, uf, p, *, W, threshold_single, th
             return (predicts, accept_index, accept_token_num, buf), functools.partial(
                 _TARGET_ONLY_SPLIT_KERNEL, (bs * nc,), *args, 0, **opts)
         draw = functools.partial(_TARGET_ONLY_SPLIT_KERNEL, (bs * nc,), *args, 2, **opts)
-        walker = functools.partial(_TARGET_ONLY_SPLIT_KERNEL, (bs,), *args, 1, **opts)
+        # the walker holds the tree's links in registers at every width (WALK_IN_REGISTERS), in one warp
+        walker = functools.partial(_TARGET_ONLY_SPLIT_KERNEL, (bs,), *args[:-1], True, 1,
+                                   **dict(opts, num_warps=TARGET_ONLY_WALKER_WARPS))
 
         def launch():
             walker()
             return draw()
+        launch.parts = walker, draw  # each launch alone, for benchmarks/bench_kernels.py
         return (predicts, accept_index, accept_token_num, buf), launch
     if zero:
         buf = WorkBuffer(rec, cand, V)
@@ -151,10 +154,11 @@ def _target_only_plan(bs: int, n: int, W: int, V: int):
     if plan is None:
         chunk = target_only_chunk(V)
         nc = -(-V // chunk)
-        split = n <= 16 or (nc >= 16 and bs * nc <= 8192) if TARGET_ONLY_SPLIT is None else TARGET_ONLY_SPLIT
+        walk_first = target_only_walk_first(bs, nc)
+        split = (n <= 16 or walk_first or (nc >= 16 and bs * nc <= 8192) if TARGET_ONLY_SPLIT is None
+                 else TARGET_ONLY_SPLIT)
         opts = dict(num_warps=sampler_warps(V), **_regs(TARGET_ONLY_MAXNREG))
         consts = (pow2(n), pow2(W), chunk, nc, pow2(nc), n <= 16)
-        walk_first = target_only_walk_first(bs, nc)
         n_tail = 2 * bs * n + (2 * bs * nc + (bs * (3 + consts[0] + 2 * consts[1]) if walk_first else 0) if split else 0)
         plan = _TARGET_ONLY_PLANS[key] = (split, walk_first, consts, opts, n_tail)
     return plan
@@ -165,6 +169,9 @@ def _target_only_plan(bs: int, n: int, W: int, V: int):
 # TARGET_ONLY_WALK_FIRST_MIN_PROGRAMS chunk programs: each of them would otherwise walk the whole tree
 # (dependent loads) before its chunk's loads start. 0: always (tests); None: never.
 TARGET_ONLY_WALK_FIRST_MIN_PROGRAMS = 4096
+# Warps of that first launch: its walk is a chain of one-element picks from 64-lane register vectors, each a
+# reduction across the program's warps (one warp: shuffles only, no shared memory round trip).
+TARGET_ONLY_WALKER_WARPS = 1
 
 
 def target_only_walk_first(bs: int, nc: int) -> bool:

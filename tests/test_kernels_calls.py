@@ -174,6 +174,33 @@ def test_target_only_walk_in_a_first_launch(monkeypatch, case_seed):
             assert_same(expected, got, f"walk first {shape} {V} {semantics}")
 
 
+def test_target_only_walker_on_a_node_named_twice(monkeypatch):
+    """The first launch gathers every child's mass from the row of the parent it infers from the links; on a
+    malformed tree (validate=False; the reference refuses it: node 2 is node 1's next sibling and its first
+    child) the inferred parent of node 2 is 1 while the walk tests it under 0, and the walker loads p[0, 7]
+    as the one-launch kernel's walk does (p[1, 7] = 0.6 would accept node 2 where p[0, 7] = 0.2 rejects it)."""
+    monkeypatch.setattr(triton_verify, "TARGET_ONLY_SPLIT", True)
+    V = 4097
+    cand = np.array([[3, 5, 7, 9]], np.int64)
+    ri = np.arange(4, dtype=np.int64)[None]
+    nt = np.array([[1, 2, -1, -1]], np.int64)
+    ns = np.array([[-1, 2, -1, -1]], np.int64)
+    p = np.full((1, 4, V), 0.1 / (V - 2), np.float32)
+    p[0, :, 5], p[0, 0, 7], p[0, 1, 7] = 0.1, 0.2, 0.6
+    args = [on_device(a) for a in (cand, ri, nt, ns, np.float32([[0.5, 0.3, 0.3, 0.3]]), np.float32([0.7]), p)]
+    for semantics in ("0.5.23", "earlier"):
+        results = []
+        for walk_first in (None, 0):  # one launch (every program walks, loading as it goes); walk first
+            monkeypatch.setattr(triton_verify, "TARGET_ONLY_WALK_FIRST_MIN_PROGRAMS", walk_first)
+            assert triton_verify._target_only_plan(1, 4, 3, V)[1] == (walk_first == 0)
+            results.append(triton_verify.tree_sampling_target_only(*args, num_speculative_tokens=3,
+                                                                   semantics=semantics, validate=False))
+        one, first = results
+        assert int(first.accept_token_num[0]) == 0  # both children of the root rejected
+        assert float(first.draft_probs[0, 0, 7]) == np.float32(0.2) and float(first.draft_probs[0, 0, 5]) == np.float32(0.1)
+        assert_same(one, first, f"node named twice {semantics}")
+
+
 class _AtenOps:
     """Counts the torch operations (aten ops, each one host-side step on a GPU) a launcher makes inside a
     block, the kernel launches left out (the interpreter runs a kernel on torch ops of its own)."""

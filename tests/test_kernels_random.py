@@ -137,6 +137,23 @@ def test_target_only_split_kernel_on_every_tree(case, V, semantics, thresholds):
         triton_verify.TARGET_ONLY_SPLIT = saved
 
 
+@settings(max_examples=6, **SETTINGS)
+@given(case=tree_cases(), V=st.sampled_from([4097, 8192]), semantics=st.sampled_from(["0.5.23", "earlier"]),
+       thresholds=st.sampled_from([(1.0, 1.0), (0.5, 0.25)]))
+def test_target_only_walk_first_on_every_tree(case, V, semantics, thresholds):
+    """The block-parallel target-only kernel with its walk in a first launch, forced on for every tree and
+    batch (by default from 4096 chunk programs on): the walker gathers every child's mass by the parents it
+    infers from the links, in one warp, and gives the reference's results on every tree."""
+    from kernels import triton_verify
+
+    saved = triton_verify.TARGET_ONLY_SPLIT, triton_verify.TARGET_ONLY_WALK_FIRST_MIN_PROGRAMS
+    triton_verify.TARGET_ONLY_SPLIT, triton_verify.TARGET_ONLY_WALK_FIRST_MIN_PROGRAMS = True, 0
+    try:
+        test_tree_sampling_target_only_random.hypothesis.inner_test(case, V, semantics, thresholds)
+    finally:
+        triton_verify.TARGET_ONLY_SPLIT, triton_verify.TARGET_ONLY_WALK_FIRST_MIN_PROGRAMS = saved
+
+
 def _chain_case(rng, bs, N, V, zero_q=False):
     cand = rng.integers(0, V, size=(bs, N))
     p = random_probs(rng, (bs, N), V)
