@@ -60,6 +60,10 @@ MAX_REST_S = 0.5
 ONLY_OPS: set = set()  # --ops: time only these ops (empty: all)
 ONLY_IMPLS: set = set()  # --impls: time only these implementations (empty: all)
 EMPTY_X: list = []  # the empty kernel's argument, once run() made it
+# --impls NAME: the target-only call with one launcher knob of kernels/triton_verify.py set to another value
+TARGET_ONLY_KNOB_IMPLS = {"triton_walker_warps4": ("TARGET_ONLY_WALKER_WARPS", 4),
+                          "triton_draw_chunks1": ("TARGET_ONLY_DRAW_CHUNKS", 1),
+                          "triton_draw_chunks4": ("TARGET_ONLY_DRAW_CHUNKS", 4)}
 EMPTY_PAIR = "two_empty_launches"  # two empty Triton launches through the JIT, timed in every op's Python rounds
 BEFORE = None  # --before DIR: the kernels package of an earlier commit (DIR/kernels_before), timed as impl "before"
 
@@ -494,14 +498,15 @@ def run(args):
                     triton_verify.TARGET_ONLY_WALK_FIRST_MIN_PROGRAMS = saved
                     impls["triton_one_launch"] = (one, one)
                 parts = getattr(launch, "parts", None)
-                if parts and ONLY_IMPLS & {"triton_walker", "triton_draw", "triton_walker_warps4"}:
-                    # the two launches of a walk-first call alone, and the walker in the draw's 4 warps
+                if parts and ONLY_IMPLS & {"triton_walker", "triton_draw"}:  # a walk-first call's two launches alone
                     impls["triton_walker"], impls["triton_draw"] = (parts[0], parts[0]), (parts[1], parts[1])
-                    saved = triton_verify.TARGET_ONLY_WALKER_WARPS
-                    triton_verify.TARGET_ONLY_WALKER_WARPS = 4
-                    w4 = triton_verify.tree_sampling_prepare(tree_cand, ri, nt, ns, u, uf, p, **skw)[1]
-                    triton_verify.TARGET_ONLY_WALKER_WARPS = saved
-                    impls["triton_walker_warps4"] = (w4, w4)
+                for name, (knob, value) in TARGET_ONLY_KNOB_IMPLS.items():  # the launcher's knobs, other values
+                    if name in ONLY_IMPLS:
+                        saved = getattr(triton_verify, knob)
+                        setattr(triton_verify, knob, value)
+                        other = triton_verify.tree_sampling_prepare(tree_cand, ri, nt, ns, u, uf, p, **skw)[1]
+                        setattr(triton_verify, knob, saved)
+                        impls[name] = (other, other)
                 if bf is not None:
                     impls["before"] = (lambda: bf.triton_verify.tree_sampling_target_only(
                         tree_cand, ri, nt, ns, u, uf, p, num_speculative_tokens=W, validate=False),

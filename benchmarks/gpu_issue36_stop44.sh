@@ -1,7 +1,7 @@
 #!/bin/bash
 # Issue 36, stop 44 (gpu10): goal 3b, tree_sampling_target_only at bs >= 512, on one H200 through the `run` tool
 # (benchmarks/README "Issue 36, stop 44 (gpu10)"). The tool sends the main checkout, so this tree travels as an
-# ignored copy: `git -C WORKTREE ls-files -co --exclude-standard | rsync -a --files-from=- WORKTREE .gpu10`, .sglang
+# ignored copy: `git -C WORKTREE ls-files -co --exclude-standard -z | xargs -0 cp --parents -t .gpu10` (in WORKTREE), .sglang
 # copied in, `benchmarks/make_before.sh REV .before_gpu10`; carry [".gpu10", ".whl", ".before_gpu10"], then
 #   cd .gpu10 && WHL=../.whl BEFORE=../.before_gpu10 SUITE=1 bash benchmarks/gpu_issue36_stop44.sh
 # (1) bench_kernels' target-only rows at bs 512 / 4096, after and before in the same rounds, with IMPLS (default: the

@@ -22,7 +22,7 @@ def target_only_inverse_cdf_row(p_row_ptr, sub_row_ptr, use_sub, coin, V: tl.con
     for start in range(0, V, CHUNK):
         v = start + offs
         if ZERO_BUF:
-            x = _zero_buffer_terminal_chunk(p_row_ptr, v, v < V, rejected, offs_n, n_drop)
+            x = _zero_buffer_terminal_chunk(p_row_ptr, v, v < V, rejected, offs_n, n_drop, start, CHUNK)
         else:
             x = terminal_block(p_row_ptr, sub_row_ptr, use_sub, v, v < V, False)
         total += tl.sum(x, axis=0)
@@ -36,7 +36,7 @@ def target_only_inverse_cdf_row(p_row_ptr, sub_row_ptr, use_sub, coin, V: tl.con
             v = start + offs
             m = v < V
             if ZERO_BUF:
-                x = _zero_buffer_terminal_chunk(p_row_ptr, v, m, rejected, offs_n, n_drop)
+                x = _zero_buffer_terminal_chunk(p_row_ptr, v, m, rejected, offs_n, n_drop, start, CHUNK)
             else:
                 x = terminal_block(p_row_ptr, sub_row_ptr, use_sub, v, m, False)
             local = tl.sum(x, axis=0)
@@ -220,13 +220,22 @@ def _record_rejection(rec_row_ptr, n: tl.constexpr, child, node, pt, miss):
 
 
 @triton.jit
-def _zero_buffer_terminal_chunk(p_row_ptr, v, m, rejected, offs_n, n_rejected):
-    """One chunk of relu(p - buf) when the work buffer was zero on entry: the rejected children's
-    entries hold p itself (buf[tok] = p[tok], so p - buf = +0.0 there), every other entry is 0.
-    Computed without reading buf: p with those tokens set to 0, then relu, bit for bit the same."""
+def _zero_buffer_terminal_chunk(p_row_ptr, v, m, rejected, offs_n, n_rejected, lo, CHUNK: tl.constexpr):
+    """One chunk of relu(p - buf), tokens lo .. lo + CHUNK - 1 (v), when the work buffer was zero on entry: the
+    rejected children's entries hold p itself (buf[tok] = p[tok], so p - buf = +0.0 there), every other entry
+    is 0. Computed without reading buf: p with those tokens set to 0, then relu, bit for bit the same. Only
+    the rejected tokens inside the chunk are visited, one reduction each (smallest first) and one to find
+    none left: the chunk programs of a wide tree otherwise spent a cross-warp pick and a pass over their
+    registers on every rejected child of the level."""
     x = tl.load(p_row_ptr + v, mask=m, other=0.0)
-    for c in range(0, n_rejected):
-        x = tl.where(v == _pick(rejected, offs_n, c), 0.0, x)
+    hi = lo + CHUNK
+    if n_rejected > 0:
+        inside = (offs_n < n_rejected) & (rejected >= lo) & (rejected < hi)
+        tok = tl.min(tl.where(inside, rejected, hi), axis=0)
+        while tok < hi:
+            x = tl.where(v == tok, 0.0, x)
+            inside = inside & (rejected != tok)
+            tok = tl.min(tl.where(inside, rejected, hi), axis=0)
     return tl.maximum(x, 0.0)
 
 
@@ -240,7 +249,7 @@ def tree_sampling_target_only_split_kernel(out_ptr, count_ptr,
                                            NEW_SEMANTICS: tl.constexpr, BLOCK_N: tl.constexpr,
                                            BLOCK_W: tl.constexpr, CHUNK: tl.constexpr, NC: tl.constexpr,
                                            NC_P2: tl.constexpr, WALK_IN_REGISTERS: tl.constexpr,
-                                           WALK: tl.constexpr):
+                                           WALK: tl.constexpr, BPP: tl.constexpr):
     """``tree_sampling_target_only_kernel`` for a work buffer that is zero on entry (SGLang's call),
     parallel over the vocabulary: grid (bs * NC,), program pid serves request b = pid // NC and
     chunk g = pid % NC of the NC = cdiv(V, CHUNK) chunks (FlashInfer's chunk, target_only_chunk(V)).
@@ -261,22 +270,24 @@ def tree_sampling_target_only_split_kernel(out_ptr, count_ptr,
     WALK = 0: every program walks its request's tree (above). Large batches split the launch in two:
     WALK = 1 (grid (bs,)) walks each tree once, writes the record and stores the walk's outcome in
     walk_ptr [bs, 3 + BLOCK_N + 2 * BLOCK_W] i32 (node, k, rejected count, rejected tokens, accepted
-    rows, accepted tokens); WALK = 2 (grid (bs * NC,)) loads that outcome instead of walking, so each
-    program's chunk loads wait on one load round, not on the walk's dependent loads.
+    rows, accepted tokens); WALK = 2 (grid (bs * cdiv(NC, BPP),)) loads that outcome instead of walking, so
+    each program's chunk loads wait on one load round, not on the walk's dependent loads, and sums BPP
+    chunks (g * BPP + t), each with the one-chunk block shape and so its bits; BPP = 1 with WALK < 2.
 
     out [bs*n + bs*W + bs + bs*2*n + bs*2*NC (+ bs*WS)] i32, one allocation, one pointer argument instead of six:
     the outputs predicts [bs*n], accept_index [bs, W], accept_token_num [bs], the record rec [bs, 2, n], then
     the scratch ints (every cell written before it is read, so it needs no fill) and, WALK > 0, walk.
     """
+    NP: tl.constexpr = (NC + BPP - 1) // BPP  # programs a request
     pid = tl.program_id(0).to(tl.int64)
     if WALK == 1:
         b = pid
         g = tl.zeros([], dtype=tl.int32)
         bs = tl.num_programs(0).to(tl.int64)
     else:
-        b = pid // NC
-        g = (pid % NC).to(tl.int32)
-        bs = tl.num_programs(0).to(tl.int64) // NC
+        b = pid // NP
+        g = (pid % NP).to(tl.int32)
+        bs = tl.num_programs(0).to(tl.int64) // NP
     predicts_ptr = out_ptr
     accept_index_ptr = out_ptr + bs * n
     accept_token_num_ptr = accept_index_ptr + bs * W
@@ -364,22 +375,37 @@ def tree_sampling_target_only_split_kernel(out_ptr, count_ptr,
     n_drop = tl.where(use_sub, n_rejected, 0)
     p_row = p_req + node * stride_p_row
     offs_v = tl.arange(0, CHUNK)
-    v = g * CHUNK + offs_v
-    m = v < V
-    x = _zero_buffer_terminal_chunk(p_row, v, m, rejected, offs_n, n_drop)
     scratch = b * (2 * NC)
-    tl.store(sums_ptr + scratch + g, tl.sum(x, axis=0))
-    tl.store(ints_ptr + scratch + NC + g, tl.max(tl.where((x > 0.0) & m, v, -1), axis=0))
+    if BPP == 1:
+        v = g * CHUNK + offs_v
+        m = v < V
+        x = _zero_buffer_terminal_chunk(p_row, v, m, rejected, offs_n, n_drop, g * CHUNK, CHUNK)
+        tl.store(sums_ptr + scratch + g, tl.sum(x, axis=0))
+        tl.store(ints_ptr + scratch + NC + g, tl.max(tl.where((x > 0.0) & m, v, -1), axis=0))
+    else:  # chunks g * BPP + t: every chunk's loads go out before any of its sums is stored
+        offs_t = tl.arange(0, BPP)
+        sv = tl.zeros([BPP], dtype=tl.float32)
+        lasts = tl.full([BPP], -1, dtype=tl.int32)
+        for t in tl.static_range(BPP):
+            c = g * BPP + t
+            v = c * CHUNK + offs_v
+            m = v < V
+            x = _zero_buffer_terminal_chunk(p_row, v, m, rejected, offs_n, n_drop, c * CHUNK, CHUNK)
+            sv = tl.where(offs_t == t, tl.sum(x, axis=0), sv)
+            lasts = tl.where(offs_t == t, tl.max(tl.where((x > 0.0) & m, v, -1), axis=0), lasts)
+        cs = g * BPP + offs_t
+        tl.store(sums_ptr + scratch + cs, sv, mask=cs < NC)
+        tl.store(ints_ptr + scratch + NC + cs, lasts, mask=cs < NC)
     tl.debug_barrier()  # the chunk's sum is stored before the counter says so
-    if NC > 1:
-        is_last = tl.atomic_add(count_ptr + b, 1, sem="acq_rel", scope="gpu") == NC - 1
+    if NP > 1:
+        is_last = tl.atomic_add(count_ptr + b, 1, sem="acq_rel", scope="gpu") == NP - 1
     else:
         is_last = g == 0
     if is_last:
         if WALK == 2:
             acc_rows = tl.load(walk_req + 3 + BLOCK_N + offs_w).to(tl.int64)
             acc_toks = tl.load(walk_req + 3 + BLOCK_N + BLOCK_W + offs_w).to(tl.int64)
-        if NC > 1:
+        if NP > 1:
             tl.store(count_ptr + b, 0)  # zero again for the next launch
         offs_c = tl.arange(0, NC_P2)  # every chunk's sum and last-valid index in one round trip each
         sums = tl.load(sums_ptr + scratch + offs_c, mask=offs_c < NC, other=0.0, volatile=True)
@@ -407,7 +433,7 @@ def tree_sampling_target_only_split_kernel(out_ptr, count_ptr,
         if hit_chunk < NC:
             vj = hit_chunk * CHUNK + offs_v
             mj = vj < V
-            xj = _zero_buffer_terminal_chunk(p_row, vj, mj, rejected, offs_n, n_drop)
+            xj = _zero_buffer_terminal_chunk(p_row, vj, mj, rejected, offs_n, n_drop, hit_chunk * CHUNK, CHUNK)
             hit = ((tl.cumsum(xj, axis=0) + agg_at) > thr) & (xj > 0.0) & mj
             first = tl.min(tl.where(hit, vj, 2147483647), axis=0)
             sampled = tl.where(first < 2147483647, first, sampled)

@@ -107,7 +107,7 @@ def tree_sampling_prepare(cand, ri, nt, ns, u, uf, p, *, W, threshold_single, th
     V = p.shape[2]
     assert p.stride(2) == 1
     device = cand.device
-    split, walk_first, consts, opts, n_tail = _target_only_plan(bs, n, W, V)
+    split, walk_first, consts, opts, n_tail, bpp = _target_only_plan(bs, n, W, V)
     zero = buffer_init is None
     # the record [bs, 2, n] (the split kernel's scratch after it) follows the outputs in their allocation
     out, predicts, accept_index, accept_token_num, rec = _outputs(bs, n, W, device, n_tail if zero else 0)
@@ -119,10 +119,10 @@ def tree_sampling_prepare(cand, ri, nt, ns, u, uf, p, *, W, threshold_single, th
         args = (out, counters, cand, ri, nt, ns, u, uf, p, *scalars, *consts)
         if not walk_first:
             return (predicts, accept_index, accept_token_num, buf), functools.partial(
-                _TARGET_ONLY_SPLIT_KERNEL, (bs * nc,), *args, 0, **opts)
-        draw = functools.partial(_TARGET_ONLY_SPLIT_KERNEL, (bs * nc,), *args, 2, **opts)
+                _TARGET_ONLY_SPLIT_KERNEL, (bs * nc,), *args, 0, 1, **opts)
+        draw = functools.partial(_TARGET_ONLY_SPLIT_KERNEL, (bs * -(-nc // bpp),), *args, 2, bpp, **opts)
         # the walker holds the tree's links in registers at every width (WALK_IN_REGISTERS), in one warp
-        walker = functools.partial(_TARGET_ONLY_SPLIT_KERNEL, (bs,), *args[:-1], True, 1,
+        walker = functools.partial(_TARGET_ONLY_SPLIT_KERNEL, (bs,), *args[:-1], True, 1, 1,
                                    **dict(opts, num_warps=TARGET_ONLY_WALKER_WARPS))
 
         def launch():
@@ -144,12 +144,13 @@ _TARGET_ONLY_PLANS = {}
 
 
 def _target_only_plan(bs: int, n: int, W: int, V: int):
-    """(split, walk_first, constexprs, options, tail cells) of a shape: split = the chunked kernel (the rule in
+    """(split, walk_first, constexprs, options, tail cells, draw chunks) of a shape: split = the chunked kernel (the rule in
     ``tree_sampling_prepare``), constexprs = (BLOCK_N, BLOCK_W, CHUNK[, NC, NC_P2, WALK_IN_REGISTERS]), tail =
     the int32 cells after the outputs with a zero work buffer: the record [bs, 2, n], then (split) the chunk
     scratch [bs, 2 * NC] and (walk first) the walk's outcome [bs, 3 + BLOCK_N + 2 * BLOCK_W], each written
-    before it is read. Cached per shape and knob values: a few us of Python arithmetic a call otherwise."""
-    key = (bs, n, W, V, TARGET_ONLY_SPLIT, TARGET_ONLY_WALK_FIRST_MIN_PROGRAMS, TARGET_ONLY_MAXNREG)
+    before it is read; draw chunks = BPP of the walk-first draw (TARGET_ONLY_DRAW_CHUNKS). Cached per shape and knob values: a few us of Python arithmetic a call otherwise."""
+    key = (bs, n, W, V, TARGET_ONLY_SPLIT, TARGET_ONLY_WALK_FIRST_MIN_PROGRAMS, TARGET_ONLY_MAXNREG,
+           TARGET_ONLY_DRAW_CHUNKS)
     plan = _TARGET_ONLY_PLANS.get(key)
     if plan is None:
         chunk = target_only_chunk(V)
@@ -160,7 +161,8 @@ def _target_only_plan(bs: int, n: int, W: int, V: int):
         opts = dict(num_warps=sampler_warps(V), **_regs(TARGET_ONLY_MAXNREG))
         consts = (pow2(n), pow2(W), chunk, nc, pow2(nc), n <= 16)
         n_tail = 2 * bs * n + (2 * bs * nc + (bs * (3 + consts[0] + 2 * consts[1]) if walk_first else 0) if split else 0)
-        plan = _TARGET_ONLY_PLANS[key] = (split, walk_first, consts, opts, n_tail)
+        bpp = TARGET_ONLY_DRAW_CHUNKS if walk_first else 1
+        plan = _TARGET_ONLY_PLANS[key] = (split, walk_first, consts, opts, n_tail, bpp)
     return plan
 
 
@@ -172,6 +174,9 @@ TARGET_ONLY_WALK_FIRST_MIN_PROGRAMS = 4096
 # Warps of that first launch: its walk is a chain of one-element picks from 64-lane register vectors, each a
 # reduction across the program's warps (one warp: shuffles only, no shared memory round trip).
 TARGET_ONLY_WALKER_WARPS = 1
+# Chunks each program of the second (draw) launch sums, a power of 2: more loads in flight a program, and fewer
+# programs each waiting on the walk's outcome and on the request's counter.
+TARGET_ONLY_DRAW_CHUNKS = 2
 
 
 def target_only_walk_first(bs: int, nc: int) -> bool:
