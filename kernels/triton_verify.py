@@ -107,7 +107,7 @@ def tree_sampling_prepare(cand, ri, nt, ns, u, uf, p, *, W, threshold_single, th
     V = p.shape[2]
     assert p.stride(2) == 1
     device = cand.device
-    split, walk_first, consts, opts, n_tail, bpp = _target_only_plan(bs, n, W, V)
+    split, walk_first, consts, opts, n_tail, bpp, draw_opts = _target_only_plan(bs, n, W, V)
     zero = buffer_init is None
     # the record [bs, 2, n] (the split kernel's scratch after it) follows the outputs in their allocation
     out, predicts, accept_index, accept_token_num, rec = _outputs(bs, n, W, device, n_tail if zero else 0)
@@ -120,7 +120,7 @@ def tree_sampling_prepare(cand, ri, nt, ns, u, uf, p, *, W, threshold_single, th
         if not walk_first:
             return (predicts, accept_index, accept_token_num, buf), functools.partial(
                 _TARGET_ONLY_SPLIT_KERNEL, (bs * nc,), *args, 0, 1, **opts)
-        draw = functools.partial(_TARGET_ONLY_SPLIT_KERNEL, (bs * -(-nc // bpp),), *args, 2, bpp, **opts)
+        draw = functools.partial(_TARGET_ONLY_SPLIT_KERNEL, (bs * -(-nc // bpp),), *args, 2, bpp, **draw_opts)
         # the walker holds the tree's links in registers at every width (WALK_IN_REGISTERS), in one warp
         walker = functools.partial(_TARGET_ONLY_SPLIT_KERNEL, (bs,), *args[:-1], True, 1, 1,
                                    **dict(opts, num_warps=TARGET_ONLY_WALKER_WARPS))
@@ -144,13 +144,13 @@ _TARGET_ONLY_PLANS = {}
 
 
 def _target_only_plan(bs: int, n: int, W: int, V: int):
-    """(split, walk_first, constexprs, options, tail cells, draw chunks) of a shape: split = the chunked kernel (the rule in
+    """(split, walk_first, constexprs, options, tail cells, draw chunks, draw options) of a shape: split = the chunked kernel (the rule in
     ``tree_sampling_prepare``), constexprs = (BLOCK_N, BLOCK_W, CHUNK[, NC, NC_P2, WALK_IN_REGISTERS]), tail =
     the int32 cells after the outputs with a zero work buffer: the record [bs, 2, n], then (split) the chunk
     scratch [bs, 2 * NC] and (walk first) the walk's outcome [bs, 3 + BLOCK_N + 2 * BLOCK_W], each written
     before it is read; draw chunks = BPP of the walk-first draw (TARGET_ONLY_DRAW_CHUNKS). Cached per shape and knob values: a few us of Python arithmetic a call otherwise."""
     key = (bs, n, W, V, TARGET_ONLY_SPLIT, TARGET_ONLY_WALK_FIRST_MIN_PROGRAMS, TARGET_ONLY_MAXNREG,
-           TARGET_ONLY_DRAW_CHUNKS)
+           TARGET_ONLY_DRAW_CHUNKS, TARGET_ONLY_DRAW_MAXNREG)
     plan = _TARGET_ONLY_PLANS.get(key)
     if plan is None:
         chunk = target_only_chunk(V)
@@ -162,7 +162,8 @@ def _target_only_plan(bs: int, n: int, W: int, V: int):
         consts = (pow2(n), pow2(W), chunk, nc, pow2(nc), n <= 16)
         n_tail = 2 * bs * n + (2 * bs * nc + (bs * (3 + consts[0] + 2 * consts[1]) if walk_first else 0) if split else 0)
         bpp = TARGET_ONLY_DRAW_CHUNKS if walk_first else 1
-        plan = _TARGET_ONLY_PLANS[key] = (split, walk_first, consts, opts, n_tail, bpp)
+        draw_opts = dict(num_warps=opts["num_warps"], **_regs(TARGET_ONLY_DRAW_MAXNREG))
+        plan = _TARGET_ONLY_PLANS[key] = (split, walk_first, consts, opts, n_tail, bpp, draw_opts)
     return plan
 
 
@@ -294,6 +295,10 @@ CHAIN_SPLIT_MIN_PROGRAMS_A_REQUEST = 16
 # 64 spills a little on those paths and runs 2-19% faster at bs >= 512 on an H200 (benchmarks/README.md).
 # The chain sampler runs slower under every cap tried (64, 80): its count stays the compiler's.
 TARGET_ONLY_MAXNREG = 64
+# The walk-first draw's cap (its second launch; the walker keeps TARGET_ONLY_MAXNREG): two chunks a program hold
+# 64 floats a thread, which spill under 64 registers. H200, bs 512 / 4096 (benchmarks/README.md, stop 44): a
+# call took 0.72-0.80x its time under 64 with 96, 0.73-0.78x with no cap.
+TARGET_ONLY_DRAW_MAXNREG = 96
 CHAIN_MAXNREG = None
 _K_ROWS = 32  # requests a program of chain_accept_len_kernel
 
