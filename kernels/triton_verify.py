@@ -98,7 +98,9 @@ def tree_sampling_prepare(cand, ri, nt, ns, u, uf, p, *, W, threshold_single, th
     request, with cached scratch for the chunk sums and a counter a request (left at zero after a
     launch, so ``launch`` may be replayed). Every one of those programs walks the tree, so a wide tree
     (n > 16) on short rows (NC < 16) or in a large batch (bs * NC > 8192) runs the single-program kernel
-    instead (ZERO_BUF: the same record, no buffer read). A caller's buffer (the "q as buffer" mistake)
+    instead (ZERO_BUF: the same record, no buffer read), unless the call walks first
+    (``target_only_walk_first``: bs * NC >= 4096): then one program a request walks, and the chunk
+    programs, TARGET_ONLY_DRAW_CHUNKS chunks each, read its outcome, whatever the tree's width. A caller's buffer (the "q as buffer" mistake)
     runs the single-program kernel on a copy of it, read as it is, and ``buf`` is that copy.
     Both kernels draw the same tokens; the choice is speed only (H200 figures in benchmarks/README.md).
     The outputs and the record are one allocation (``_outputs``); the launch decisions of a shape are
