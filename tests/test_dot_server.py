@@ -50,3 +50,26 @@ def test_a_figure_is_the_same_whatever_dot_drew_before():
     later = svg.dot_to_svg("digraph tree { x -> y }")
     assert '<g id="graph0" class="graph"' in later
     assert ">tree<" not in markup.inline_svg(later, stretch=True, max_height="1px")
+
+
+def test_a_batch_that_fits_the_pipe_is_written_without_a_thread(monkeypatch):
+    """A thread per batch cost ~0.1 ms of CPU and a GIL hand-over on every new figure; a batch that fits
+    dot's empty stdin pipe is written at once. A larger one still goes through a writer thread."""
+    import threading
+
+    threads = []
+    real_thread = threading.Thread
+
+    def thread(*a, **k):
+        threads.append(k.get("target"))
+        return real_thread(*a, **k)
+
+    monkeypatch.setattr(threading, "Thread", thread)
+    svg._DOT_SERVER._stop()
+    small = svg.dots_to_svgs([f"digraph small{k} {{ a{k} -> b{k} }}" for k in range(5)])
+    assert all(f"a{k}" in s for k, s in enumerate(small))
+    if svg._DOT_SERVER._pipe_size(svg._DOT_SERVER.proc) > 0:  # Linux: the pipe's size is known
+        assert threads == [], threads
+    big = [f'digraph big{k} {{ g{k} [label="{"z" * 3000}"] }}' for k in range(60)]
+    assert [f"g{k}" in s for k, s in enumerate(svg.dots_to_svgs(big))] == [True] * 60
+    assert threads, "a batch larger than the pipe was written without a thread"
