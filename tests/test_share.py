@@ -133,3 +133,19 @@ def test_bad_link_in_the_app_shows_an_error_not_a_traceback(token):
     assert not at.exception
     assert any("link could not be loaded" in e.value for e in at.error)
     assert at.session_state["sv_lang"] == "en"
+
+
+def test_encode_steps_is_encode_state_at_each_step():
+    """A step player's links: the state's dict is built once and only the step changes (encode_steps);
+    each link is exactly the one encode_state writes for that step, and decodes to it."""
+    import dataclasses
+
+    from specviz.inputs.scenario import load_scenario
+    from specviz.rooms.share import ShareState, decode_state, encode_state, encode_steps
+
+    s = load_scenario(ROOT / "scenarios" / "pq_example.json")
+    state = ShareState(page="chain_sampling", lang="zh", slot="chain", scenario=s, step_key="chain", step=5, extra={"req": 1})
+    links = encode_steps(state, 7)
+    assert links == [encode_state(dataclasses.replace(state, step=k)) for k in range(7)]
+    assert [decode_state(t).step for t in links] == list(range(7))
+    assert state.step == 5  # the caller's state is not changed

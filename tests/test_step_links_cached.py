@@ -16,13 +16,13 @@ def test_step_links_encoded_once_per_state(monkeypatch):
     import specviz.rooms.share as share
 
     calls = []
-    real = share.encode_state
+    real = share._token  # every link's encoding (encode_state, encode_steps)
 
-    def counting(state):
-        calls.append(state.step)
-        return real(state)
+    def counting(d):
+        calls.append(d["step"])
+        return real(d)
 
-    monkeypatch.setattr(share, "encode_state", counting)
+    monkeypatch.setattr(share, "_token", counting)
     from specviz.app.ui import player
 
     player._LINKS.clear()  # another test may have drawn the same states in this process

@@ -165,7 +165,23 @@ def _pack(raw: bytes) -> str:
 
 def encode_state(state: ShareState) -> str:
     """The URL query value for ``state``. Raises SpecvizError when it would exceed the limit."""
-    raw = json.dumps(state.to_dict(), separators=(",", ":"), ensure_ascii=False, sort_keys=True).encode("utf-8")
+    return _token(state.to_dict())
+
+
+def encode_steps(state: ShareState, count: int) -> list[str]:
+    """``encode_state`` of ``state`` at each step 0..count-1 (a step player's links). The state's dict is
+    built once: its scenario's JSON (a pydantic dump, then parsed back) was most of each link's cost,
+    and only the step differs from one link to the next."""
+    d = state.to_dict()
+    out = []
+    for k in range(count):
+        d["step"] = int(k)
+        out.append(_token(d))
+    return out
+
+
+def _token(d: dict) -> str:
+    raw = json.dumps(d, separators=(",", ":"), ensure_ascii=False, sort_keys=True).encode("utf-8")
     token = _pack(raw)
     if len(token) > MAX_TOKEN_CHARS:
         raise SpecvizError("link", f"would be {len(token)} characters long; at most {MAX_TOKEN_CHARS} fit in a link: "

@@ -33,10 +33,8 @@ def component():
 def step_links(page: str, slot: str, step_key: str, count: int, extra: dict | None = None) -> list[str] | None:
     """The share link of this view at each step 0..count-1 (None when the view has no link or the
     walk is too long to carry one link per step)."""
-    import dataclasses
-
     from specviz.base.errors import SpecvizError
-    from specviz.rooms.share import QUERY_KEY, encode_state
+    from specviz.rooms.share import QUERY_KEY, encode_steps
     from specviz.app.ui import share_ui
 
     if count > 512:
@@ -55,7 +53,7 @@ def step_links(page: str, slot: str, step_key: str, count: int, extra: dict | No
             hit = _LINKS[key]
             return list(hit) if hit is not None else None
     try:
-        links = [base + encode_state(dataclasses.replace(state, step=k)) for k in range(count)]
+        links = [base + token for token in encode_steps(state, count)]  # the state's dict built once
     except SpecvizError:
         links = None
     with _LINKS_LOCK:
