@@ -420,26 +420,42 @@ def test_exported_animation_buttons_are_svg_icons(tmp_path, browser):
         context.close()
 
 
+_STEP_TO_THE_END_AND_LEAVE = """(leave) => {
+  const find = (root) => root.querySelector('[data-sv-btn="last"]')
+    || [...root.querySelectorAll("*")].filter((e) => e.shadowRoot).map((e) => find(e.shadowRoot)).find(Boolean);
+  find(document).click();
+  if (leave === "back_button") return history.back();
+  const link = [...document.querySelectorAll('[data-testid="stSidebarNav"] a')]
+    .find((a) => a.textContent.includes("Tree builder"));
+  link.dispatchEvent(new PointerEvent("pointerdown", {bubbles: true, composed: true}));  // a click's first event
+  link.click();
+}"""
+
+
 @pytest.mark.parametrize("leave", ["page_link", "back_button"])
 def test_a_step_then_leaving_the_page_draws_the_next_page(page, open_page, leave):
     """A step not yet reported to the server, then at once another page (a sidebar link, or the browser's back
-    button): the next page is drawn. The step used to go out after the switch, as a rerun of the old page's
-    fragment; Streamlit ran it on the new page and the frontend stopped on "Bad delta path index": a blank
-    page (test_load_a_64_node_scenario_file found it)."""
+    button): the next page is drawn. With the link, the step used to go out after the switch, as a rerun of the
+    old page's fragment; Streamlit ran it on the new page and the frontend stopped on "Bad delta path index": a
+    blank page (test_load_a_64_node_scenario_file found it; the page_link case fails on fba2fff^ every time).
+    The back button drops the step too (popstate); that case checks the way back, it did not fail before."""
     errors = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     open_page(page, "tree_builder")
     page.get_by_role("link", name="Greedy accept").first.click()
     wait_for_app(page)
-    player = _player(page)
-    player.locator('[data-sv-btn="last"]').click()
-    if leave == "page_link":
-        page.get_by_role("link", name="Tree builder").first.click()
-    else:
-        page.go_back()
+    _player(page)
+    # The step and the leaving in one task of the page, as a quick viewer does them: the step is surely still
+    # unreported then (two calls from here took over 1 s under load, and the report had gone).
+    page.evaluate(_STEP_TO_THE_END_AND_LEAVE, leave)
     page.wait_for_timeout(1500)  # past the player's 1 s report delay: nothing may still be on its way
     wait_for_app(page)
     assert errors == []
-    assert page.url.split("?")[0].endswith("/tree_builder")
-    expect(page.get_by_role("button", name=re.compile("Add child"))).to_be_visible()
+    shown = page.url.split("?")[0].rsplit("/", 1)[-1]
+    # Back lands on the Tree builder or on the greedy page as it was before its ?s= link was set: Streamlit pushes
+    # one history entry for a page switch and another when a run changes the query string, and which of them is
+    # the last depends on timing. Either way that page is drawn.
+    assert shown == "tree_builder" if leave == "page_link" else shown in ("tree_builder", "greedy")
+    drawn = page.get_by_role("button", name=re.compile("Add child")) if shown == "tree_builder" else _player(page)
+    expect(drawn.first).to_be_visible()
     _no_exception(page)
