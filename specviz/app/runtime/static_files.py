@@ -7,12 +7,12 @@ more reads each 64 KiB. Every hop needs the GIL back, which the script-run threa
 interval (5 ms) at a time, so under a script run one small chunk took 80-570 ms (benchmarks/README,
 "visit8: first visits, stop 43") and the page waits for the last of them before it draws the component.
 
-``install()`` wraps Streamlit's static handler so that a GET or HEAD of a file under ``static/`` (the hashed
+``install()`` wraps Streamlit's static handler so that a GET of a file under ``static/`` (the hashed
 bundle, its chunks, fonts and styles; nothing else) is answered on the event loop from a table of the files
 that exist, built once at start-up by walking that folder: one ``read`` of a file the OS has in its page
 cache, with the headers Streamlit gives it (the same content type, ETag, Last-Modified, and its
 ``Cache-Control``, which ``_apply_cache_headers`` adds as before). A path that is not in the table (a
-typo, a traversal attempt, the SPA's page paths, index.html) goes to Streamlit's own handler unchanged.
+typo, a traversal attempt, the SPA's page paths, index.html, a HEAD) goes to Streamlit's own handler unchanged.
 
 Upstream: Starlette's ``FileResponse`` and ``StaticFiles`` do their file IO in a thread pool (Kludex/starlette#819,
 closed: "maybe the thread pool should no longer be used for reading and writing files?"); Streamlit's own
