@@ -1,8 +1,9 @@
-"""Streamlit's internals, touched here and nowhere else: six runtime patches of private Streamlit
+"""Streamlit's internals, touched here and nowhere else: seven runtime patches of private Streamlit
 classes, each a module, each guarded by a shape check (it installs only on the shape it was written
 for, else it stays out and says so), and ``install()`` that app.py and the worker call once.
 
 - ``click_queue``: no button press folded away, no callback preempted by a newer rerun;
+- ``config_polling``: config.toml and secrets.toml polled every 5 s, not 0.2 s, on a server that watches no files;
 - ``failover``: the first edit after ``specviz serve`` moved a tab to another worker is applied;
 - ``state_lookup``: a widget looks up its own key in session state, not a filtered copy of all of it;
 - ``wakeups``: one event-loop wake-up per burst of a session's messages, not one per element;
@@ -19,10 +20,10 @@ from __future__ import annotations
 
 import importlib
 
-PATCHES = ("click_queue", "failover", "wakeups", "widget_guard", "state_lookup", "static_files")
+PATCHES = ("click_queue", "failover", "wakeups", "widget_guard", "state_lookup", "static_files", "config_polling")
 # Streamlit releases whose private classes these patches were written and tested against
 # (tests/test_click_queue.py, test_failover.py, test_wakeups.py, test_widget_guard.py, test_state_lookup.py,
-# test_static_files.py, test_app_runtime.py).
+# test_static_files.py, test_config_polling.py, test_app_runtime.py).
 CHECKED_ON = ("1.67.0",)
 
 _RESULTS: dict[str, bool] = {}

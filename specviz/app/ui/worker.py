@@ -1,7 +1,7 @@
 """One app server (``specviz app``, each ``specviz serve`` worker): ``python -m specviz.app.ui.worker ARGV``
 runs ``streamlit ARGV`` after ``warm_up`` (what the pages import, torch / Triton / the kernels, the default
 scenarios' results), with the runtime patches (``specviz.app.runtime.PATCHES``: click_queue, failover, wakeups,
-widget_guard, state_lookup, static_files) installed before any session (static_files must be: the server builds its
+widget_guard, state_lookup, static_files, config_polling) installed before any session (static_files must be: the server builds its
 static route when it starts).
 
 A worker serves students who may arrive at any moment (or reconnect from a worker that died): by
