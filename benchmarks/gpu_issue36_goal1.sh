@@ -6,12 +6,8 @@
 # suite instead), goal 1's bench (ours / before / SGLang / two empty launches timed in the same rounds, bs 1 and 64,
 # V 32000), and ours against before at bs 512 (the split samplers' walk-first and two-block paths): bit checks.
 # Outputs under $OUT (or ./out).
-OUT=${OUT:-out}; mkdir -p "$OUT"
 WHL=${WHL:-../.whl}; BEFORE=${BEFORE:-../.before}
-python3 -m pip install -q --no-index --no-deps --no-compile "$WHL"/*.whl > /dev/null 2>&1 || exit 1
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TRITON_INTERPRET=0
-nvidia-smi --query-gpu=name,clocks.sm,power.draw,temperature.gpu --format=csv | tee "$OUT/probe.txt"
-python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee -a "$OUT/probe.txt"
+source "$(dirname "$0")/gpu_setup.sh"
 if [ -n "$SUITE" ]; then
   timeout ${SUITE_TIMEOUT:-300} python3 -m pytest -q -n 14 -rs -p no:cacheprovider --timeout 300 \
       -m "exhaustive or not exhaustive" > "$OUT/suite.log" 2>&1

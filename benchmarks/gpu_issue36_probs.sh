@@ -4,11 +4,8 @@
 # (gpu_probs_passes.py), target_probs before/after/torch-user in the same rounds (bench_kernels --ops), and the
 # decoding loop's round on the GPU, after and before (75292f9), and goal 1's in-round bound. Give the bench
 # 300 s (the default): 150 s stopped it inside bs 512 V 128256 top-k/top-p (75292f9's kernel: ~72 ms a call). About 9 minutes. Outputs under $OUT (or ./out), at most 8 files.
-OUT=${OUT:-out}; mkdir -p "$OUT"
 WHL=${WHL:-.whl}
-python3 -m pip install -q --no-index --no-deps --no-compile "$WHL"/*.whl > /dev/null 2>&1 || exit 1
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TRITON_INTERPRET=0
-nvidia-smi --query-gpu=name,clocks.sm,power.draw,temperature.gpu --format=csv | tee "$OUT/probe.txt"
+source "$(dirname "$0")/gpu_setup.sh"
 timeout ${TEST_TIMEOUT:-170} python3 -m pytest -q -x -n 14 -p no:cacheprovider tests/test_kernels_calls.py \
     tests/test_kernels_examples.py tests/test_kernels_host_path.py > "$OUT/kernel_tests.log" 2>&1
 echo "kernel tests rc $?"; tail -2 "$OUT/kernel_tests.log"

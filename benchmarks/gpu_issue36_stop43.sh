@@ -6,11 +6,8 @@
 # (2) target_probs before/after in the same rounds with the bench's bit checks (check_vs_before); (3) the exps in
 # the register kernel and in a persistent kernel, each output against before's bit for bit (gpu_probs_variants.py);
 # (4) SUITE=1: the whole test suite, compiled. Outputs under $OUT (or ./out). About 6 minutes.
-OUT=${OUT:-out}; mkdir -p "$OUT"
 WHL=${WHL:-.whl}; BEFORE=${BEFORE:-.before}
-python3 -m pip install -q --no-index --no-deps --no-compile "$WHL"/*.whl > /dev/null 2>&1 || exit 1
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TRITON_INTERPRET=0
-nvidia-smi --query-gpu=name,clocks.sm,power.draw,temperature.gpu --format=csv | tee "$OUT/probe.txt"
+source "$(dirname "$0")/gpu_setup.sh"
 timeout ${EXH_TIMEOUT:-150} python3 benchmarks/gpu_exp_exhaustive.py --all-tables --out "$OUT/exhaustive.json" \
     > "$OUT/exhaustive.log" 2>&1; echo "exhaustive rc $?"; grep -v '^weak' "$OUT/exhaustive.log" | cut -c1-240
 grep '^weak' "$OUT/exhaustive.log" | cut -c1-400

@@ -7,12 +7,8 @@
 # (1) bench_kernels' target-only rows at bs 512 / 4096, after and before in the same rounds, with IMPLS (default: the
 # walk-first call's two launches alone and its walker in 4 warps too) and the bits check against before
 # (check_vs_before: tokens, accept paths, rebuilt work buffer); (2) SUITE=1: the whole suite, compiled.
-OUT=${OUT:-out}; mkdir -p "$OUT"
 WHL=${WHL:-../.whl}; BEFORE=${BEFORE:-../.before_gpu10}
-python3 -m pip install -q --no-index --no-deps --no-compile "$WHL"/*.whl > /dev/null 2>&1 || exit 1
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TRITON_INTERPRET=0
-nvidia-smi --query-gpu=name,clocks.sm,power.draw,temperature.gpu --format=csv | tee "$OUT/probe.txt"
-python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee -a "$OUT/probe.txt"
+source "$(dirname "$0")/gpu_setup.sh"
 timeout ${BENCH_TIMEOUT:-330} python3 benchmarks/bench_kernels.py --before "$BEFORE" --ops tree_sampling_target_only \
     --impls ${IMPLS:-triton before triton_walker triton_draw triton_walker_warps4} --batches ${BATCHES:-512 4096} \
     --rounds ${ROUNDS:-3} --out "$OUT/results.json" > "$OUT/bench.log" 2>&1; echo "bench rc $?"
