@@ -92,6 +92,35 @@ def test_target_only_running_example(ops, u0, t_acc, semantics, predicts, accept
         assert res.draft_probs[0, 0].tolist() == pytest.approx([.5, .3, 0, 0, 0, 0])
 
 
+@pytest.mark.parametrize("u0, t_acc, semantics, predicts, accept_index", [
+    (.5, 1.0, "0.5.23", [B, 0, X, 0, 0], [0, 2, -1]),  # the coin on A's edge
+    (.5, 1.0, "earlier", [A, C, 0, X, 0], [0, 1, 3]),
+    (.9, 1.0, "0.5.23", [X, 0, 0, 0, 0], [0, -1, -1]),  # both root children rejected: the residual
+    (.9, 0.5, "0.5.23", [A, C, 0, X, 0], [0, 1, 3]),  # threshold_acc
+])
+@pytest.mark.parametrize("path", ["split", "walk_first"])
+def test_target_only_corners_on_every_triton_path(monkeypatch, path, u0, t_acc, semantics, predicts, accept_index):
+    """The running example's corners through the block-parallel kernel and its walk-first form (the walker that
+    infers parents from the links), which the example's own 6-token rows never take: the rows padded with
+    zero-probability tokens to V 4097 (two chunks), so the same tokens and accept paths are expected."""
+    from kernels import triton_verify
+
+    if "triton" not in KERNEL_BACKENDS:
+        pytest.skip("needs the Triton backend")
+    monkeypatch.setattr(triton_verify, "TARGET_ONLY_SPLIT", True)
+    monkeypatch.setattr(triton_verify, "TARGET_ONLY_WALK_FIRST_MIN_PROGRAMS", 0 if path == "walk_first" else None)
+    p = np.zeros((1, 5, 4097), np.float32)
+    p[..., :6] = P_ROWS
+    u = np.float32([[u0, .55, .3, .8, .2]])
+    assert triton_verify._target_only_plan(1, 5, 3, 4097)[1] == (path == "walk_first")
+    kw = dict(num_speculative_tokens=3, threshold_acc=t_acc, semantics=semantics)
+    res = get_backend("triton").tree_sampling_target_only(on_device(CANDIDATES), *map(on_device, LINKS), on_device(u),
+                                                          on_device(np.float32([.5])), on_device(p), **kw)
+    assert res.predicts.tolist() == predicts
+    assert res.accept_index.tolist() == [accept_index]
+    assert_same(REF.tree_sampling_target_only(CANDIDATES, *LINKS, u, np.float32([.5]), p, **kw), res, "tree_sampling")
+
+
 def test_target_only_residual_after_rejecting_every_child(ops):
     """Both children (tokens 1 and 2, .3 each) rejected with coin .7 >= .6: relu(p - buffer) keeps only
     token 0, so even a final coin close to 1 emits token 0; the buffer row 0 holds (0, .3, .3, 0)."""
