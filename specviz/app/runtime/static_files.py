@@ -95,13 +95,18 @@ def wrap_handler(handler, directory: str) -> None:
     table = file_table(directory)
     get_response = handler.get_response
 
+    @functools.lru_cache(maxsize=_LIMIT_FILES)
+    def headers_of(full: str, st) -> Headers:
+        """Starlette's own headers for this file (content type, length, ETag, Last-Modified): built once a
+        file, from the stat of the start-up table, not on every request."""
+        return FileResponse(full, stat_result=st).headers
+
     async def fast_get_response(path: str, scope):
         hit = table.get(path) if scope.get("method") == "GET" else None  # HEAD and the rest: Streamlit's
         if hit is None:
             return await get_response(path, scope)
         full, st = hit
-        # Starlette's own headers for this file (content type, length, ETag, Last-Modified); no IO: stat given.
-        stat_headers = FileResponse(full, stat_result=st).headers
+        stat_headers = headers_of(full, st)
         if handler.is_not_modified(stat_headers, Headers(scope=scope)):
             response = NotModifiedResponse(stat_headers)
         else:

@@ -232,13 +232,18 @@ def compared_backends(names=None) -> tuple:
     return tuple(b for b in names if b == chosen or not on_request(b))
 
 
+def _only_the_reference(names: tuple) -> bool:
+    """Nothing to compare the reference with (see ALL_KEY): the page has its result, so nothing runs again."""
+    return tuple(names) == ("numpy",)
+
+
 def compare(s: Scenario) -> dict:
     """Backend -> None when it matches the reference on these inputs, else what differs (cached);
     the backends of ``compared_backends``."""
     from specviz.replay.engine import scenario_key
 
     names = compared_backends()
-    if tuple(names) == ("numpy",):  # only the reference (see ALL_KEY): nothing to compare it with, nothing to run again
+    if _only_the_reference(names):
         return {"numpy": None}
     return _compare(scenario_key(s), names)
 
@@ -325,7 +330,7 @@ def compare_call(fn_name: str, *args, **kwargs) -> dict:
     if not backends_loaded(BADGE_WAIT_S):
         return None  # badge(None): still loading
     names = compared_backends()
-    if tuple(names) == ("numpy",):  # only the reference (see ALL_KEY): the page has its result already
+    if _only_the_reference(names):
         return {"numpy": None}
     args = tuple(np.asarray(a) if isinstance(a, (list, np.ndarray)) else a for a in args)
     return _compare_call(fn_name, args, kwargs, names)
