@@ -102,9 +102,11 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 @contextlib.contextmanager
-def start_app_server(log: Path, attempts: int = 3, script: str = "app.py", extra_env: dict | None = None):
+def start_app_server(log: Path, attempts: int = 3, script: str = "app.py", extra_env: dict | None = None,
+                     worker: bool = False):
     """A headless ``streamlit run app.py`` (or ``script``, with ``extra_env`` added) on a free port of 127.0.0.1;
-    yields its base URL.
+    yields its base URL. ``worker``: through ``specviz.app.ui.worker`` (warm-up and every runtime patch installed
+    before the server starts), as ``specviz app`` runs it.
 
     A free port is free only until someone binds it: under pytest-xdist another worker may take it
     between ``_free_port`` and Streamlit's bind. A server that exits before it is healthy is tried
@@ -113,7 +115,8 @@ def start_app_server(log: Path, attempts: int = 3, script: str = "app.py", extra
                STREAMLIT_BROWSER_GATHER_USAGE_STATS="false", **(extra_env or {}))
     for attempt in range(1, attempts + 1):
         port = _free_port()
-        cmd = [sys.executable, "-m", "streamlit", "run", script, "--server.headless", "true",
+        cmd = [sys.executable, "-m", "specviz.app.ui.worker" if worker else "streamlit", "run", script,
+               "--server.headless", "true",
                "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false",
                "--server.fileWatcherType", "none"]
         with open(log, "w") as out:

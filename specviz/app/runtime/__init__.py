@@ -1,4 +1,4 @@
-"""Streamlit's internals, touched here and nowhere else: seven runtime patches of private Streamlit
+"""Streamlit's internals, touched here and nowhere else: eight runtime patches of private Streamlit
 classes, each a module, each guarded by a shape check (it installs only on the shape it was written
 for, else it stays out and says so), and ``install()`` that app.py and the worker call once.
 
@@ -8,7 +8,8 @@ for, else it stays out and says so), and ``install()`` that app.py and the worke
 - ``state_lookup``: a widget looks up its own key in session state, not a filtered copy of all of it;
 - ``wakeups``: one event-loop wake-up per burst of a session's messages, not one per element;
 - ``widget_guard``: a crafted widget value of the wrong type (websocket) is ignored instead of breaking the tab;
-- ``static_files``: Streamlit's frontend files answered on the event loop, not queued behind a script run for a thread.
+- ``static_files``: Streamlit's frontend files answered on the event loop, not queued behind a script run for a thread;
+- ``page_base``: a link straight to a page connects at once, without first pinging the page's own path (two 404s).
 
 Each module's docstring names the upstream behaviour it works around, the Streamlit versions it was
 checked on, what a user sees without it, and how to drop it; each installs through
@@ -20,10 +21,10 @@ from __future__ import annotations
 
 import importlib
 
-PATCHES = ("click_queue", "failover", "wakeups", "widget_guard", "state_lookup", "static_files", "config_polling")
+PATCHES = ("click_queue", "failover", "wakeups", "widget_guard", "state_lookup", "static_files", "config_polling", "page_base")
 # Streamlit releases whose private classes these patches were written and tested against
 # (tests/test_click_queue.py, test_failover.py, test_wakeups.py, test_widget_guard.py, test_state_lookup.py,
-# test_static_files.py, test_config_polling.py, test_app_runtime.py).
+# test_static_files.py, test_config_polling.py, test_page_base.py, test_app_runtime.py).
 CHECKED_ON = ("1.67.0",)
 
 _RESULTS: dict[str, bool] = {}

@@ -1,8 +1,8 @@
 """One app server (``specviz app``, each ``specviz serve`` worker): ``python -m specviz.app.ui.worker ARGV``
 runs ``streamlit ARGV`` after ``warm_up`` (what the pages import, torch / Triton / the kernels, the default
 scenarios' results), with the runtime patches (``specviz.app.runtime.PATCHES``: click_queue, failover, wakeups,
-widget_guard, state_lookup, static_files, config_polling) installed before any session (static_files must be: the server builds its
-static route when it starts).
+widget_guard, state_lookup, static_files, config_polling, page_base) installed before any session (static_files and
+page_base must be: the server builds its static route when it starts).
 
 A worker serves students who may arrive at any moment (or reconnect from a worker that died): by
 then the "all backends agree" badge has what it needs, and no page waits for the import. It lives
@@ -121,6 +121,10 @@ def main(argv: list[str]) -> None:
     # Before the first session connects (app.py installs them too, but only once a page has run here):
     # a tab that fails over to this worker straight after it (re)started keeps its first edit.
     app_runtime.install()
+    if len(argv) >= 2 and argv[0] == "run":  # the app's pages, for the base URL a deep link's index.html names
+        from specviz.app.runtime import page_base
+
+        page_base.use_pages_of(argv[1])
     print(f"specviz: warmed up in {warm_up():.1f} s (imports, backends, the default scenarios)", file=sys.stderr, flush=True)
     quiet.removeFilter(no_runtime)
     # app.py routes every page (st.navigation): a deep link as the server's first request runs through it at
