@@ -3,8 +3,11 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import os
 import threading
+from functools import reduce as _reduce
+from operator import or_ as _or
 
 import torch
 import triton
@@ -199,6 +202,11 @@ except ImportError:  # pragma: no cover
 _DIRECT = bool(_KNOBS)
 
 
+_FAST_KEYS_MAX = 256
+_DATA_PTR = torch.Tensor.data_ptr  # map(_DATA_PTR, tensors): the pointers in one C loop
+_DTYPE = operator.attrgetter("dtype")
+
+
 class FastLaunch:
     """``FastLaunch(jit_fn)(grid, *args, **options)`` == ``jit_fn[grid](*args, **options)``, minus the JIT's
     per-call dispatch after the first call with the same specialization. ``args`` are every parameter
@@ -210,11 +218,18 @@ class FastLaunch:
         self.constexpr = None  # which parameters are constexprs (keyed by value), read on first use
         self.interpreted = None  # TRITON_INTERPRET=1, read on first use (an environment lookup a call otherwise)
         self.device_of = None  # (driver, its current-device getter): current_device_getter, once a driver
+        self.lead = None  # how many leading parameters took a tensor (not a constexpr) on the first call
+        # (device, the leading tensors' dtypes, the other arguments as given, options) -> (their types, kernel):
+        # the compiled kernel of a call whose leading tensors are all 16-byte aligned (_remember)
+        self.fast = {}
 
     def _key(self, args):
         if self.constexpr is None:
             self.constexpr = _constexpr_flags(self.fn)
         assert len(args) == len(self.constexpr), "FastLaunch takes every kernel parameter, positionally"
+        if self.lead is None:
+            self.lead = next((i for i, (a, c) in enumerate(zip(args, self.constexpr)) if c or type(a) is not _Tensor),
+                             len(args))
         # A plain tensor's and an int's spec inline (a list comprehension, no function call an argument):
         # ~30% less host time a key than a call to _spec each. Same values as _spec.
         return tuple([a if c else (a.dtype, a.data_ptr() & 15 == 0) if type(a) is _Tensor
@@ -235,23 +250,59 @@ class FastLaunch:
             return self._first(grid, device, args, options)
         if len(args) != len(constexpr):
             raise TypeError("FastLaunch takes every kernel parameter, positionally")
-        # _key's expression inline (a method call less a launch: this runs on every call of every op)
-        key = (device, tuple([a if c else (a.dtype, a.data_ptr() & 15 == 0) if type(a) is _Tensor
-                              else (a == 1, a & 15 == 0, not -0x80000000 <= a <= 0x7FFFFFFF) if type(a) is int
-                              else _spec(a) for a, c in zip(args, constexpr)]), tuple(options.items()))
-        ck = self.compiled.get(key)
-        if ck is None:
-            return self._first(grid, device, args, options, key)
+        # The key of a call whose leading tensors are all 16-byte aligned (every tensor a launcher allocates, and
+        # almost every input): their pointers (read once: the launch takes them, below), their dtypes and the
+        # other arguments as they are, in one dict lookup; the types of those arguments are compared on a hit
+        # (1, 1.0 and True are one dict key, three Triton specializations). Anything else: _key's full spec.
+        lead = self.lead
+        head, tail = args[:lead], args[lead:]
+        opts = tuple(options.items())
+        try:
+            ptrs = tuple(map(_DATA_PTR, head))
+            hit = self.fast.get((device, tuple(map(_DTYPE, head)), tail, opts))
+        except TypeError:  # not a tensor where the first call had one; an unhashable argument
+            hit = None
+        if hit is None or hit[0] != tuple(map(type, tail)) or _reduce(_or, ptrs, 0) & 15:
+            key = (device, self._key(args), opts)
+            ck = self.compiled.get(key)
+            if ck is None:
+                return self._first(grid, device, args, options, key)
+            self._remember(device, args, opts, ck)
+            ptrs = head  # the launcher reads each tensor's pointer itself
+        else:
+            ck = hit[1]
         g = (grid[0], 1, 1) if len(grid) == 1 else (grid[0], grid[1], grid[2] if len(grid) > 2 else 1)
         stream = driver.get_current_stream(device)
         if _DIRECT and _no_launch_hooks():
             # What CompiledKernel[grid](*args, stream=stream) runs (triton 3.4-3.8, compiler.py), minus the
             # closure it builds and the launch metadata it builds for the hooks (a LazyDict every launch:
             # the hook chains are never None since triton 3.5, so its "no hook" early return never fires).
-            ck.run(*g, stream, ck.function, ck.packed_metadata, None, None, None, *args)
+            # The leading tensors go as their pointers (ints): Triton's C launcher takes an int pointer as it
+            # is, where for a tensor it calls data_ptr() and then cuPointerGetAttribute (a driver call each
+            # tensor: the check that it is device memory, which triton_device and as_tensor already made).
+            ck.run(*g, stream, ck.function, ck.packed_metadata, None, None, None, *ptrs, *tail)
         else:
-            ck[g](*args, stream=stream)
+            ck[g](*args, stream=stream)  # a launch hook (a profiler) sees the tensors
         return ck
+
+    def _remember(self, device, args, opts, ck):
+        """Keep ``ck`` under the fast key of ``args`` (see __call__) when their leading tensors are all 16-byte
+        aligned and nothing after them is a tensor (a tensor's alignment may change with the same object).
+        At most _FAST_KEYS_MAX keys a kernel: float arguments that change every call would grow it."""
+        lead = self.lead
+        head, tail = args[:lead], args[lead:]
+        if any(isinstance(a, torch.Tensor) for a in tail) or not all(type(a) is _Tensor for a in head):
+            return
+        if any(a.data_ptr() & 15 for a in head):
+            return
+        key = (device, tuple(a.dtype for a in head), tail, opts)
+        try:
+            hash(key)
+        except TypeError:
+            return
+        if len(self.fast) >= _FAST_KEYS_MAX:
+            self.fast.clear()
+        self.fast[key] = (tuple(map(type, tail)), ck)
 
     def _first(self, grid, device, args, options, key=None):
         """The first launch of a specialization: through the JIT (compiles if need be), its kernel kept."""
@@ -261,6 +312,7 @@ class FastLaunch:
             return self(grid, *args, **options)
         ck = self.fn[grid](*args, **options)  # compiles if need be, launches
         self.compiled[key] = ck
+        self._remember(device, args, key[2], ck)
         return ck
 
     def __getitem__(self, grid):

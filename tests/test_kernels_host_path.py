@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -77,3 +78,84 @@ def test_accept_outputs_are_one_allocation_and_one_argument(host_rows, op):
     row = host_rows[op]
     assert row["aten_ops"].get("empty") == 1 and "zeros" not in row["aten_ops"], row["aten_ops"]
     assert [arity for _, arity, _ in row["launches"]] == [LAUNCH_ARGUMENTS[op]], row["launches"]
+
+
+class _Param:
+    def __init__(self, is_constexpr):
+        self.is_constexpr = is_constexpr
+
+
+class _FakeCompiled:
+    def __init__(self, spec):
+        self.spec, self.function, self.packed_metadata, self.launches = spec, None, None, []
+
+    def run(self, gx, gy, gz, stream, function, packed, meta, enter, exit_, *args):
+        self.launches.append(args)
+
+    def __getitem__(self, grid):
+        return lambda *args, stream=None: self.launches.append(args)
+
+
+class _FakeJit:
+    """A @triton.jit stand-in with parameters (ptr, ptr, n, x, FLAG: constexpr): ``fn[grid](*args)`` "compiles"
+    one kernel a call (as the JIT would for a specialization FastLaunch has not seen) and launches it."""
+
+    params = [_Param(False), _Param(False), _Param(False), _Param(False), _Param(True)]
+
+    def __init__(self):
+        self.built = []
+
+    def __getitem__(self, grid):
+        def first(*args, **options):
+            ck = _FakeCompiled(args)
+            ck.launches.append(args)
+            self.built.append(ck)
+            return ck
+        return first
+
+
+class _Driver:
+    get_current_device = staticmethod(lambda: 0)
+    get_current_stream = staticmethod(lambda device: 0)
+
+
+def test_fast_launch_reuses_a_kernel_only_for_the_same_specialization(monkeypatch):
+    """The compiled-launch path's key (FastLaunch.__call__): a call launches the kernel compiled for its own
+    specialization (tensor dtypes and 16-byte alignment, an int's == 1 / % 16 / 64-bit, a constexpr's value,
+    1 vs 1.0 vs True), and the leading tensors go to the launcher as their pointers (ints) once the fast key
+    holds them. No GPU: the driver and the compiled kernel are stand-ins."""
+    from kernels import triton_common
+    if not triton_common._DIRECT:
+        pytest.skip("this triton launches through CompiledKernel[grid]")
+    monkeypatch.setattr(triton_common, "_ACTIVE", [_Driver()])
+    monkeypatch.setattr(triton_common, "_FAST", True)
+    fn = _FakeJit()
+    fast = triton_common.FastLaunch(fn)
+    fast.interpreted = False
+    a, b = torch.zeros(64, dtype=torch.int64), torch.zeros(64, dtype=torch.float32)
+
+    def kernel_of(*args):
+        before = len(fn.built)
+        ck = fast((1,), *args)
+        return ck, len(fn.built) > before
+
+    ck, new = kernel_of(a, b, 8, 0.5, True)
+    assert new and fast.lead == 2
+    again, new = kernel_of(a, b, 8, 0.5, True)
+    assert again is ck and not new
+    assert ck.launches[-1] == (a.data_ptr(), b.data_ptr(), 8, 0.5, True)  # pointers as ints, the rest as given
+    assert kernel_of(torch.zeros(64, dtype=torch.int64), b, 24, 0.25, True)[0] is ck  # 24 % 16 != 0 like 8; any float
+    for other in ((a.int(), b, 8, 0.5, True),  # dtype
+                  (a[1:], b, 8, 0.5, True),  # misaligned pointer
+                  (a, b, 1, 0.5, True),  # an int == 1
+                  (a, b, 16, 0.5, True),  # an int % 16 == 0
+                  (a, b, 2**40, 0.5, True),  # a 64-bit int
+                  (a, b, 8, 0.5, False),  # a constexpr
+                  (a, b, 8, 1, True),  # an int where a float was (1 == 1.0 as a dict key)
+                  (a, b, True, 0.5, True)):  # a bool where an int was (True == 1)
+        got, new = kernel_of(*other)
+        assert got is not ck and new, other
+        assert kernel_of(*other) == (got, False), other  # and reused for itself
+    misaligned, _ = kernel_of(a[1:], b, 8, 0.5, True)
+    assert misaligned.launches[-1][0] is not None and isinstance(misaligned.launches[-1][0], torch.Tensor)
+    assert kernel_of(a, b, 8, 0.5, True) == (ck, False)
