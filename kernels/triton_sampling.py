@@ -71,7 +71,7 @@ def target_probs_from_logits(logits, *, temperature, top_k=None, top_p=None, val
         tp32 = torch.nan_to_num(tpp, nan=1.0).to(F32).contiguous()
         temp_s = k_s = p_s = 0.0
         scalars = False
-    probs = torch.empty((rows, V), dtype=F32, device=device)
+    probs = torch.empty(rows, V, dtype=F32, device=device)
     if rows:
         args = (lg, temp32, tk32, tp32, probs, V, temp_s, k_s, p_s, has_k, has_p, scalars)
         if V <= ROW_IN_REGISTERS_MAX:
