@@ -68,7 +68,10 @@ TARGET_ONLY_KNOB_IMPLS = {"triton_walker_warps4": ("TARGET_ONLY_WALKER_WARPS", 4
                           "triton_maxnreg96": ("TARGET_ONLY_MAXNREG", 96),
                           "triton_draw_maxnreg64": ("TARGET_ONLY_DRAW_MAXNREG", 64),
                           "triton_draw_maxnreg128": ("TARGET_ONLY_DRAW_MAXNREG", 128),
-                          "triton_draw_maxnreg_none": ("TARGET_ONLY_DRAW_MAXNREG", None)}
+                          "triton_draw_maxnreg_none": ("TARGET_ONLY_DRAW_MAXNREG", None),
+                          "triton_draw_maxnreg80": ("TARGET_ONLY_DRAW_MAXNREG", 80),
+                          "triton_pdl_off": ("TARGET_ONLY_PDL", False),
+                          "triton_pdl_walker": ("TARGET_ONLY_PDL_WALKER", True)}
 EMPTY_PAIR = "two_empty_launches"  # two empty Triton launches through the JIT, timed in every op's Python rounds
 BEFORE = None  # --before DIR: the kernels package of an earlier commit (DIR/kernels_before), timed as impl "before"
 

@@ -174,6 +174,46 @@ def test_target_only_walk_in_a_first_launch(monkeypatch, case_seed):
             assert_same(expected, got, f"walk first {shape} {V} {semantics}")
 
 
+@pytest.mark.parametrize("pdl_walker", [False, True])
+def test_target_only_programmatic_launches_back_to_back(monkeypatch, pdl_walker):
+    """Walk-first calls queued back to back on one stream, no sync between them, each call's draw a programmatic
+    dependent launch of its walker (on sm_90+; and with pdl_walker the walker one of the previous call's draw,
+    whose walk outcome it overwrites): every call's tokens, accept paths and work buffer are the reference's.
+    Under the interpreter (and off sm_90) the launches are plain ones: the same results."""
+    monkeypatch.setattr(triton_verify, "TARGET_ONLY_SPLIT", True)
+    monkeypatch.setattr(triton_verify, "TARGET_ONLY_WALK_FIRST_MIN_PROGRAMS", 0)
+    monkeypatch.setattr(triton_verify, "TARGET_ONLY_PDL_WALKER", pdl_walker)
+    cases = [_tree_case(seed, 3, shape, V) for seed, (shape, V) in enumerate((((2, 3, 6), 4097), ((4, 5, 24), 5000),
+                                                                               ((2, 3, 6), 4097), ((4, 5, 24), 5000)))]
+    dev_cases = [([on_device(a) for a in args], kw) for args, kw in cases]
+    got = [triton_verify.tree_sampling_target_only(*dev, **kw, validate=False) for dev, kw in dev_cases]
+    for (args, kw), res in zip(cases, got):
+        assert_same(REF.tree_sampling_target_only(*args, **kw), res, f"back to back, pdl_walker={pdl_walker}")
+
+
+def test_target_only_programmatic_launch_plan(monkeypatch):
+    """The walk-first launches hold griddepcontrol instructions (GDC, the kernel's last constexpr) only where
+    ``_gdc`` allows them (never under the interpreter: it has no inline assembly), and then the draw is
+    launched as a programmatic dependent launch (launch_pdl), the walker only with TARGET_ONLY_PDL_WALKER."""
+    monkeypatch.setattr(triton_verify, "TARGET_ONLY_SPLIT", True)
+    monkeypatch.setattr(triton_verify, "TARGET_ONLY_WALK_FIRST_MIN_PROGRAMS", 0)
+    if triton_common.interpreting():
+        assert not triton_verify._gdc(torch.device("cpu")) and not triton_verify._gdc(on_device(np.zeros(1)).device)
+    args, kw = _tree_case(0, 3, (2, 3, 6), 4097)
+    dev = [on_device(a) for a in args]
+    for gdc in (False, True):
+        monkeypatch.setattr(triton_verify, "_gdc", lambda device, gdc=gdc: gdc)
+        for pdl, pdl_walker in ((True, False), (True, True), (False, False)):
+            monkeypatch.setattr(triton_verify, "TARGET_ONLY_PDL", pdl)
+            monkeypatch.setattr(triton_verify, "TARGET_ONLY_PDL_WALKER", pdl_walker)
+            _, launch = triton_verify.tree_sampling_prepare(*dev, W=kw["num_speculative_tokens"], threshold_single=1.0,
+                                                            threshold_acc=1.0, new=True)
+            walker, draw = launch.parts  # not launched: GDC True would need a compiled kernel
+            assert walker.args[-4:] == (True, 1, 1, gdc) and draw.args[-3:] == (2, triton_verify.TARGET_ONLY_DRAW_CHUNKS, gdc)
+            assert draw.keywords.get("launch_pdl", False) == (gdc and pdl)
+            assert walker.keywords.get("launch_pdl", False) == (gdc and pdl_walker)
+
+
 def test_target_only_walker_on_a_node_named_twice(monkeypatch):
     """The first launch gathers every child's mass from the row of the parent it infers from the links; on a
     malformed tree (validate=False; the reference refuses it: node 2 is node 1's next sibling and its first
