@@ -187,9 +187,12 @@ TARGET_ONLY_DRAW_CHUNKS = 2
 
 
 # The walk-first call's draw launched as a programmatic dependent launch of its walker (sm_90+, compiled: the
-# kernel's GDC): the draw grid's launch and its programs' start overlap the walk (benchmarks/README.md, stop 45).
+# kernel's GDC): the draw grid's launch and its programs' start overlap the walk. H200, bs 512 (benchmarks/README.md,
+# stop 45): 0.6-1.0 us less a call in CUDA graphs, the walker's time plus the draw's alone, no longer their sum
+# plus a launch gap.
 TARGET_ONLY_PDL = True
-# The walker launched so too, after whatever kernel ran before it on the stream (it waits for it before any access).
+# The walker launched so too, after whatever kernel ran before it on the stream (it waits for that kernel before any
+# access): measured no faster in graphs (within 0.1 us of the above, stop 45), so off.
 TARGET_ONLY_PDL_WALKER = False
 _GDC_DEVICES = {}
 
