@@ -194,11 +194,17 @@ def _parents(first_child, next_sib, offs, valid, BLOCK_N: tl.constexpr):
     """Each node's parent in a tree held as register vectors of links (-1: none or not a child): a first
     child's parent is the node that names it (next_token), a later sibling's is its chain head's, found
     by pointer jumping along the reversed sibling links (log2 BLOCK_N rounds of two register gathers). On a
-    malformed tree (a node named twice, a cycle) the result may be wrong; its one user checks it."""
-    named_by = tl.max(tl.where((first_child[None, :] == offs[:, None]) & valid[None, :], offs[None, :], -1), axis=1)
-    prev = tl.max(tl.where((next_sib[None, :] == offs[:, None]) & valid[None, :], offs[None, :], -1), axis=1)
-    par = named_by
-    link = tl.where(named_by >= 0, -1, prev)  # a node whose parent is its previous sibling's (-1: known)
+    malformed tree (a node named twice, a cycle) the result may be wrong; its one user checks it.
+    Who names each node is one pass over the [BLOCK_N, BLOCK_N] pairs in int32 (links outside 0..BLOCK_N-1 can
+    name no node and become -1 first): node i's namer j counts as j + BLOCK_N through next_token and as j
+    through next_sibling, so the largest is the largest first-child namer where one exists (the parent), else
+    the largest previous sibling, as two passes (one a link) gave."""
+    fc = tl.where((first_child >= 0) & (first_child < BLOCK_N) & valid, first_child, -1).to(tl.int32)
+    ns = tl.where((next_sib >= 0) & (next_sib < BLOCK_N) & valid, next_sib, -1).to(tl.int32)
+    namer = tl.max(tl.where(fc[None, :] == offs[:, None], offs[None, :] + BLOCK_N,
+                            tl.where(ns[None, :] == offs[:, None], offs[None, :], -1)), axis=1)
+    par = tl.where(namer >= BLOCK_N, namer - BLOCK_N, -1)
+    link = tl.where(namer >= BLOCK_N, -1, namer)  # a node whose parent is its previous sibling's (-1: known)
     span = 1
     while span < BLOCK_N:  # after r rounds each link spans 2**r siblings
         has = link >= 0

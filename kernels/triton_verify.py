@@ -122,9 +122,9 @@ def tree_sampling_prepare(cand, ri, nt, ns, u, uf, p, *, W, threshold_single, th
         if not walk_first:
             return (predicts, accept_index, accept_token_num, buf), functools.partial(
                 _TARGET_ONLY_SPLIT_KERNEL, (bs * nc,), *args, 0, 1, False, **opts)
-        gdc = _gdc(device)
+        gdc = TARGET_ONLY_PDL and bs <= TARGET_ONLY_PDL_MAX_BS and _gdc(device)
         draw = functools.partial(_TARGET_ONLY_SPLIT_KERNEL, (bs * -(-nc // bpp),), *args, 2, bpp, gdc,
-                                 **(dict(draw_opts, launch_pdl=True) if gdc and TARGET_ONLY_PDL else draw_opts))
+                                 **(dict(draw_opts, launch_pdl=True) if gdc else draw_opts))
         # the walker holds the tree's links in registers at every width (WALK_IN_REGISTERS), in one warp
         walker_opts = dict(opts, num_warps=TARGET_ONLY_WALKER_WARPS)
         if gdc and TARGET_ONLY_PDL_WALKER:
@@ -191,6 +191,9 @@ TARGET_ONLY_DRAW_CHUNKS = 2
 # stop 45): 0.6-1.0 us less a call in CUDA graphs, the walker's time plus the draw's alone, no longer their sum
 # plus a launch gap.
 TARGET_ONLY_PDL = True
+# ... up to this many requests: at bs 4096 the programmatic launch was 0.3% slower (and the kernel with the
+# griddepcontrol instructions launched plainly 0.5%), so larger batches launch as before, GDC off.
+TARGET_ONLY_PDL_MAX_BS = 2048
 # The walker launched so too, after whatever kernel ran before it on the stream (it waits for that kernel before any
 # access): measured no faster in graphs (within 0.1 us of the above, stop 45), so off.
 TARGET_ONLY_PDL_WALKER = False

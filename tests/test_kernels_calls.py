@@ -8,8 +8,11 @@ import pickle
 import numpy as np
 import pytest
 import torch
+import triton
+import triton.language as tl
 
 from kernels import triton_common, triton_sampling, triton_tree, triton_verify
+from kernels.triton_target_only_kernels import _parents
 from tests.support.random_cases import eagle_rollout, plausible_candidates, random_probs
 from specviz.base.results import TreeSampleResult
 from specviz.algorithms.backends import cdf_order
@@ -193,8 +196,9 @@ def test_target_only_programmatic_launches_back_to_back(monkeypatch, pdl_walker)
 
 def test_target_only_programmatic_launch_plan(monkeypatch):
     """The walk-first launches hold griddepcontrol instructions (GDC, the kernel's last constexpr) only where
-    ``_gdc`` allows them (never under the interpreter: it has no inline assembly), and then the draw is
-    launched as a programmatic dependent launch (launch_pdl), the walker only with TARGET_ONLY_PDL_WALKER."""
+    ``_gdc`` allows them (never under the interpreter: it has no inline assembly), TARGET_ONLY_PDL is on and the
+    batch is at most TARGET_ONLY_PDL_MAX_BS, and then the draw is launched as a programmatic dependent launch
+    (launch_pdl), the walker only with TARGET_ONLY_PDL_WALKER."""
     monkeypatch.setattr(triton_verify, "TARGET_ONLY_SPLIT", True)
     monkeypatch.setattr(triton_verify, "TARGET_ONLY_WALK_FIRST_MIN_PROGRAMS", 0)
     if triton_common.interpreting():
@@ -209,9 +213,15 @@ def test_target_only_programmatic_launch_plan(monkeypatch):
             _, launch = triton_verify.tree_sampling_prepare(*dev, W=kw["num_speculative_tokens"], threshold_single=1.0,
                                                             threshold_acc=1.0, new=True)
             walker, draw = launch.parts  # not launched: GDC True would need a compiled kernel
-            assert walker.args[-4:] == (True, 1, 1, gdc) and draw.args[-3:] == (2, triton_verify.TARGET_ONLY_DRAW_CHUNKS, gdc)
-            assert draw.keywords.get("launch_pdl", False) == (gdc and pdl)
-            assert walker.keywords.get("launch_pdl", False) == (gdc and pdl_walker)
+            on = gdc and pdl
+            assert walker.args[-4:] == (True, 1, 1, on) and draw.args[-3:] == (2, triton_verify.TARGET_ONLY_DRAW_CHUNKS, on)
+            assert draw.keywords.get("launch_pdl", False) == on
+            assert walker.keywords.get("launch_pdl", False) == (on and pdl_walker)
+    monkeypatch.setattr(triton_verify, "TARGET_ONLY_PDL_MAX_BS", 2)  # a batch of 3 is then over the limit
+    _, launch = triton_verify.tree_sampling_prepare(*dev, W=kw["num_speculative_tokens"], threshold_single=1.0,
+                                                    threshold_acc=1.0, new=True)
+    walker, draw = launch.parts
+    assert walker.args[-1] is False and draw.args[-1] is False and "launch_pdl" not in draw.keywords
 
 
 def test_target_only_walker_on_a_node_named_twice(monkeypatch):
@@ -338,3 +348,39 @@ def test_filled_results_are_the_dataclasses_own():
     work = triton_verify.WorkBuffer(None, None, 4)
     lazy = triton_verify.LazyTreeSampleResult(1, 2, 3, work)
     assert (lazy.predicts, lazy.accept_index, lazy.accept_token_num, lazy._work) == (1, 2, 3, work)
+
+
+@triton.jit
+def _parents_kernel(fc_ptr, ns_ptr, out_ptr, n: tl.constexpr, BLOCK_N: tl.constexpr):
+    offs = tl.arange(0, BLOCK_N)
+    valid = offs < n
+    fc = tl.load(fc_ptr + offs, mask=valid, other=-1)
+    ns = tl.load(ns_ptr + offs, mask=valid, other=-1)
+    tl.store(out_ptr + offs, _parents(fc, ns, offs, valid, BLOCK_N), mask=valid)
+
+
+def test_walker_parents_on_built_trees_and_malformed_links():
+    """``_parents`` (the walker's parent inference: one int32 pass over the node pairs, then pointer jumping)
+    gives every node's parent on trees the tree builder makes (narrow and wide), and on malformed links it
+    prefers a first-child namer over a previous sibling and ignores links outside the tree, as the two-pass
+    form did; its user only takes it as a hint (a wrong parent costs a load, not a wrong token)."""
+    def run(nt, ns):
+        n = len(nt)
+        out = on_device(np.full(n, -7, np.int32))
+        with triton_common.INTERPRETER_LOCK:
+            _parents_kernel[(1,)](on_device(np.asarray(nt, np.int64)), on_device(np.asarray(ns, np.int64)), out, n,
+                                 triton_common.pow2(n))
+        return out.cpu().numpy().tolist()
+
+    for seed, shape in ((0, (1, 7, 8)), (1, (4, 5, 24)), (2, (8, 4, 64))):
+        (cand, ri, nt, ns, u, uf, p), _ = _tree_case(seed, 2, shape, 50)
+        for b in range(2):
+            want = [-1] * shape[2]
+            for j in range(shape[2]):
+                c = nt[b, j]
+                while c != -1:
+                    want[c] = j
+                    c = ns[b, c]
+            assert run(nt[b], ns[b]) == want, (shape, b)
+    # node 2: named by node 0 as first child and by node 1 as next sibling -> 0; links 9 and 2**32 + 1 name nothing
+    assert run([2, 9, -1, 2**32 + 1], [-1, 2, 3, -1]) == [-1, -1, 0, 0]
