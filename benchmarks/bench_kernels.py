@@ -68,7 +68,10 @@ TARGET_ONLY_KNOB_IMPLS = {"triton_walker_warps4": ("TARGET_ONLY_WALKER_WARPS", 4
                           "triton_maxnreg96": ("TARGET_ONLY_MAXNREG", 96),
                           "triton_draw_maxnreg64": ("TARGET_ONLY_DRAW_MAXNREG", 64),
                           "triton_draw_maxnreg128": ("TARGET_ONLY_DRAW_MAXNREG", 128),
-                          "triton_draw_maxnreg_none": ("TARGET_ONLY_DRAW_MAXNREG", None)}
+                          "triton_draw_maxnreg_none": ("TARGET_ONLY_DRAW_MAXNREG", None),
+                          "triton_draw_maxnreg80": ("TARGET_ONLY_DRAW_MAXNREG", 80),
+                          "triton_pdl_off": ("TARGET_ONLY_PDL", False),
+                          "triton_pdl_walker": ("TARGET_ONLY_PDL_WALKER", True)}
 EMPTY_PAIR = "two_empty_launches"  # two empty Triton launches through the JIT, timed in every op's Python rounds
 BEFORE = None  # --before DIR: the kernels package of an earlier commit (DIR/kernels_before), timed as impl "before"
 
@@ -505,6 +508,21 @@ def run(args):
                 parts = getattr(launch, "parts", None)
                 if parts and ONLY_IMPLS & {"triton_walker", "triton_draw"}:  # a walk-first call's two launches alone
                     impls["triton_walker"], impls["triton_draw"] = (parts[0], parts[0]), (parts[1], parts[1])
+                for c in (0, 1):  # the walk's extremes: coins 0 accept each level's first child, coins 1 reject every root child
+                    if ONLY_IMPLS & {f"triton_coins{c}", f"triton_walker_coins{c}"}:
+                        uc = torch.full_like(u, float(c))
+                        (_, _, k_c, _), other = triton_verify.tree_sampling_prepare(tree_cand, ri, nt, ns, uc, uf, p, **skw)
+                        impls[f"triton_coins{c}"] = (other, other)
+                        if getattr(other, "parts", None):
+                            impls[f"triton_walker_coins{c}"] = (other.parts[0], other.parts[0])
+                        other()
+                        record(results, op="tree_sampling_target_only", impl=f"coins{c}_accept_len",
+                               mean_accept_len=round(float(k_c.float().mean()) + 1, 2), **vmeta)
+                if ONLY_IMPLS & {"triton_walker"}:
+                    (_, _, k_u, _), one_more = triton_verify.tree_sampling_prepare(tree_cand, ri, nt, ns, u, uf, p, **skw)
+                    one_more()
+                    record(results, op="tree_sampling_target_only", impl="bench_coins_accept_len",
+                           mean_accept_len=round(float(k_u.float().mean()) + 1, 2), **vmeta)
                 for name, (knob, value) in TARGET_ONLY_KNOB_IMPLS.items():  # the launcher's knobs, other values
                     if name in ONLY_IMPLS:
                         saved = getattr(triton_verify, knob)

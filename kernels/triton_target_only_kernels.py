@@ -4,6 +4,7 @@ chunks across programs), with their row draw and the helpers that stand in for S
 buffer (the rejection record)."""
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from .triton_verify_kernels import terminal_block
 
@@ -193,11 +194,17 @@ def _parents(first_child, next_sib, offs, valid, BLOCK_N: tl.constexpr):
     """Each node's parent in a tree held as register vectors of links (-1: none or not a child): a first
     child's parent is the node that names it (next_token), a later sibling's is its chain head's, found
     by pointer jumping along the reversed sibling links (log2 BLOCK_N rounds of two register gathers). On a
-    malformed tree (a node named twice, a cycle) the result may be wrong; its one user checks it."""
-    named_by = tl.max(tl.where((first_child[None, :] == offs[:, None]) & valid[None, :], offs[None, :], -1), axis=1)
-    prev = tl.max(tl.where((next_sib[None, :] == offs[:, None]) & valid[None, :], offs[None, :], -1), axis=1)
-    par = named_by
-    link = tl.where(named_by >= 0, -1, prev)  # a node whose parent is its previous sibling's (-1: known)
+    malformed tree (a node named twice, a cycle) the result may be wrong; its one user checks it.
+    Who names each node is one pass over the [BLOCK_N, BLOCK_N] pairs in int32 (links outside 0..BLOCK_N-1 can
+    name no node and become -1 first): node i's namer j counts as j + BLOCK_N through next_token and as j
+    through next_sibling, so the largest is the largest first-child namer where one exists (the parent), else
+    the largest previous sibling, as two passes (one a link) gave."""
+    fc = tl.where((first_child >= 0) & (first_child < BLOCK_N) & valid, first_child, -1).to(tl.int32)
+    ns = tl.where((next_sib >= 0) & (next_sib < BLOCK_N) & valid, next_sib, -1).to(tl.int32)
+    namer = tl.max(tl.where(fc[None, :] == offs[:, None], offs[None, :] + BLOCK_N,
+                            tl.where(ns[None, :] == offs[:, None], offs[None, :], -1)), axis=1)
+    par = tl.where(namer >= BLOCK_N, namer - BLOCK_N, -1)
+    link = tl.where(namer >= BLOCK_N, -1, namer)  # a node whose parent is its previous sibling's (-1: known)
     span = 1
     while span < BLOCK_N:  # after r rounds each link spans 2**r siblings
         has = link >= 0
@@ -249,7 +256,7 @@ def tree_sampling_target_only_split_kernel(out_ptr, count_ptr,
                                            NEW_SEMANTICS: tl.constexpr, BLOCK_N: tl.constexpr,
                                            BLOCK_W: tl.constexpr, CHUNK: tl.constexpr, NC: tl.constexpr,
                                            NC_P2: tl.constexpr, WALK_IN_REGISTERS: tl.constexpr,
-                                           WALK: tl.constexpr, BPP: tl.constexpr):
+                                           WALK: tl.constexpr, BPP: tl.constexpr, GDC: tl.constexpr):
     """``tree_sampling_target_only_kernel`` for a work buffer that is zero on entry (SGLang's call),
     parallel over the vocabulary: grid (bs * NC,), program pid serves request b = pid // NC and
     chunk g = pid % NC of the NC = cdiv(V, CHUNK) chunks (FlashInfer's chunk, target_only_chunk(V)).
@@ -273,6 +280,11 @@ def tree_sampling_target_only_split_kernel(out_ptr, count_ptr,
     rows, accepted tokens); WALK = 2 (grid (bs * cdiv(NC, BPP),)) loads that outcome instead of walking, so
     each program's chunk loads wait on one load round, not on the walk's dependent loads, and sums BPP
     chunks (g * BPP + t), each with the one-chunk block shape and so its bits; BPP = 1 with WALK < 2.
+    GDC (sm_90+, compiled; False under the interpreter): the two launches as a programmatic dependent launch.
+    The walker lets the draw grid start at once (griddepcontrol.launch_dependents) and waits first for the
+    launch before it, in case it was itself launched so; each draw program waits (griddepcontrol.wait: the
+    walker grid complete, its writes visible) before its first memory access, so the draw's launch and its
+    programs' start overlap the walk. Without such a launch both instructions are no-ops.
 
     out [bs*n + bs*W + bs + bs*2*n + bs*2*NC (+ bs*WS)] i32, one allocation, one pointer argument instead of six:
     the outputs predicts [bs*n], accept_index [bs, W], accept_token_num [bs], the record rec [bs, 2, n], then
@@ -302,6 +314,12 @@ def tree_sampling_target_only_split_kernel(out_ptr, count_ptr,
     valid = offs_n < n
     p_req = target_probs_ptr + b * stride_p_b
     sums_ptr = ints_ptr.to(tl.pointer_type(tl.float32), bitcast=True)
+    if GDC:
+        if WALK == 1:
+            gdc_wait()  # whatever ran before this launch (an earlier call's draw reads walk)
+            gdc_launch_dependents()
+        else:
+            gdc_wait()  # the walker grid has completed: its outcome and record are visible
     if WALK == 2:  # the walk's outcome, from the first launch
         node = tl.load(walk_req).to(tl.int64)
         k = tl.load(walk_req + 1)

@@ -122,11 +122,15 @@ def tree_sampling_prepare(cand, ri, nt, ns, u, uf, p, *, W, threshold_single, th
         args = (out, counters, cand, ri, nt, ns, u, uf, p, *scalars, *consts)
         if not walk_first:
             return (predicts, accept_index, accept_token_num, buf), functools.partial(
-                _TARGET_ONLY_SPLIT_KERNEL, (bs * nc,), *args, 0, 1, **opts)
-        draw = functools.partial(_TARGET_ONLY_SPLIT_KERNEL, (bs * -(-nc // bpp),), *args, 2, bpp, **draw_opts)
+                _TARGET_ONLY_SPLIT_KERNEL, (bs * nc,), *args, 0, 1, False, **opts)
+        gdc = TARGET_ONLY_PDL and bs <= TARGET_ONLY_PDL_MAX_BS and _gdc(device)
+        draw = functools.partial(_TARGET_ONLY_SPLIT_KERNEL, (bs * -(-nc // bpp),), *args, 2, bpp, gdc,
+                                 **(dict(draw_opts, launch_pdl=True) if gdc else draw_opts))
         # the walker holds the tree's links in registers at every width (WALK_IN_REGISTERS), in one warp
-        walker = functools.partial(_TARGET_ONLY_SPLIT_KERNEL, (bs,), *args[:-1], True, 1, 1,
-                                   **dict(opts, num_warps=TARGET_ONLY_WALKER_WARPS))
+        walker_opts = dict(opts, num_warps=TARGET_ONLY_WALKER_WARPS)
+        if gdc and TARGET_ONLY_PDL_WALKER:
+            walker_opts["launch_pdl"] = True
+        walker = functools.partial(_TARGET_ONLY_SPLIT_KERNEL, (bs,), *args[:-1], True, 1, 1, gdc, **walker_opts)
 
         def launch():
             walker()
@@ -181,6 +185,30 @@ TARGET_ONLY_WALKER_WARPS = 1
 # Chunks each program of the second (draw) launch sums, a power of 2: more loads in flight a program, and fewer
 # programs each waiting on the walk's outcome and on the request's counter.
 TARGET_ONLY_DRAW_CHUNKS = 2
+
+
+# The walk-first call's draw launched as a programmatic dependent launch of its walker (sm_90+, compiled: the
+# kernel's GDC): the draw grid's launch and its programs' start overlap the walk. H200, bs 512 (benchmarks/README.md,
+# stop 45): 0.6-1.0 us less a call in CUDA graphs, the walker's time plus the draw's alone, no longer their sum
+# plus a launch gap.
+TARGET_ONLY_PDL = True
+# ... up to this many requests: at bs 4096 the programmatic launch was 0.3% slower (and the kernel with the
+# griddepcontrol instructions launched plainly 0.5%), so larger batches launch as before, GDC off.
+TARGET_ONLY_PDL_MAX_BS = 2048
+# The walker launched so too, after whatever kernel ran before it on the stream (it waits for that kernel before any
+# access): measured no faster in graphs (within 0.1 us of the above, stop 45), so off.
+TARGET_ONLY_PDL_WALKER = False
+_GDC_DEVICES = {}
+
+
+def _gdc(device) -> bool:
+    """Whether the target-only kernels may hold griddepcontrol instructions on this device: compiled (not the
+    interpreter) on an NVIDIA GPU of compute capability 9.0 or more. Cached per device."""
+    ok = _GDC_DEVICES.get(device)
+    if ok is None:
+        ok = _GDC_DEVICES[device] = (device.type == "cuda" and not interpreting() and torch.version.hip is None
+                                     and torch.cuda.get_device_capability(device)[0] >= 9)
+    return ok
 
 
 def target_only_walk_first(bs: int, nc: int) -> bool:

@@ -8,8 +8,11 @@ import pickle
 import numpy as np
 import pytest
 import torch
+import triton
+import triton.language as tl
 
 from kernels import triton_common, triton_sampling, triton_tree, triton_verify
+from kernels.triton_target_only_kernels import _parents
 from tests.support.random_cases import eagle_rollout, plausible_candidates, random_probs
 from specviz.base.results import TreeSampleResult
 from specviz.algorithms.backends import cdf_order
@@ -174,6 +177,53 @@ def test_target_only_walk_in_a_first_launch(monkeypatch, case_seed):
             assert_same(expected, got, f"walk first {shape} {V} {semantics}")
 
 
+@pytest.mark.parametrize("pdl_walker", [False, True])
+def test_target_only_programmatic_launches_back_to_back(monkeypatch, pdl_walker):
+    """Walk-first calls queued back to back on one stream, no sync between them, each call's draw a programmatic
+    dependent launch of its walker (on sm_90+; and with pdl_walker the walker one of the previous call's draw,
+    whose walk outcome it overwrites): every call's tokens, accept paths and work buffer are the reference's.
+    Under the interpreter (and off sm_90) the launches are plain ones: the same results."""
+    monkeypatch.setattr(triton_verify, "TARGET_ONLY_SPLIT", True)
+    monkeypatch.setattr(triton_verify, "TARGET_ONLY_WALK_FIRST_MIN_PROGRAMS", 0)
+    monkeypatch.setattr(triton_verify, "TARGET_ONLY_PDL_WALKER", pdl_walker)
+    cases = [_tree_case(seed, 3, shape, V) for seed, (shape, V) in enumerate((((2, 3, 6), 4097), ((4, 5, 24), 5000),
+                                                                               ((2, 3, 6), 4097), ((4, 5, 24), 5000)))]
+    dev_cases = [([on_device(a) for a in args], kw) for args, kw in cases]
+    got = [triton_verify.tree_sampling_target_only(*dev, **kw, validate=False) for dev, kw in dev_cases]
+    for (args, kw), res in zip(cases, got):
+        assert_same(REF.tree_sampling_target_only(*args, **kw), res, f"back to back, pdl_walker={pdl_walker}")
+
+
+def test_target_only_programmatic_launch_plan(monkeypatch):
+    """The walk-first launches hold griddepcontrol instructions (GDC, the kernel's last constexpr) only where
+    ``_gdc`` allows them (never under the interpreter: it has no inline assembly), TARGET_ONLY_PDL is on and the
+    batch is at most TARGET_ONLY_PDL_MAX_BS, and then the draw is launched as a programmatic dependent launch
+    (launch_pdl), the walker only with TARGET_ONLY_PDL_WALKER."""
+    monkeypatch.setattr(triton_verify, "TARGET_ONLY_SPLIT", True)
+    monkeypatch.setattr(triton_verify, "TARGET_ONLY_WALK_FIRST_MIN_PROGRAMS", 0)
+    if triton_common.interpreting():
+        assert not triton_verify._gdc(torch.device("cpu")) and not triton_verify._gdc(on_device(np.zeros(1)).device)
+    args, kw = _tree_case(0, 3, (2, 3, 6), 4097)
+    dev = [on_device(a) for a in args]
+    for gdc in (False, True):
+        monkeypatch.setattr(triton_verify, "_gdc", lambda device, gdc=gdc: gdc)
+        for pdl, pdl_walker in ((True, False), (True, True), (False, False)):
+            monkeypatch.setattr(triton_verify, "TARGET_ONLY_PDL", pdl)
+            monkeypatch.setattr(triton_verify, "TARGET_ONLY_PDL_WALKER", pdl_walker)
+            _, launch = triton_verify.tree_sampling_prepare(*dev, W=kw["num_speculative_tokens"], threshold_single=1.0,
+                                                            threshold_acc=1.0, new=True)
+            walker, draw = launch.parts  # not launched: GDC True would need a compiled kernel
+            on = gdc and pdl
+            assert walker.args[-4:] == (True, 1, 1, on) and draw.args[-3:] == (2, triton_verify.TARGET_ONLY_DRAW_CHUNKS, on)
+            assert draw.keywords.get("launch_pdl", False) == on
+            assert walker.keywords.get("launch_pdl", False) == (on and pdl_walker)
+    monkeypatch.setattr(triton_verify, "TARGET_ONLY_PDL_MAX_BS", 2)  # a batch of 3 is then over the limit
+    _, launch = triton_verify.tree_sampling_prepare(*dev, W=kw["num_speculative_tokens"], threshold_single=1.0,
+                                                    threshold_acc=1.0, new=True)
+    walker, draw = launch.parts
+    assert walker.args[-1] is False and draw.args[-1] is False and "launch_pdl" not in draw.keywords
+
+
 def test_target_only_walker_on_a_node_named_twice(monkeypatch):
     """The first launch gathers every child's mass from the row of the parent it infers from the links; on a
     malformed tree (validate=False; the reference refuses it: node 2 is node 1's next sibling and its first
@@ -298,3 +348,39 @@ def test_filled_results_are_the_dataclasses_own():
     work = triton_verify.WorkBuffer(None, None, 4)
     lazy = triton_verify.LazyTreeSampleResult(1, 2, 3, work)
     assert (lazy.predicts, lazy.accept_index, lazy.accept_token_num, lazy._work) == (1, 2, 3, work)
+
+
+@triton.jit
+def _parents_kernel(fc_ptr, ns_ptr, out_ptr, n: tl.constexpr, BLOCK_N: tl.constexpr):
+    offs = tl.arange(0, BLOCK_N)
+    valid = offs < n
+    fc = tl.load(fc_ptr + offs, mask=valid, other=-1)
+    ns = tl.load(ns_ptr + offs, mask=valid, other=-1)
+    tl.store(out_ptr + offs, _parents(fc, ns, offs, valid, BLOCK_N), mask=valid)
+
+
+def test_walker_parents_on_built_trees_and_malformed_links():
+    """``_parents`` (the walker's parent inference: one int32 pass over the node pairs, then pointer jumping)
+    gives every node's parent on trees the tree builder makes (narrow and wide), and on malformed links it
+    prefers a first-child namer over a previous sibling and ignores links outside the tree, as the two-pass
+    form did; its user only takes it as a hint (a wrong parent costs a load, not a wrong token)."""
+    def run(nt, ns):
+        n = len(nt)
+        out = on_device(np.full(n, -7, np.int32))
+        with triton_common.INTERPRETER_LOCK:
+            _parents_kernel[(1,)](on_device(np.asarray(nt, np.int64)), on_device(np.asarray(ns, np.int64)), out, n,
+                                 triton_common.pow2(n))
+        return out.cpu().numpy().tolist()
+
+    for seed, shape in ((0, (1, 7, 8)), (1, (4, 5, 24)), (2, (8, 4, 64))):
+        (cand, ri, nt, ns, u, uf, p), _ = _tree_case(seed, 2, shape, 50)
+        for b in range(2):
+            want = [-1] * shape[2]
+            for j in range(shape[2]):
+                c = nt[b, j]
+                while c != -1:
+                    want[c] = j
+                    c = ns[b, c]
+            assert run(nt[b], ns[b]) == want, (shape, b)
+    # node 2: named by node 0 as first child and by node 1 as next sibling -> 0; links 9 and 2**32 + 1 name nothing
+    assert run([2, 9, -1, 2**32 + 1], [-1, 2, 3, -1]) == [-1, -1, 0, 0]

@@ -25,7 +25,8 @@ I64, I32, F32 = "*i64", "*i32", "*fp32"
 _TARGET_ONLY_SHAPES = ((128256, 4096, 32), (50257, 1024, 50), (1000, 4096, 1))  # (V, CHUNK, NC)
 _TARGET_ONLY_SPLIT_VARIANTS = (
     # NEW_SEMANTICS=True: 9 rows hold every (shape, walk), (shape, n) and (n, walk) pair of the 18-row product;
-    # BPP (chunks a draw program, the launcher's rule) is 2 with walk 2, else 1
+    # BPP (chunks a draw program, the launcher's rule) is 2 with walk 2, else 1; GDC (the griddepcontrol
+    # instructions, the launcher's rule on sm_90+) with walk 1 and 2
     *((True, _TARGET_ONLY_SHAPES[v], n, walk) for v, walk, n in (
         (0, 0, 8), (0, 1, 64), (0, 2, 8), (1, 0, 64), (1, 1, 8), (1, 2, 64), (2, 0, 8), (2, 1, 64), (2, 2, 64))),
     # 0.5.22 semantics walks in registers only (walk 0): every shape and both n
@@ -83,10 +84,10 @@ KERNELS = {
             "stride_p_b": "i64", "stride_p_row": "i32", "threshold_single": "fp32", "threshold_acc": "fp32",
             "NEW_SEMANTICS": "constexpr", "BLOCK_N": "constexpr", "BLOCK_W": "constexpr", "CHUNK": "constexpr",
             "NC": "constexpr", "NC_P2": "constexpr", "WALK_IN_REGISTERS": "constexpr",
-            "WALK": "constexpr", "BPP": "constexpr"},
+            "WALK": "constexpr", "BPP": "constexpr", "GDC": "constexpr"},
             {"n": n, "W": 6, "V": V, "NEW_SEMANTICS": new, "BLOCK_N": n, "BLOCK_W": 8, "CHUNK": chunk,
              "NC": nc, "NC_P2": max(2, 1 << (nc - 1).bit_length()), "WALK_IN_REGISTERS": n <= 16, "WALK": walk,
-             "BPP": 2 if walk == 2 else 1})
+             "BPP": 2 if walk == 2 else 1, "GDC": walk > 0})
             for new, (V, chunk, nc), n, walk in _TARGET_ONLY_SPLIT_VARIANTS},
     },
     "kernels.triton_chain_kernels": {
