@@ -4,6 +4,7 @@ is Streamlit's own answer."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import inspect
 import os
 
@@ -41,7 +42,10 @@ def _get(app, path: str, method: str = "GET", headers=()) -> tuple[int, dict, by
     async def go():
         await app(scope, receive, send)
     try:
-        asyncio.run(go())
+        # On a thread of its own: after a browser test, Playwright's sync API keeps an event loop running on
+        # this thread, and asyncio.run refuses to start a second one there.
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            pool.submit(asyncio.run, go()).result()
     except HTTPException as exc:  # Starlette's exception middleware answers these in a server
         return exc.status_code, {}, b""
     start = sent[0]
