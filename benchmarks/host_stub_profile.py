@@ -179,6 +179,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--calls", type=int, default=3000)
     ap.add_argument("--bs", type=int, nargs="+", default=[1, 64])
+    ap.add_argument("--shape", type=int, nargs=3, default=[1, 7, 8], metavar=("TOPK", "DEPTH", "N"),
+                    help="the tree's shape (4 5 64 at bs 1: the target-only record is a misaligned view)")
     ap.add_argument("--ops", nargs="*")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--json")
@@ -192,7 +194,7 @@ def main():
     print("| op | bs | host CPU us (min / median / max) | aten ops a call | launches (arguments) |")
     print("|---|---|---|---|---|")
     for bs in args.bs:
-        for op, fn in calls(bs).items():
+        for op, fn in calls(bs, tuple(args.shape)).items():
             if args.ops and op not in args.ops:
                 continue
             fn()
@@ -226,7 +228,7 @@ def compare(args):
     print("| op | bs | after CPU us (min / median / max) | before | after / before (median) |")
     print("|---|---|---|---|---|")
     for bs in args.bs:
-        after, before = calls(bs), calls(bs, mods=old[1:])
+        after, before = calls(bs, tuple(args.shape)), calls(bs, tuple(args.shape), mods=old[1:])
         for op in after:
             if args.ops and op not in args.ops:
                 continue

@@ -250,19 +250,23 @@ class FastLaunch:
             return self._first(grid, device, args, options)
         if len(args) != len(constexpr):
             raise TypeError("FastLaunch takes every kernel parameter, positionally")
-        # The key of a call whose leading tensors are all 16-byte aligned (every tensor a launcher allocates, and
-        # almost every input): their pointers (read once: the launch takes them, below), their dtypes and the
-        # other arguments as they are, in one dict lookup; the types of those arguments are compared on a hit
-        # (1, 1.0 and True are one dict key, three Triton specializations). Anything else: _key's full spec.
+        # The key of a call: the leading tensors' pointers (read once: the launch takes them, below), their dtypes,
+        # the other arguments as they are and, only when a pointer is not 16-byte aligned (a view into one
+        # allocation, e.g. the target-only record), which ones are: one dict lookup. The types of the other
+        # arguments are compared on a hit (1, 1.0 and True are one dict key, three Triton specializations).
+        # A miss: _key's full spec, and the kernel remembered under this key.
         lead = self.lead
         head, tail = args[:lead], args[lead:]
         opts = tuple(options.items())
         try:
             ptrs = tuple(map(_DATA_PTR, head))
-            hit = self.fast.get((device, tuple(map(_DTYPE, head)), tail, opts))
+            fast_key = (device, tuple(map(_DTYPE, head)), tail, opts)
+            if _reduce(_or, ptrs, 0) & 15:
+                fast_key += (tuple([p & 15 == 0 for p in ptrs]),)
+            hit = self.fast.get(fast_key)
         except TypeError:  # not a tensor where the first call had one; an unhashable argument
             hit = None
-        if hit is None or hit[0] != tuple(map(type, tail)) or _reduce(_or, ptrs, 0) & 15:
+        if hit is None or hit[0] != tuple(map(type, tail)):
             key = (device, self._key(args), opts)
             ck = self.compiled.get(key)
             if ck is None:
@@ -286,16 +290,17 @@ class FastLaunch:
         return ck
 
     def _remember(self, device, args, opts, ck):
-        """Keep ``ck`` under the fast key of ``args`` (see __call__) when their leading tensors are all 16-byte
-        aligned and nothing after them is a tensor (a tensor's alignment may change with the same object).
-        At most _FAST_KEYS_MAX keys a kernel: float arguments that change every call would grow it."""
+        """Keep ``ck`` under the fast key of ``args`` (see __call__) when nothing after the leading tensors is a
+        tensor (a tensor's alignment may change with the same object). At most _FAST_KEYS_MAX keys a kernel:
+        float arguments that change every call would grow it."""
         lead = self.lead
         head, tail = args[:lead], args[lead:]
         if any(isinstance(a, torch.Tensor) for a in tail) or not all(type(a) is _Tensor for a in head):
             return
-        if any(a.data_ptr() & 15 for a in head):
-            return
         key = (device, tuple(a.dtype for a in head), tail, opts)
+        ptrs = [a.data_ptr() for a in head]
+        if _reduce(_or, ptrs, 0) & 15:  # which pointers are aligned: part of the kernel's specialization
+            key += (tuple([p & 15 == 0 for p in ptrs]),)
         try:
             hash(key)
         except TypeError:

@@ -156,6 +156,12 @@ def test_fast_launch_reuses_a_kernel_only_for_the_same_specialization(monkeypatc
         got, new = kernel_of(*other)
         assert got is not ck and new, other
         assert kernel_of(*other) == (got, False), other  # and reused for itself
+    # A misaligned pointer (a view into one allocation) is remembered too, with which pointers are aligned in
+    # its key: its calls go as pointers, and an aligned call never gets its kernel.
     misaligned, _ = kernel_of(a[1:], b, 8, 0.5, True)
-    assert misaligned.launches[-1][0] is not None and isinstance(misaligned.launches[-1][0], torch.Tensor)
+    assert misaligned.launches[-1] == (a[1:].data_ptr(), b.data_ptr(), 8, 0.5, True)
+    assert kernel_of(a[3:], b, 8, 0.5, True) == (misaligned, False)  # another misaligned view of a: the same
+    both, new = kernel_of(a[1:], b[1:], 8, 0.5, True)
+    assert both is not misaligned and new
+    assert kernel_of(a, b[1:], 8, 0.5, True)[0] not in (ck, misaligned, both)
     assert kernel_of(a, b, 8, 0.5, True) == (ck, False)
