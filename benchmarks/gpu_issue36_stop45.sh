@@ -19,21 +19,5 @@ timeout ${BENCH_TIMEOUT:-330} python3 benchmarks/bench_kernels.py --before "$BEF
     --impls ${IMPLS:-triton before triton_pdl_off} --batches ${BATCHES:-512 4096} --vocabs ${VOCABS:-32000 128256} \
     --rounds ${ROUNDS:-3} --out "$OUT/results.json" > "$OUT/bench.log" 2>&1; echo "bench rc $?"
 grep -h '"error\|Error' "$OUT/bench.log" | cut -c1-300 | head -5
-python3 - "$OUT/bench.log" <<'PY'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-checks = [r for r in rows if r.get("impl") == "check_vs_before"]
-print("check_vs_before: %d of %d same" % (sum(r["same"] for r in checks), len(checks)))
-for r in checks:
-    if not r["same"]:
-        print("DIFFERS", r)
-for r in rows:
-    if r.get("graph_us") and "bs" in r and r.get("op") == "tree_sampling_target_only":
-        print(r["impl"], r.get("topk"), r.get("depth"), r.get("n"), "bs", r["bs"], "V", r["V"], "g", r["graph_us"],
-              r.get("graph_us_rounds"), "TB/s", r.get("graph_TBps"), "py", r.get("python_us"))
-PY
-if [ "${SUITE:-0}" = 1 ]; then
-  timeout ${SUITE_TIMEOUT:-240} python3 -m pytest -q -n 14 -rs -p no:cacheprovider --timeout 300 \
-      -m "exhaustive or not exhaustive" > "$OUT/suite.log" 2>&1; echo "suite rc $?"; tail -3 "$OUT/suite.log"
-  grep -E "^(FAILED|ERROR)" "$OUT/suite.log" | head -20
-fi
+python3 benchmarks/target_only_rows.py "$OUT/bench.log"
+if [ "${SUITE:-0}" = 1 ]; then run_suite; fi

@@ -25,14 +25,13 @@ module and its name in ``app_runtime.PATCHES``; tests/test_page_base.py goes wit
 """
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import os
 import re
 from pathlib import Path
 
-from specviz.app.runtime.shape_guard import install_once
+from specviz.app.runtime.shape_guard import install_once, wrap_static_handlers
 
 _log = logging.getLogger(__name__)
 UPSTREAM = "streamlit/streamlit#7074 (a deep link to a page pings <page>/_stcore/health first)"  # `specviz doctor`
@@ -94,15 +93,7 @@ def _shape() -> tuple:
 
 
 def _patch(routes) -> None:
-    create = routes.create_streamlit_static_handler
-
-    @functools.wraps(create)
-    def create_streamlit_static_handler(directory: str, base_url: str | None):
-        handler = create(directory=directory, base_url=base_url)
-        wrap_handler(handler, directory)
-        return handler
-
-    routes.create_streamlit_static_handler = create_streamlit_static_handler
+    wrap_static_handlers(routes, wrap_handler)
 
 
 def wrap_handler(handler, directory: str, pages_dir: Path | None = None) -> None:

@@ -27,3 +27,20 @@ def install_once(what: str, marker: str, shape: Callable[[], tuple], patch: Call
     patch(*parts)
     setattr(owner, marker, True)
     return True
+
+
+def wrap_static_handlers(routes, wrap_handler: Callable[[object, str], None]) -> None:
+    """Make Streamlit's static-handler factory (``routes.create_streamlit_static_handler``) hand every
+    handler it builds to ``wrap_handler(handler, directory)`` first: the patches that change how the
+    frontend's files are served (static_files, page_base) each wrap it once, in either order."""
+    import functools
+
+    create = routes.create_streamlit_static_handler
+
+    @functools.wraps(create)
+    def create_streamlit_static_handler(directory: str, base_url: str | None):
+        handler = create(directory=directory, base_url=base_url)
+        wrap_handler(handler, directory)
+        return handler
+
+    routes.create_streamlit_static_handler = create_streamlit_static_handler

@@ -30,7 +30,7 @@ import logging
 import mimetypes
 import os
 
-from specviz.app.runtime.shape_guard import install_once
+from specviz.app.runtime.shape_guard import install_once, wrap_static_handlers
 
 _log = logging.getLogger(__name__)
 UPSTREAM = "Kludex/starlette#819 (static files read through a thread pool)"  # printed by `specviz doctor`
@@ -71,15 +71,7 @@ def _shape() -> tuple:
 
 
 def _patch(routes) -> None:
-    create = routes.create_streamlit_static_handler
-
-    @functools.wraps(create)
-    def create_streamlit_static_handler(directory: str, base_url: str | None):
-        handler = create(directory=directory, base_url=base_url)
-        wrap_handler(handler, directory)
-        return handler
-
-    routes.create_streamlit_static_handler = create_streamlit_static_handler
+    wrap_static_handlers(routes, wrap_handler)
 
 
 def wrap_handler(handler, directory: str) -> None:
