@@ -315,11 +315,11 @@ def tree_sampling_target_only_split_kernel(out_ptr, count_ptr,
     p_req = target_probs_ptr + b * stride_p_b
     sums_ptr = ints_ptr.to(tl.pointer_type(tl.float32), bitcast=True)
     if GDC:
+        # walker: whatever ran before this launch is done (an earlier call's draw reads walk); draw: the walker
+        # grid has completed, its outcome and record visible
+        gdc_wait()
         if WALK == 1:
-            gdc_wait()  # whatever ran before this launch (an earlier call's draw reads walk)
             gdc_launch_dependents()
-        else:
-            gdc_wait()  # the walker grid has completed: its outcome and record are visible
     if WALK == 2:  # the walk's outcome, from the first launch
         node = tl.load(walk_req).to(tl.int64)
         k = tl.load(walk_req + 1)
